@@ -1,0 +1,126 @@
+package contract
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Executor runs one command to completion somewhere: on the host, in a fresh
+// container, inside a run's root container, or inside its sbx sandbox.
+//
+// Exec returns when the process has exited and all its output has been
+// written. A non-zero exit is not an error: it is ExitResult.ExitCode. An
+// error means the command could not be run (image missing, sandbox gone, ...)
+// or was stopped: when ctx ends before the process exits, Exec stops it and
+// everything it started (SIGTERM, then SIGKILL after req.Grace), and returns
+// an error that wraps ctx.Err() (context.DeadlineExceeded or
+// context.Canceled) with ExitCode -1.
+type Executor interface {
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+}
+
+// ExecRequest is one command to run.
+type ExecRequest struct {
+	RunID  string // labels containers, names sandboxes
+	StepID string
+
+	// Argv is the command: ["sh", "-c", step.Run] for `run:` steps, the
+	// harness argv for harness.run steps. It is never re-parsed by a shell.
+	Argv  []string
+	Stdin io.Reader // nil: empty stdin
+
+	Env []workflows.EnvVar // the complete environment (PATH included where the executor needs one)
+	// SecretNames are names whose values the executor must pass without putting
+	// them on a command line (secrets, for sbx: `-e NAME` is never used for
+	// them). They are also present in Env.
+	SecretNames []string
+
+	// Dir is the working directory. For the host executor, an absolute host
+	// path; for containers and sandboxes, a path inside them ("" = the
+	// container's or sandbox's own default working directory).
+	Dir string
+	// Workspace is the run's workspace on the host (bind-mounted into
+	// containers, cloned into sandboxes).
+	Workspace string
+
+	// Container is set for a step with its own `container:`; only the
+	// per-step container executor reads it.
+	Container *workflows.Container
+
+	Stdout io.Writer // receives stdout as produced
+	Stderr io.Writer // receives stderr as produced, kept apart from stdout
+
+	Grace time.Duration // between SIGTERM and SIGKILL on timeout or cancel; 0 = 5s
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode int // -1 when stopped by ctx
+	Duration time.Duration
+}
+
+// Sandbox opens a per-run environment before the first step and closes it
+// after the last (the root container, an sbx microVM).
+type Sandbox interface {
+	Open(ctx context.Context, req OpenRequest) (Session, error)
+}
+
+// OpenRequest describes the run a sandbox is opened for.
+type OpenRequest struct {
+	RunID     string
+	Workspace string              // host path of the run's workspace
+	Workflow  *workflows.Workflow // Container or Sandbox says what to open
+	Env       []workflows.EnvVar  // run-wide environment (root container env)
+	Stdout    io.Writer           // progress of opening/closing, for the run log
+	Stderr    io.Writer
+}
+
+// Session is an opened per-run environment. Steps are executed in it; Close is
+// always called, also after failures, cancellation and timeouts, and must
+// remove everything Open created (with a fresh context if ctx is done).
+type Session interface {
+	Executor
+	Close(ctx context.Context) error
+}
+
+// Reporter shows a run where its event came from (sticky comment, commit
+// status). Implementations retry rate limits themselves; the engine throttles
+// progress updates and always sends the final one.
+type Reporter interface {
+	Report(ctx context.Context, r *RunReport) (ReportRef, error)
+}
+
+// Phase says which moment of a run a report describes.
+type Phase string
+
+// Report phases.
+const (
+	PhaseStart    Phase = "start"    // run claimed: create the comment, status pending, reaction
+	PhaseProgress Phase = "progress" // a step changed state
+	PhaseFinal    Phase = "final"    // run ended: final body, status success/failure
+)
+
+// RunReport is everything a reporter needs; it carries no secret values
+// (Body and step errors are already redacted by the engine).
+type RunReport struct {
+	Phase    Phase
+	RunID    string
+	Attempt  int
+	Workflow *workflows.Workflow // Name and Report say what to post
+	Event    *workflows.Event
+	HeadSHA  string // resolved head (the event's, or the one checked out)
+	Status   workflows.Status
+	Steps    []workflows.StepState
+	Body     string    // final phase: report.body rendered with outputs, redacted
+	Error    string    // run error, redacted
+	Ref      ReportRef // what an earlier attempt stored (comment to edit)
+}
+
+// ReportRef is what a reporter wants kept in the run record so a restarted or
+// redelivered run edits the same comment.
+type ReportRef struct {
+	CommentID int64 `json:"comment_id,omitempty"`
+}

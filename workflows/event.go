@@ -1,0 +1,207 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Forge names where an event came from.
+type Forge string
+
+// Known forges.
+const (
+	GitHub Forge = "github"
+	GitLab Forge = "gitlab"
+)
+
+// Kind is the normalized kind of an event. Forge-specific event names
+// (GitHub "issue_comment", GitLab "Note Hook", ...) are mapped to one of these
+// by ingress.
+type Kind string
+
+// Known event kinds.
+const (
+	KindPullRequest Kind = "pull_request" // a pull request (GitHub) or merge request (GitLab) changed
+	KindComment     Kind = "comment"      // a comment on a pull/merge request or an issue
+	KindIssue       Kind = "issue"        // an issue changed
+	KindPush        Kind = "push"         // commits were pushed to a branch
+)
+
+// Kinds lists every known kind, in documentation order.
+var Kinds = []Kind{KindPullRequest, KindComment, KindIssue, KindPush}
+
+// Actions lists the normalized actions each kind may carry. GitLab actions are
+// mapped to the GitHub names where they mean the same (open → opened,
+// update → synchronize, reopen → reopened, close → closed, merge → closed with
+// Merged set).
+var Actions = map[Kind][]string{
+	KindPullRequest: {"opened", "synchronize", "reopened", "closed", "edited", "labeled", "unlabeled",
+		"ready_for_review", "converted_to_draft", "assigned", "unassigned", "review_requested",
+		"review_request_removed", "locked", "unlocked", "approved", "unapproved", "merged"},
+	KindComment: {"created", "edited", "deleted"},
+	KindIssue: {"opened", "edited", "deleted", "closed", "reopened", "labeled", "unlabeled",
+		"assigned", "unassigned", "transferred", "pinned", "unpinned", "locked", "unlocked", "milestoned", "demilestoned"},
+	KindPush: {"pushed"},
+}
+
+// Event is a forge event after normalization. Forge payload types never travel
+// past ingress; this is what matching, authorization, the queue and the runner
+// see. Every field is plain data so that it can be serialized into a run
+// request and used in `if:` expressions as `event.<Field>`.
+type Event struct {
+	Forge          Forge  `json:"forge"`                     // github | gitlab
+	Kind           Kind   `json:"kind"`                      // pull_request | comment | issue | push
+	Action         string `json:"action"`                    // normalized action, e.g. opened, synchronize, created
+	DeliveryID     string `json:"delivery_id"`               // X-GitHub-Delivery, or the GitLab dedupe key
+	InstallationID int64  `json:"installation_id,omitempty"` // GitHub App installation, 0 otherwise
+
+	Repo     string `json:"repo"`      // owner/name (GitHub) or group/.../project (GitLab)
+	CloneURL string `json:"clone_url"` // HTTPS clone URL of the base repository
+
+	Sender            string `json:"sender"`                       // login of whoever caused the event
+	AuthorAssociation string `json:"author_association,omitempty"` // OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIMER, FIRST_TIME_CONTRIBUTOR, MANNEQUIN, NONE
+
+	PullRequest *PullRequest `json:"pull_request,omitempty"` // set for pull_request events and comments on pull/merge requests
+	Issue       *Issue       `json:"issue,omitempty"`        // set for issue events and comments on issues
+	Comment     *Comment     `json:"comment,omitempty"`      // set for comment events
+	Push        *Push        `json:"push,omitempty"`         // set for push events
+
+	Labels      []string `json:"labels,omitempty"`       // labels of the pull/merge request or issue
+	CommandArgs string   `json:"command_args,omitempty"` // filled per matched trigger: the rest of the command line
+
+	// Raw is the payload exactly as received; steps see it through
+	// HOOKRUN_EVENT_PATH. It is not part of golden files.
+	Raw json.RawMessage `json:"raw,omitempty"`
+}
+
+// PullRequest is a GitHub pull request or a GitLab merge request.
+type PullRequest struct {
+	Number  int    `json:"number"`             // PR number (GitHub) or MR iid (GitLab)
+	Title   string `json:"title"`              // untrusted text
+	URL     string `json:"url,omitempty"`      // web URL
+	HeadSHA string `json:"head_sha,omitempty"` // empty for comment events whose payload lacks it; the runner resolves it at checkout
+	HeadRef string `json:"head_ref,omitempty"` // source branch
+	BaseRef string `json:"base_ref,omitempty"` // target branch
+	Fork    bool   `json:"fork"`               // head lives in another repository
+	Draft   bool   `json:"draft,omitempty"`
+	Merged  bool   `json:"merged,omitempty"`
+}
+
+// Issue is an issue on either forge.
+type Issue struct {
+	Number int    `json:"number"` // issue number (GitHub) or iid (GitLab)
+	Title  string `json:"title"`  // untrusted text
+	URL    string `json:"url,omitempty"`
+}
+
+// Comment is a comment on a pull/merge request or an issue.
+type Comment struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"` // untrusted text
+	URL  string `json:"url,omitempty"`
+}
+
+// Push is a push to a branch or tag.
+type Push struct {
+	Ref    string `json:"ref"`    // full ref, refs/heads/main
+	Branch string `json:"branch"` // short branch name, empty for tags
+	Before string `json:"before"` // SHA before the push
+	After  string `json:"after"`  // SHA after the push (the head to check out)
+}
+
+// Number is the pull/merge request number, else the issue number, else 0.
+func (e *Event) Number() int {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.Number
+	case e.Issue != nil:
+		return e.Issue.Number
+	}
+	return 0
+}
+
+// Title is the pull/merge request title, else the issue title.
+func (e *Event) Title() string {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.Title
+	case e.Issue != nil:
+		return e.Issue.Title
+	}
+	return ""
+}
+
+// HeadSHA is the commit a run checks out and reports a status on: the pull
+// request head, or the pushed SHA. It may be empty (comments carry no SHA).
+func (e *Event) HeadSHA() string {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.HeadSHA
+	case e.Push != nil:
+		return e.Push.After
+	}
+	return ""
+}
+
+// HeadRef is the pull request's source branch or the pushed branch.
+func (e *Event) HeadRef() string {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.HeadRef
+	case e.Push != nil:
+		return e.Push.Branch
+	}
+	return ""
+}
+
+// BaseRef is the branch triggers filter on with `branches`: the pull request's
+// target branch, or the pushed branch.
+func (e *Event) BaseRef() string {
+	switch {
+	case e.PullRequest != nil:
+		return e.PullRequest.BaseRef
+	case e.Push != nil:
+		return e.Push.Branch
+	}
+	return ""
+}
+
+// CommentBody is the comment text, or "".
+func (e *Event) CommentBody() string {
+	if e.Comment != nil {
+		return e.Comment.Body
+	}
+	return ""
+}
+
+// Env returns the HOOKRUN_* variables that describe the event to a step
+// (DESIGN.md §3). Event text reaches steps only this way, never as shell
+// source. Run-scoped variables (HOOKRUN_RUN_ID, HOOKRUN_WORKSPACE, ...) are
+// added by the runner.
+func (e *Event) Env() []EnvVar {
+	env := []EnvVar{
+		{"HOOKRUN_FORGE", string(e.Forge)},
+		{"HOOKRUN_EVENT", string(e.Kind)},
+		{"HOOKRUN_ACTION", e.Action},
+		{"HOOKRUN_DELIVERY", e.DeliveryID},
+		{"HOOKRUN_REPO", e.Repo},
+		{"HOOKRUN_REPO_URL", e.CloneURL},
+		{"HOOKRUN_SENDER", e.Sender},
+		{"HOOKRUN_HEAD_SHA", e.HeadSHA()},
+		{"HOOKRUN_HEAD_REF", e.HeadRef()},
+		{"HOOKRUN_BASE_REF", e.BaseRef()},
+		{"HOOKRUN_COMMENT_BODY", e.CommentBody()},
+		{"HOOKRUN_COMMAND_ARGS", e.CommandArgs},
+	}
+	if e.PullRequest != nil {
+		env = append(env,
+			EnvVar{"HOOKRUN_PR_NUMBER", strconv.Itoa(e.PullRequest.Number)},
+			EnvVar{"HOOKRUN_PR_TITLE", e.PullRequest.Title})
+	}
+	if e.Issue != nil {
+		env = append(env,
+			EnvVar{"HOOKRUN_ISSUE_NUMBER", strconv.Itoa(e.Issue.Number)},
+			EnvVar{"HOOKRUN_ISSUE_TITLE", e.Issue.Title})
+	}
+	return env
+}

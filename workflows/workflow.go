@@ -1,0 +1,210 @@
+package workflows
+
+import "time"
+
+// This file holds the validated workflow types: what the parser hands to the
+// rest of hookrun after every default is filled in and every rule of
+// DESIGN.md §3 has been checked. The raw layer (as read, with positions) lives
+// in parse.go.
+
+// EnvVar is one NAME=value pair. Order matters: later entries may refer to
+// earlier ones.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Workflow is one validated workflow file.
+type Workflow struct {
+	Name        string `json:"name"`                  // [a-z0-9-]+, unique across loaded files; default: file base name
+	Description string `json:"description,omitempty"` // free text
+	File        string `json:"file,omitempty"`        // path it was loaded from
+	Digest      string `json:"digest,omitempty"`      // "sha256:<hex>" of the file content
+
+	On          []Trigger    `json:"on,omitempty"` // empty: runs only through `hookrun run` or the API
+	Authorize   Authorize    `json:"authorize"`
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+
+	Type           string             `json:"type"`                // "graph" (default) or "chain"
+	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default 4
+	Timeout        time.Duration      `json:"timeout,omitempty"`   // whole run; 0 = none
+	Env            []EnvVar           `json:"env,omitempty"`       // run-wide environment
+	Params         []EnvVar           `json:"params,omitempty"`    // Dagu params: defaults for named parameters, exported as env
+	Secrets        []string           `json:"secrets,omitempty"`   // names taken from the runner's environment; redacted everywhere
+	Checkout       bool               `json:"checkout"`            // clone the repository at the head SHA into the workspace
+	Sandbox        *Sandbox           `json:"sandbox,omitempty"`   // a fresh microVM per run
+	Container      *Container         `json:"container,omitempty"` // the root container shared by steps without their own
+	Harnesses      map[string]Harness `json:"harnesses,omitempty"` // custom agent CLIs by provider name
+
+	Steps     []Step    `json:"steps"`                // in file order; for "chain" each step depends on the previous one
+	HandlerOn HandlerOn `json:"handler_on,omitempty"` // steps run after the DAG
+	Report    Report    `json:"report"`
+}
+
+// Trigger is one entry of `on:`. A workflow runs when any trigger matches.
+type Trigger struct {
+	Event    Kind     `json:"event"`              // pull_request | comment | issue | push
+	Actions  []string `json:"actions,omitempty"`  // empty: any action
+	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
+	Command  string   `json:"command,omitempty"`  // comment's first line starts with it; the rest becomes CommandArgs
+	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
+	Repos    []string `json:"repos,omitempty"`    // path.Match globs on Event.Repo
+	If       string   `json:"if,omitempty"`       // expr-lang expression over `event`, compiled at load time
+
+	program any // compiled If (*vm.Program); set by the parser
+}
+
+// Authorize says who may trigger a workflow.
+type Authorize struct {
+	AuthorAssociation []string `json:"author_association"` // default OWNER, MEMBER, COLLABORATOR
+	Users             []string `json:"users,omitempty"`    // logins always allowed
+	AllowForks        bool     `json:"allow_forks"`        // a PR from a fork triggers only when its sender is trusted unless true
+}
+
+// Concurrency groups runs; with CancelInProgress a newer run cancels an older
+// one of the same group.
+type Concurrency struct {
+	Group            string `json:"group"` // "pull_request" (per PR/MR), "workflow", "repo", or a literal name
+	CancelInProgress bool   `json:"cancel_in_progress"`
+}
+
+// Sandbox is a per-run microVM (DESIGN.md §4).
+type Sandbox struct {
+	Provider string `json:"provider"` // "sbx"
+	Agent    string `json:"agent"`    // the sbx agent: claude, codex, gemini, ...
+}
+
+// Container describes a Docker container, for the whole run (root) or one step.
+type Container struct {
+	Image      string   `json:"image"`
+	PullPolicy string   `json:"pull_policy"`       // always | missing (default) | never
+	WorkingDir string   `json:"working_dir"`       // default /workspace
+	Volumes    []string `json:"volumes,omitempty"` // "host:container[:ro]"; relative host paths are resolved against the workspace
+	Env        []EnvVar `json:"env,omitempty"`
+	User       string   `json:"user,omitempty"`
+	Network    string   `json:"network,omitempty"` // bridge (default) | none | host | a network name
+	Memory     int64    `json:"memory,omitempty"`  // bytes; 0 = server default
+	CPUs       float64  `json:"cpus,omitempty"`    // 0 = server default
+	PIDs       int64    `json:"pids,omitempty"`    // 0 = server default
+}
+
+// Harness is a custom agent CLI declared under `harnesses:`.
+type Harness struct {
+	Binary     string   `json:"binary"`
+	PrefixArgs []string `json:"prefix_args,omitempty"`
+	PromptMode string   `json:"prompt_mode"`           // arg (default) | flag | stdin
+	PromptFlag string   `json:"prompt_flag,omitempty"` // required with prompt_mode flag
+}
+
+// Step is one node of the DAG.
+type Step struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name,omitempty"`    // display name; default: ID
+	Run         string        `json:"run,omitempty"`     // handed to `sh -c` as written
+	Action      string        `json:"action,omitempty"`  // "harness.run"
+	Harness     *HarnessRun   `json:"harness,omitempty"` // the parsed `with:` of a harness.run step
+	Depends     []string      `json:"depends,omitempty"` // step ids; for chain: the previous step
+	Output      string        `json:"output,omitempty"`  // env var name receiving trimmed stdout
+	Env         []EnvVar      `json:"env,omitempty"`
+	WorkingDir  string        `json:"working_dir,omitempty"` // relative to the workspace unless absolute
+	Container   *Container    `json:"container,omitempty"`   // a fresh container for this step only
+	RetryPolicy *RetryPolicy  `json:"retry_policy,omitempty"`
+	ContinueOn  ContinueOn    `json:"continue_on,omitempty"`
+	Timeout     time.Duration `json:"timeout,omitempty"` // 0 = none (the run timeout still applies)
+}
+
+// HarnessRun is a harness.run invocation: which agent CLI, how, and what to
+// try next after a failure.
+type HarnessRun struct {
+	Provider string       `json:"provider"`           // claude | codex | gemini | copilot | opencode | shell | a `harnesses:` key
+	Model    string       `json:"model,omitempty"`    // becomes --model M
+	Prompt   string       `json:"prompt"`             // ${VAR} substituted by hookrun, never by a shell
+	Flags    []Flag       `json:"flags,omitempty"`    // other `with` keys, sorted by name, become --key value
+	Fallback []HarnessRun `json:"fallback,omitempty"` // tried in order, only after a failure; inherits Prompt when empty
+}
+
+// Flag is one extra `with` key of a harness step.
+type Flag struct {
+	Name  string `json:"name"`
+	Value string `json:"value"` // "true" for a bare boolean flag
+}
+
+// RetryPolicy retries a failed step.
+type RetryPolicy struct {
+	Limit       int           `json:"limit"`                  // extra attempts, 0..100
+	Interval    time.Duration `json:"interval"`               // wait before the first retry
+	Backoff     float64       `json:"backoff,omitempty"`      // multiplier per retry, >= 1; 0 = constant
+	MaxInterval time.Duration `json:"max_interval,omitempty"` // cap with backoff
+	ExitCodes   []int         `json:"exit_codes,omitempty"`   // retry only on these; empty: any failure
+}
+
+// ContinueOn lets dependents run although this step failed or was skipped.
+type ContinueOn struct {
+	Failed  bool `json:"failed,omitempty"`
+	Skipped bool `json:"skipped,omitempty"`
+}
+
+// HandlerOn holds steps run after the DAG with HOOKRUN_RUN_STATUS set.
+type HandlerOn struct {
+	Success *Step `json:"success,omitempty"`
+	Failure *Step `json:"failure,omitempty"`
+	Cancel  *Step `json:"cancel,omitempty"`
+	Exit    *Step `json:"exit,omitempty"` // always, last
+}
+
+// Report says what a run shows where the event came from.
+type Report struct {
+	Comment string `json:"comment"`        // sticky (default) | new | none
+	Body    string `json:"body,omitempty"` // final comment body; ${VAR} substituted with outputs
+	Status  bool   `json:"status"`         // commit status hookrun/<name>; default true
+}
+
+// Built-in values.
+const (
+	TypeGraph = "graph"
+	TypeChain = "chain"
+
+	ActionHarnessRun = "harness.run"
+
+	CommentSticky = "sticky"
+	CommentNew    = "new"
+	CommentNone   = "none"
+
+	PullAlways  = "always"
+	PullMissing = "missing"
+	PullNever   = "never"
+
+	PromptArg   = "arg"
+	PromptFlag  = "flag"
+	PromptStdin = "stdin"
+)
+
+// DefaultAuthorAssociations is the default `authorize.author_association`.
+var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
+
+// AuthorAssociations lists every value GitHub uses.
+var AuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR",
+	"FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "MANNEQUIN", "NONE"}
+
+// BuiltinHarnesses are the agent CLIs hookrun knows without a `harnesses:`
+// entry (DESIGN.md §4).
+var BuiltinHarnesses = map[string]Harness{
+	"claude":   {Binary: "claude", PromptMode: PromptFlag, PromptFlag: "-p"},
+	"codex":    {Binary: "codex", PrefixArgs: []string{"exec"}, PromptMode: PromptArg},
+	"gemini":   {Binary: "gemini", PromptMode: PromptFlag, PromptFlag: "-p"},
+	"copilot":  {Binary: "copilot", PromptMode: PromptFlag, PromptFlag: "-p"},
+	"opencode": {Binary: "opencode", PrefixArgs: []string{"run"}, PromptMode: PromptArg},
+	// shell: the prompt is shell source like `run:` and is handed to `sh -c`
+	// as written; hookrun does not substitute ${VAR} in it (the shell does).
+	"shell": {Binary: "sh", PrefixArgs: []string{"-c"}, PromptMode: PromptArg},
+}
+
+// LookupHarness finds a provider among the workflow's custom harnesses, then
+// the built-in ones.
+func (w *Workflow) LookupHarness(provider string) (Harness, bool) {
+	if h, ok := w.Harnesses[provider]; ok {
+		return h, true
+	}
+	h, ok := BuiltinHarnesses[provider]
+	return h, ok
+}
