@@ -1,0 +1,66 @@
+# hookrun — developer commands. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO          ?= go
+GOBIN       := $(shell $(GO) env GOPATH)/bin
+STATICCHECK := $(GOBIN)/staticcheck
+STATICCHECK_VERSION := v0.8.2
+BIN         := bin/hookrun
+VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X main.version=$(VERSION)
+FUZZTIME    ?= 10s
+TEST_IMAGE  := hookrun-test-busybox:latest
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/hookrun (static, CGO off)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hookrun
+
+.PHONY: run
+run: build ## start `hookrun serve` on examples/ with an embedded NATS and print a signed curl to try
+	@./scripts/dev-run.sh
+
+.PHONY: tools
+tools: ## install the tools the checks need (staticcheck, busybox-static)
+	@test -x $(STATICCHECK) || { echo "installing staticcheck $(STATICCHECK_VERSION)"; GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); }
+	@test -x /bin/busybox || { echo "installing busybox-static (for the local Docker test image)"; \
+		{ apt-get install -y -q busybox-static >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q busybox-static >/dev/null; }; } \
+		|| echo "WARNING: could not install busybox-static; Docker tests will fail to build their image"; }
+
+.PHONY: test-image
+test-image: tools ## build the local Docker test image (no registry needed) when it is missing
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "!!! WARNING: no Docker daemon reachable: the Docker executor tests will SKIP !!!"; \
+	else $(GO) run ./providers/docker/internal/testimage -image $(TEST_IMAGE); fi
+
+.PHONY: vet
+vet: tools ## go vet, staticcheck and gofmt
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: test
+test: vet test-image ## vet, staticcheck, all tests with -race (NATS and Docker integration included), brief fuzzing
+	$(GO) test -race -count=1 -timeout 9m ./...
+	$(MAKE) --no-print-directory fuzz
+	@left=$$(docker ps -aq --filter label=hookrun.run 2>/dev/null || true); \
+		if [ -n "$$left" ]; then echo "containers labelled hookrun.run were left behind: $$left"; exit 1; fi
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target briefly (FUZZTIME=10s)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./workflows
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) ./ingress
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) ./ingress
+
+.PHONY: validate
+validate: build ## validate the example workflows
+	./$(BIN) validate examples/
+
+.PHONY: clean
+clean: ## remove build outputs and the dev data dir
+	rm -rf bin .hookrun

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+// exitUsage is the exit code for usage and validation errors.
+const exitUsage = 2
+
+func commands() []command {
+	return []command{
+		{"validate", "check workflow files and print every problem as file:line:col: message", cmdValidate},
+		{"schema", "print the JSON Schema (draft 2020-12) of the workflow format", cmdSchema},
+		{"version", "print the version", cmdVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "hookrun: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "hookrun turns GitHub and GitLab webhooks into sandboxed workflow runs.")
+	fmt.Fprintln(w, "\nUsage: hookrun <command> [flags]\n\nCommands:")
+	cs := commands()
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'hookrun <command> --help' for the flags of a command.")
+}
+
+// newFlagSet returns a flag set whose --help prints the command's synopsis,
+// description and flags.
+func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: hookrun %s %s\n\n%s\n", name, synopsis, description)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(stderr, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args and maps -h to exit 0 and bad flags to exitUsage.
+// ok is false when the caller should return code.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", "", "Print the version of this hookrun binary.", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	fmt.Fprintf(stdout, "hookrun %s\n", version)
+	return 0
+}
