@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the server configuration file (DESIGN.md §6). Values may
+// reference the environment as ${NAME}; flags override the file.
+type Config struct {
+	Listen    string        `yaml:"listen"`    // HTTP address of ingress and the API; default 127.0.0.1:8080
+	DataDir   string        `yaml:"data_dir"`  // NATS store, git mirrors, workspaces; default ./.hookrun
+	Workflows string        `yaml:"workflows"` // directory of workflow files; default ./workflows
+	NATS      NATSConfig    `yaml:"nats"`
+	GitHub    GitHubConfig  `yaml:"github"`
+	GitLab    GitLabConfig  `yaml:"gitlab"`
+	Runner    RunnerConfig  `yaml:"runner"`
+	API       APIConfig     `yaml:"api"`
+	Log       LogConfig     `yaml:"log"`
+	Shutdown  time.Duration `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
+
+	// InsecureNoVerify accepts webhooks without a configured secret (flag
+	// --insecure-no-verify only; never from a file).
+	InsecureNoVerify bool `yaml:"-"`
+}
+
+// NATSConfig says where the queue lives.
+type NATSConfig struct {
+	URL       string `yaml:"url"`        // empty: embedded server under data_dir; else a comma-separated URL list
+	Replicas  int    `yaml:"replicas"`   // stream and KV replicas; default 1 (use 3 on a cluster)
+	CredsFile string `yaml:"creds_file"` // NATS credentials file for an external cluster
+	CAFile    string `yaml:"ca_file"`    // TLS: CA bundle
+	CertFile  string `yaml:"cert_file"`  // TLS: client certificate
+	KeyFile   string `yaml:"key_file"`   // TLS: client key
+	Listen    string `yaml:"listen"`     // embedded server: also listen on this TCP address (default: in-process only)
+}
+
+// GitHubConfig enables the GitHub webhook and reporter.
+type GitHubConfig struct {
+	// Enabled turns /hooks/github on. Default: on when the github section
+	// sets anything. An enabled forge without a webhook secret refuses to
+	// start (unless --insecure-no-verify), also when the secret's ${VAR} is
+	// unset.
+	Enabled        *bool    `yaml:"enabled"`
+	WebhookSecret  string   `yaml:"webhook_secret"`   // HMAC secret of the webhook; enables /hooks/github
+	WebhookSecrets []string `yaml:"webhook_secrets"`  // more accepted secrets, for rotation
+	Token          string   `yaml:"token"`            // token for comments and statuses
+	AppID          int64    `yaml:"app_id"`           // GitHub App id (instead of token)
+	PrivateKeyFile string   `yaml:"private_key_file"` // GitHub App private key (PEM)
+	APIURL         string   `yaml:"api_url"`          // GitHub Enterprise Server: https://HOST/api/v3/
+}
+
+// GitLabConfig enables the GitLab webhook and reporter.
+type GitLabConfig struct {
+	// Enabled turns /hooks/gitlab on; default as for github.
+	Enabled       *bool    `yaml:"enabled"`
+	WebhookToken  string   `yaml:"webhook_token"`  // X-Gitlab-Token secret; enables /hooks/gitlab
+	WebhookTokens []string `yaml:"webhook_tokens"` // more accepted tokens, for rotation
+	Token         string   `yaml:"token"`          // API token for notes and statuses
+	BaseURL       string   `yaml:"base_url"`       // self-managed GitLab: https://HOST/
+}
+
+// RunnerConfig tunes the runner half.
+type RunnerConfig struct {
+	Concurrency       int    `yaml:"concurrency"`         // runs at once (= MaxAckPending); default 4
+	AllowDockerSocket bool   `yaml:"allow_docker_socket"` // let workflows mount the Docker socket; default false
+	SbxBinary         string `yaml:"sbx_binary"`          // path of the sbx CLI; default "sbx"
+}
+
+// APIConfig protects /api/v1.
+type APIConfig struct {
+	Token string `yaml:"token"` // bearer token; empty: the API is disabled
+}
+
+// LogConfig sets up log/slog.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error; default info
+	Format string `yaml:"format"` // text | json; default: text on a terminal, json otherwise
+}
+
+func (c *Config) setDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./.hookrun"
+	}
+	if c.Workflows == "" {
+		c.Workflows = "./workflows"
+	}
+	if c.NATS.Replicas == 0 {
+		c.NATS.Replicas = 1
+	}
+	if c.Runner.Concurrency == 0 {
+		c.Runner.Concurrency = 4
+	}
+	if c.Runner.SbxBinary == "" {
+		c.Runner.SbxBinary = "sbx"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Shutdown == 0 {
+		c.Shutdown = 30 * time.Second
+	}
+}
+
+// Validate checks every value and names the key of the first bad one.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if !strings.Contains(c.Listen, ":") {
+		bad("listen", "want host:port, got %q", c.Listen)
+	}
+	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
+		bad("nats.replicas", "must be between 1 and 5, got %d", c.NATS.Replicas)
+	}
+	if c.NATS.URL == "" && c.NATS.Replicas > 1 {
+		bad("nats.replicas", "the embedded server is a single node: replicas must be 1 without nats.url")
+	}
+	if c.Runner.Concurrency < 1 || c.Runner.Concurrency > 1024 {
+		bad("runner.concurrency", "must be between 1 and 1024, got %d", c.Runner.Concurrency)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		bad("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	if c.GitHub.AppID != 0 && c.GitHub.PrivateKeyFile == "" {
+		bad("github.private_key_file", "required with github.app_id")
+	}
+	if c.GitHub.AppID == 0 && c.GitHub.PrivateKeyFile != "" {
+		bad("github.app_id", "required with github.private_key_file")
+	}
+	if c.Shutdown < 0 {
+		bad("shutdown_grace", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// GitHubSecrets are every accepted GitHub webhook secret.
+func (c *Config) GitHubSecrets() []string {
+	return nonEmpty(append([]string{c.GitHub.WebhookSecret}, c.GitHub.WebhookSecrets...))
+}
+
+// GitLabTokens are every accepted GitLab webhook token.
+func (c *Config) GitLabTokens() []string {
+	return nonEmpty(append([]string{c.GitLab.WebhookToken}, c.GitLab.WebhookTokens...))
+}
+
+func nonEmpty(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads path (empty: defaults only), rejects unknown keys, expands
+// ${NAME} in every string value from lookup, fills defaults and validates. A
+// missing variable expands to "". Expansion happens after YAML parsing, so an
+// expanded value (a secret with ": " or "#" in it) is data, never YAML.
+func loadConfig(path string, lookup func(string) (string, bool)) (*Config, error) {
+	var c Config
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		d := yaml.NewDecoder(bytes.NewReader(data))
+		d.KnownFields(true)
+		if err := d.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("parsing config %s: %w", path, err)
+		}
+		// A section that sets anything enables its forge; decided before
+		// expansion, so that an unset ${VAR} cannot silently disable it.
+		if c.GitHub.Enabled == nil && !reflect.ValueOf(c.GitHub).IsZero() {
+			c.GitHub.Enabled = boolPtr(true)
+		}
+		if c.GitLab.Enabled == nil && !reflect.ValueOf(c.GitLab).IsZero() {
+			c.GitLab.Enabled = boolPtr(true)
+		}
+		expandStrings(reflect.ValueOf(&c).Elem(), lookup)
+	}
+	c.setDefaults()
+	if err := c.Validate(); err != nil {
+		where := path
+		if where == "" {
+			where = "(defaults)"
+		}
+		return nil, fmt.Errorf("invalid config %s: %w", where, err)
+	}
+	return &c, nil
+}
+
+// expandStrings replaces ${NAME} in every string (and []string element)
+// reachable from v.
+func expandStrings(v reflect.Value, lookup func(string) (string, bool)) {
+	switch v.Kind() {
+	case reflect.String:
+		if strings.Contains(v.String(), "${") {
+			v.SetString(envRef.ReplaceAllStringFunc(v.String(), func(m string) string {
+				val, _ := lookup(m[2 : len(m)-1])
+				return val
+			}))
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				expandStrings(v.Field(i), lookup)
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			expandStrings(v.Index(i), lookup)
+		}
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// GitHubEnabled reports whether /hooks/github is served.
+func (c *Config) GitHubEnabled() bool { return c.GitHub.Enabled != nil && *c.GitHub.Enabled }
+
+// GitLabEnabled reports whether /hooks/gitlab is served.
+func (c *Config) GitLabEnabled() bool { return c.GitLab.Enabled != nil && *c.GitLab.Enabled }

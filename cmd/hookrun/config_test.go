@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "hookrun.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadConfigExpandsEnvAsData(t *testing.T) {
+	p := writeConfig(t, `
+listen: 127.0.0.1:9999
+github: { webhook_secret: "${GH_SECRET}", token: "${GH_TOKEN}" }
+gitlab: { webhook_token: "prefix-${GL}-suffix" }
+api: { token: "${MISSING}" }
+runner: { concurrency: 8 }
+`)
+	c, err := loadConfig(p, envMap(map[string]string{"GH_SECRET": "a: b # not a comment", "GH_TOKEN": "tok", "GL": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GitHub.WebhookSecret != "a: b # not a comment" {
+		t.Errorf("secret = %q: an expanded value must stay data", c.GitHub.WebhookSecret)
+	}
+	if c.GitLab.WebhookToken != "prefix-x-suffix" || c.GitHub.Token != "tok" || c.API.Token != "" {
+		t.Errorf("expansion wrong: %+v %+v %+v", c.GitLab, c.GitHub, c.API)
+	}
+	if c.Listen != "127.0.0.1:9999" || c.Runner.Concurrency != 8 || c.DataDir != "./.hookrun" || c.NATS.Replicas != 1 {
+		t.Errorf("values or defaults wrong: %+v", c)
+	}
+}
+
+func TestLoadConfigErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown key", "listen: 127.0.0.1:1\nrunner:\n  concurency: 3\n", "line 3: field concurency not found"},
+		{"bad concurrency", "runner: { concurrency: -1 }\n", "runner.concurrency: must be between 1 and 1024"},
+		{"bad level", "log: { level: loud }\n", "log.level"},
+		{"replicas on embedded", "nats: { replicas: 3 }\n", "nats.replicas"},
+		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
+		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(writeConfig(t, tc.body), envMap(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigEmptyPathIsDefaults(t *testing.T) {
+	c, err := loadConfig("", envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.Workflows != "./workflows" || c.Runner.Concurrency != 4 {
+		t.Fatalf("defaults wrong: %+v", c)
+	}
+}
