@@ -1,0 +1,298 @@
+// Package render builds the text hookrun shows on a forge for a run: the
+// sticky comment (hidden marker, header, step checklist, final body, cut to
+// the forge's size limit) and the one-line commit status description. It is
+// shared by providers/github and providers/gitlab and imports only workflows
+// and the runner contract.
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Forge comment size limits, in characters (Unicode code points).
+const (
+	GitHubCommentLimit = 65536   // issue and pull request comments
+	GitLabNoteLimit    = 1000000 // merge request and issue notes
+)
+
+// Marker is the hidden first line that identifies the comment of a workflow
+// on a pull/merge request or issue.
+func Marker(workflow string) string { return "<!-- hookrun:" + workflow + " -->" }
+
+// RunMarker is the hidden second line naming the run that last wrote the
+// comment; `report.comment: new` finds its own comment again by it.
+func RunMarker(runID string) string { return "<!-- hookrun-run:" + runID + " -->" }
+
+// HasMarker reports whether body is the comment of workflow (its first line
+// is the workflow's marker).
+func HasMarker(body, workflow string) bool {
+	first, _, _ := strings.Cut(body, "\n")
+	return strings.TrimRight(first, "\r ") == Marker(workflow)
+}
+
+// HasRunMarker reports whether body was written for run runID.
+func HasRunMarker(body, runID string) bool {
+	return strings.Contains(body, "\n"+RunMarker(runID)+"\n")
+}
+
+// RunURL expands the configured run link template: "{run}" is replaced by
+// the run id. An empty template gives "".
+func RunURL(template, runID string) string {
+	if template == "" {
+		return ""
+	}
+	return strings.ReplaceAll(template, "{run}", runID)
+}
+
+// Options tune Comment.
+type Options struct {
+	Limit  int              // maximum characters of the whole comment; 0 = GitHubCommentLimit
+	RunURL string           // link on the run id ("" = none)
+	Now    func() time.Time // clock for the duration of running steps; nil = time.Now
+}
+
+// Comment renders the comment for a report: the marker line, a header with
+// the workflow, status and run id, the step checklist, the run error and, in
+// the final phase, r.Body. When the result would exceed o.Limit characters,
+// the Body is cut (never the marker, header or checklist) and a note says so.
+func Comment(r *contract.RunReport, o Options) string {
+	if o.Limit <= 0 {
+		o.Limit = GitHubCommentLimit
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+
+	var b strings.Builder
+	wf := r.Workflow.Name
+	b.WriteString(Marker(wf) + "\n")
+	b.WriteString(RunMarker(r.RunID) + "\n")
+	fmt.Fprintf(&b, "### %s hookrun · %s · %s\n\n", icon(r.Status), wf, r.Status)
+	run := "`" + r.RunID + "`"
+	if o.RunURL != "" {
+		run = "[" + run + "](" + o.RunURL + ")"
+	}
+	fmt.Fprintf(&b, "Run %s", run)
+	if r.Attempt > 1 {
+		fmt.Fprintf(&b, " · attempt %d", r.Attempt)
+	}
+	if r.HeadSHA != "" {
+		fmt.Fprintf(&b, " · commit `%s`", short(r.HeadSHA))
+	}
+	b.WriteString("\n")
+	if len(r.Steps) > 0 {
+		b.WriteString("\n")
+		for _, s := range r.Steps {
+			b.WriteString(stepLine(s, now()) + "\n")
+		}
+	}
+	if r.Error != "" {
+		fence := fenceFor(r.Error, "```")
+		fmt.Fprintf(&b, "\n**Error**\n\n%stext\n%s\n%s\n", fence, strings.TrimRight(r.Error, "\n"), fence)
+	}
+	head := b.String()
+
+	body := ""
+	if r.Phase == contract.PhaseFinal && strings.TrimSpace(r.Body) != "" {
+		body = "\n" + strings.TrimRight(r.Body, "\n") + "\n"
+	}
+	return fit(head, body, o.Limit)
+}
+
+// fit joins head and body, cutting body (then, if even that is not enough,
+// head) so that the result has at most limit characters including the
+// truncation note.
+func fit(head, body string, limit int) string {
+	total := utf8.RuneCountInString(head) + utf8.RuneCountInString(body)
+	if total <= limit {
+		return head + body
+	}
+	note := func(omitted int) string {
+		return fmt.Sprintf("\n\n---\n*Truncated by hookrun: %s characters omitted to fit the %s-character limit of this forge.*\n",
+			thousands(omitted), thousands(limit))
+	}
+	// The note's length depends on the number it prints; reserve for the
+	// widest possible number.
+	reserve := utf8.RuneCountInString(note(total)) + len("\n```")
+	room := limit - utf8.RuneCountInString(head) - reserve
+	if room >= 0 {
+		kept := cutRunes(body, room)
+		if i := strings.LastIndexByte(kept, '\n'); i > 0 && utf8.RuneCountInString(kept[i:]) < 200 {
+			kept = kept[:i] // end on a whole line when that loses little
+		}
+		if f := openFence(kept); f != "" {
+			kept += "\n" + f
+		}
+		return head + kept + note(total-utf8.RuneCountInString(kept))
+	}
+	kept := cutRunes(head+body, limit-reserve)
+	return kept + note(total-utf8.RuneCountInString(kept))
+}
+
+// Description is the one-line commit status description, at most limit
+// characters.
+func Description(r *contract.RunReport, limit int) string {
+	var d string
+	switch r.Status {
+	case workflows.StatusSucceeded:
+		d = "Succeeded"
+	case workflows.StatusFailed:
+		d = "Failed"
+		if s := firstFailed(r.Steps); s != "" {
+			d += " at step " + s
+		}
+		if r.Error != "" {
+			d += ": " + oneLine(r.Error)
+		}
+	case workflows.StatusCancelled:
+		d = "Cancelled"
+	default:
+		d = "Running"
+	}
+	d += " (run " + r.RunID + ")"
+	return cutRunes(d, limit)
+}
+
+func firstFailed(steps []workflows.StepState) string {
+	for _, s := range steps {
+		if s.Status == workflows.StatusFailed {
+			return s.ID
+		}
+	}
+	return ""
+}
+
+func stepLine(s workflows.StepState, now time.Time) string {
+	box := "[ ]"
+	if s.Status.Terminal() {
+		box = "[x]"
+	}
+	line := fmt.Sprintf("- %s %s `%s` %s", box, icon(s.Status), s.ID, s.Status)
+	if s.ExitCode != nil && *s.ExitCode != 0 {
+		line += fmt.Sprintf(" (exit %d)", *s.ExitCode)
+	}
+	if s.StartedAt != nil {
+		end := now
+		if s.FinishedAt != nil {
+			end = *s.FinishedAt
+		}
+		line += " · " + duration(end.Sub(*s.StartedAt))
+	}
+	if s.Attempts > 1 {
+		line += fmt.Sprintf(" · %d attempts", s.Attempts)
+	}
+	if s.Error != "" {
+		line += " · `" + strings.ReplaceAll(cutRunes(oneLine(s.Error), 300), "`", "'") + "`"
+	}
+	return line
+}
+
+func icon(s workflows.Status) string {
+	switch s {
+	case workflows.StatusSucceeded:
+		return "✅"
+	case workflows.StatusFailed:
+		return "❌"
+	case workflows.StatusCancelled:
+		return "🚫"
+	case workflows.StatusSkipped:
+		return "⏭"
+	case workflows.StatusRunning:
+		return "🔄"
+	default:
+		return "⏳"
+	}
+}
+
+func duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// cutRunes returns the first n runes of s.
+func cutRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+// fenceFor returns a backtick fence longer than any backtick run in s.
+func fenceFor(s, min string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if longest < len(min) {
+		return min
+	}
+	return strings.Repeat("`", longest+1)
+}
+
+// openFence returns the fence of the code block s ends inside, or "".
+func openFence(s string) string {
+	open := ""
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimLeft(l, " ")
+		for _, f := range []string{"```", "~~~"} {
+			if !strings.HasPrefix(l, f) {
+				continue
+			}
+			run := len(l) - len(strings.TrimLeft(l, f[:1]))
+			switch {
+			case open == "":
+				open = strings.Repeat(f[:1], run)
+			case open[0] == f[0] && run >= len(open) && strings.TrimSpace(l[run:]) == "":
+				open = ""
+			}
+		}
+	}
+	return open
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
