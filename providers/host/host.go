@@ -1,0 +1,392 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Config configures the host executor.
+type Config struct {
+	// Grace is the time between SIGTERM and SIGKILL when a step is stopped
+	// and the request carries no Grace of its own. Default 5s.
+	Grace time.Duration
+	// Shell is the program run when a request's Argv[0] is "sh" (every
+	// `run:` step): a name looked up in the step's PATH, or an absolute path.
+	// Default "sh".
+	Shell string
+	// DrainTimeout bounds how long Exec waits for stdout/stderr to reach EOF
+	// after the step's process group is gone (a process that escaped the
+	// group with setsid may still hold the pipes). Default 2s.
+	DrainTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Grace == 0 {
+		c.Grace = 5 * time.Second
+	}
+	if c.Shell == "" {
+		c.Shell = "sh"
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 2 * time.Second
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.Grace < 0 {
+		return fmt.Errorf("validating host executor config: grace %s is negative", c.Grace)
+	}
+	if c.DrainTimeout < 0 {
+		return fmt.Errorf("validating host executor config: drain timeout %s is negative", c.DrainTimeout)
+	}
+	if strings.ContainsAny(c.Shell, " \t\n") {
+		return fmt.Errorf("validating host executor config: shell %q must be a program, not a command line", c.Shell)
+	}
+	return nil
+}
+
+// Executor runs commands as processes on this machine. Each command gets its
+// own process group; when the command ends (by itself or because ctx ended)
+// every process left in that group is stopped, so no child outlives its step.
+type Executor struct {
+	cfg Config
+}
+
+// New returns a host executor. Zero fields of cfg take their defaults; an
+// invalid cfg makes New panic (callers validate configuration at startup with
+// cfg.Validate).
+func New(cfg Config) *Executor {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	return &Executor{cfg: cfg}
+}
+
+// Exec runs req.Argv with exactly req.Env as its environment, in req.Dir.
+// See contract.Executor for the exit code and error semantics. A program that
+// cannot be found gives exit code 127 and one that cannot be executed 126, as
+// a shell would, with a line on req.Stderr.
+func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	start := time.Now()
+	res := contract.ExecResult{ExitCode: -1}
+	if len(req.Argv) == 0 {
+		return res, fmt.Errorf("running step %s: empty argv", req.StepID)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+	}
+	if req.Dir != "" {
+		if fi, err := os.Stat(req.Dir); err != nil {
+			return res, fmt.Errorf("running step %s: working directory: %w", req.StepID, err)
+		} else if !fi.IsDir() {
+			return res, fmt.Errorf("running step %s: working directory %s is not a directory", req.StepID, req.Dir)
+		}
+	}
+	stdout, stderr := writerOr(req.Stdout), writerOr(req.Stderr)
+	grace := req.Grace
+	if grace <= 0 {
+		grace = e.cfg.Grace
+	}
+
+	name := req.Argv[0]
+	if name == "sh" {
+		name = e.cfg.Shell
+	}
+	path, err := lookPath(name, req.Env, req.Dir)
+	if err != nil {
+		code := 127
+		if errors.Is(err, errNotExecutable) {
+			code = 126
+		}
+		fmt.Fprintf(stderr, "hookrun: %s: %v\n", req.Argv[0], err)
+		res.ExitCode, res.Duration = code, time.Since(start)
+		return res, nil
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, fmt.Errorf("running step %s: creating stdout pipe: %w", req.StepID, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW)
+		return res, fmt.Errorf("running step %s: creating stderr pipe: %w", req.StepID, err)
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        req.Argv,
+		Env:         envStrings(req.Env),
+		Dir:         req.Dir,
+		Stdin:       req.Stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// Only the stdin copier is managed by os/exec (stdout and stderr are
+		// our own pipes); don't let a blocking stdin reader hold Wait.
+		WaitDelay: e.cfg.DrainTimeout,
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll(outR, outW, errR, errW)
+		code := startErrorCode(err)
+		if code == 0 {
+			return res, fmt.Errorf("running step %s: starting %s: %w", req.StepID, req.Argv[0], err)
+		}
+		fmt.Fprintf(stderr, "hookrun: %s: %v\n", req.Argv[0], err)
+		res.ExitCode, res.Duration = code, time.Since(start)
+		return res, nil
+	}
+	// The child has its own copies; ours must go so that EOF arrives.
+	closeAll(outW, errW)
+	pgid := cmd.Process.Pid
+
+	var mu sync.Mutex // one writer at a time, in case Stdout and Stderr are the same
+	copied := make(chan struct{}, 2)
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{outR, stdout}, {errR, stderr}} {
+		go func() {
+			if _, err := io.Copy(&lockedWriter{mu: &mu, w: p.w}, p.r); err != nil {
+				// The writer failed: keep draining so the child never blocks
+				// on a full pipe.
+				_, _ = io.Copy(io.Discard, p.r)
+			}
+			copied <- struct{}{}
+		}()
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var waitErr, ctxErr error
+	var termAt time.Time
+	select {
+	case waitErr = <-waited:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		termAt = time.Now()
+		signalGroup(pgid, syscall.SIGTERM)
+		timer := time.NewTimer(grace)
+		select {
+		case waitErr = <-waited:
+			timer.Stop()
+		case <-timer.C:
+			signalGroup(pgid, syscall.SIGKILL)
+			waitErr = <-waited
+		}
+	}
+	// The main process is gone; stop whatever it left behind in its group.
+	stopGroup(pgid, termAt, grace)
+
+	// Wait for the output to drain; a process that escaped the group (setsid)
+	// may still hold the pipes, so bound the wait.
+	drain := time.NewTimer(e.cfg.DrainTimeout)
+	for n := 0; n < 2; {
+		select {
+		case <-copied:
+			n++
+		case <-drain.C:
+			closeAll(outR, errR) // unblocks the copiers
+			drain.Reset(time.Hour)
+		}
+	}
+	drain.Stop()
+	closeAll(outR, errR)
+	res.Duration = time.Since(start)
+
+	if ctxErr != nil {
+		return res, fmt.Errorf("running step %s: %w", req.StepID, ctxErr)
+	}
+	if waitErr != nil && cmd.ProcessState == nil {
+		return res, fmt.Errorf("running step %s: waiting for %s: %w", req.StepID, req.Argv[0], waitErr)
+	}
+	res.ExitCode = exitCode(cmd.ProcessState)
+	return res, nil
+}
+
+// stopGroup stops every process still in the group: SIGTERM (unless it was
+// sent at termAt already), then SIGKILL if any survives grace after it.
+func stopGroup(pgid int, termAt time.Time, grace time.Duration) {
+	if !groupAlive(pgid) {
+		return
+	}
+	if termAt.IsZero() {
+		signalGroup(pgid, syscall.SIGTERM)
+		termAt = time.Now()
+	}
+	deadline := termAt.Add(grace)
+	for time.Now().Before(deadline) {
+		if !groupAlive(pgid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	signalGroup(pgid, syscall.SIGKILL)
+}
+
+// groupAlive reports whether a process of the group exists that is not a
+// zombie (an exited orphan waiting for its reaper counts as gone).
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // no procfs: trust kill(2)
+	}
+	want := fmt.Sprint(pgid)
+	for _, ent := range entries {
+		if ent.Name()[0] < '0' || ent.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may contain spaces and parens.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+func signalGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig) // ESRCH: nothing left to stop
+}
+
+// exitCode maps a process state to a shell-style exit code: 128+N for a
+// process killed by signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+var errNotExecutable = errors.New("permission denied")
+
+// lookPath finds name the way a shell would with the step's PATH (the
+// runner's own PATH when the step's environment has none). Names with a slash
+// are taken relative to dir.
+func lookPath(name string, env []workflows.EnvVar, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		return p, checkExecutable(p)
+	}
+	pathList, found := "", false
+	for _, v := range env {
+		if v.Name == "PATH" {
+			pathList, found = v.Value, true
+		}
+	}
+	if !found {
+		pathList = os.Getenv("PATH")
+	}
+	denied := false
+	for _, d := range filepath.SplitList(pathList) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, name)
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		switch err := checkExecutable(p); {
+		case err == nil:
+			return p, nil
+		case errors.Is(err, errNotExecutable):
+			denied = true
+		}
+	}
+	if denied {
+		return "", errNotExecutable
+	}
+	return "", errors.New("command not found")
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return errors.New("command not found")
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return errNotExecutable
+	}
+	return nil
+}
+
+// startErrorCode maps an exec failure to the shell's exit code (126 cannot
+// execute, 127 not found), or 0 when it is not the program's fault.
+func startErrorCode(err error) int {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return 127
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+		return 126
+	}
+	return 0
+}
+
+func envStrings(env []workflows.EnvVar) []string {
+	out := make([]string, 0, len(env))
+	for _, v := range env {
+		out = append(out, v.Name+"="+v.Value)
+	}
+	return out // non-nil even when empty: a nil Env would inherit ours
+}
+
+func writerOr(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+var _ contract.Executor = (*Executor)(nil)
