@@ -21,9 +21,9 @@ type Workflow struct {
 	File        string `json:"file,omitempty"`        // path it was loaded from
 	Digest      string `json:"digest,omitempty"`      // "sha256:<hex>" of the file content
 
-	On          []Trigger    `json:"on,omitempty"` // empty: runs only through `hookrun run` or the API
-	Authorize   Authorize    `json:"authorize"`
-	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	On            []Trigger    `json:"on,omitempty"` // empty: runs only through `hookrun run` or the API
+	Authorization Authorize    `json:"authorize"`    // who may trigger it; applied by (*Workflow).Authorize
+	Concurrency   *Concurrency `json:"concurrency,omitempty"`
 
 	Type           string             `json:"type"`                // "graph" (default) or "chain"
 	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default 4
@@ -39,6 +39,8 @@ type Workflow struct {
 	Steps     []Step    `json:"steps"`                // in file order; for "chain" each step depends on the previous one
 	HandlerOn HandlerOn `json:"handler_on,omitempty"` // steps run after the DAG
 	Report    Report    `json:"report"`
+
+	namePos [2]int // line and column of `name:` (1:1 when defaulted), for Load's uniqueness problems
 }
 
 // Trigger is one entry of `on:`. A workflow runs when any trigger matches.

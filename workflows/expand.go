@@ -1,0 +1,70 @@
+package workflows
+
+import "strings"
+
+// Expand replaces every ${NAME} in s with lookup(NAME). NAME is an
+// environment-variable shaped identifier ([A-Za-z_][A-Za-z0-9_]*). Names the
+// lookup does not know, `$NAME` without braces and malformed references are
+// left exactly as written. Substituted values are never expanded again and
+// nothing is shell-parsed: this is the only interpolation hookrun does itself,
+// for prompts, harness argv elements and report bodies (DESIGN.md §3).
+func Expand(s string, lookup func(name string) (string, bool)) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		rest := s[i+2:]
+		end := strings.IndexByte(rest, '}')
+		if end < 0 || !isEnvName(rest[:end]) {
+			b.WriteString("${")
+			s = rest
+			continue
+		}
+		name := rest[:end]
+		if v, ok := lookup(name); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString("${" + name + "}")
+		}
+		s = rest[end+1:]
+	}
+}
+
+// EnvLookup returns a lookup for Expand over a list of variables; a later
+// entry wins over an earlier one of the same name.
+func EnvLookup(vars ...[]EnvVar) func(string) (string, bool) {
+	m := map[string]string{}
+	for _, list := range vars {
+		for _, v := range list {
+			m[v.Name] = v.Value
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// isEnvName reports whether s is shaped like an environment variable name.
+func isEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,192 @@
+package workflows
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Match is the outcome of matching one event against one workflow.
+type Match struct {
+	Matched     bool   // some trigger matched
+	Reason      string // why nothing matched; empty when Matched
+	CommandArgs string // with a `command:` trigger: the rest of the comment's first line, trimmed
+	Trigger     int    // index into Workflow.On of the trigger that matched
+}
+
+// Match reports whether any trigger of w matches e; the first matching
+// trigger in file order wins. It is pure: it reads e and never changes it
+// (the caller copies Match.CommandArgs into its run's event).
+//
+// A trigger matches when, in this order: its event kind equals e.Kind; its
+// actions (empty: any) contain e.Action; one of its branches globs matches
+// e.BaseRef() (an event without a branch never matches a trigger with
+// branches); the first line of the comment, trimmed, equals its command or
+// starts with the command and a space or tab; e carries one of its labels; one
+// of its repos globs matches e.Repo; its `if:` expression is true.
+func (w *Workflow) Match(e *Event) Match {
+	if e == nil {
+		return Match{Reason: "no event"}
+	}
+	if len(w.On) == 0 {
+		return Match{Reason: "workflow has no triggers"}
+	}
+	var reasons []string
+	for i := range w.On {
+		t := &w.On[i]
+		if t.Event != e.Kind {
+			continue
+		}
+		args, reason := t.match(e)
+		if reason == "" {
+			return Match{Matched: true, CommandArgs: args, Trigger: i}
+		}
+		reasons = append(reasons, reason)
+	}
+	if len(reasons) == 0 {
+		return Match{Reason: fmt.Sprintf("no trigger for event %q", e.Kind)}
+	}
+	return Match{Reason: strings.Join(reasons, "; ")}
+}
+
+// match checks everything but the kind. It returns the command arguments, or
+// why the trigger does not match.
+func (t *Trigger) match(e *Event) (args, reason string) {
+	if len(t.Actions) > 0 && !slices.Contains(t.Actions, e.Action) {
+		return "", fmt.Sprintf("action %q not in %v", e.Action, t.Actions)
+	}
+	if len(t.Branches) > 0 {
+		branch := e.BaseRef()
+		if branch == "" {
+			return "", fmt.Sprintf("event has no branch to match %v", t.Branches)
+		}
+		if !anyGlob(t.Branches, branch) {
+			return "", fmt.Sprintf("branch %q not in %v", branch, t.Branches)
+		}
+	}
+	if t.Command != "" {
+		var ok bool
+		args, ok = matchCommand(t.Command, e.CommentBody())
+		if !ok {
+			return "", fmt.Sprintf("comment is not the command %s", t.Command)
+		}
+	}
+	if len(t.Labels) > 0 && !slices.ContainsFunc(t.Labels, func(l string) bool { return slices.Contains(e.Labels, l) }) {
+		return "", fmt.Sprintf("none of the labels %v", t.Labels)
+	}
+	if len(t.Repos) > 0 && !anyGlob(t.Repos, e.Repo) {
+		return "", fmt.Sprintf("repository %q not in %v", e.Repo, t.Repos)
+	}
+	if t.If != "" {
+		ok, err := t.eval(e)
+		if err != nil {
+			return "", fmt.Sprintf("evaluating if %q: %v", t.If, err)
+		}
+		if !ok {
+			return "", fmt.Sprintf("if %q is false", t.If)
+		}
+	}
+	return args, ""
+}
+
+// eval runs the compiled `if:` expression with `event` bound to e. A trigger
+// built by hand (not by the parser) is compiled on the fly.
+func (t *Trigger) eval(e *Event) (bool, error) {
+	prog, _ := t.program.(*vm.Program)
+	if prog == nil {
+		var err error
+		if prog, err = compileIf(t.If); err != nil {
+			return false, err
+		}
+	}
+	out, err := expr.Run(prog, map[string]any{"event": e})
+	if err != nil {
+		return false, err
+	}
+	b, _ := out.(bool)
+	return b, nil
+}
+
+// compileIf compiles an `if:` expression against the Event type.
+func compileIf(src string) (*vm.Program, error) {
+	return expr.Compile(src, expr.Env(map[string]any{"event": &Event{}}), expr.AsBool())
+}
+
+// matchCommand checks whether the first line of body, trimmed, is command or
+// starts with command followed by blank space, and returns the rest of the
+// line, trimmed.
+func matchCommand(command, body string) (string, bool) {
+	line, _, _ := strings.Cut(body, "\n")
+	line = strings.TrimSpace(line)
+	rest, ok := strings.CutPrefix(line, command)
+	if !ok {
+		return "", false
+	}
+	if rest == "" {
+		return "", true
+	}
+	if rest[0] != ' ' && rest[0] != '\t' {
+		return "", false // "/deployx" is not "/deploy"
+	}
+	return strings.TrimSpace(rest), true
+}
+
+// anyGlob reports whether any path.Match pattern matches s. Patterns were
+// checked at load time; a malformed one matches nothing.
+func anyGlob(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Authorize applies the workflow's `authorize` policy to the event's sender.
+// It is pure. The rules, in order:
+//
+//  1. A sender listed in `users` (compared case-insensitively, as forge logins
+//     are) is allowed, whatever else holds.
+//  2. A push is allowed: only accounts with write access can push to the
+//     repository, so the forge has authorized it already (push payloads carry
+//     no author association).
+//  3. With a non-empty `author_association` list, the sender's association
+//     (an empty one counts as NONE) must be in it. The sender is then
+//     trusted.
+//  4. An explicit empty list (`author_association: []`) lets any association
+//     through, but such a sender is not trusted: a pull request from a fork
+//     (also a comment on one) is refused unless `allow_forks` is true.
+func (w *Workflow) Authorize(e *Event) (ok bool, reason string) {
+	if e == nil {
+		return false, "no event"
+	}
+	a := w.Authorization
+	if slices.ContainsFunc(a.Users, func(u string) bool { return strings.EqualFold(u, e.Sender) }) {
+		return true, fmt.Sprintf("user %q is listed in authorize.users", e.Sender)
+	}
+	if e.Kind == KindPush {
+		return true, "pushes are authorized by the forge's write access"
+	}
+	assoc := e.AuthorAssociation
+	if assoc == "" {
+		assoc = "NONE"
+	}
+	trusted := false
+	if len(a.AuthorAssociation) > 0 {
+		if !slices.Contains(a.AuthorAssociation, assoc) {
+			return false, fmt.Sprintf("author association %s of %q not in %v", assoc, e.Sender, a.AuthorAssociation)
+		}
+		trusted = true
+	}
+	if e.PullRequest != nil && e.PullRequest.Fork && !trusted && !a.AllowForks {
+		return false, fmt.Sprintf("pull request from a fork and %q is not trusted (allow_forks is false)", e.Sender)
+	}
+	if trusted {
+		return true, fmt.Sprintf("author association %s is allowed", assoc)
+	}
+	return true, "any author association is allowed"
+}
