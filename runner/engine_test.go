@@ -1,0 +1,369 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+const (
+	succeeded = workflows.StatusSucceeded
+	failed    = workflows.StatusFailed
+	skipped   = workflows.StatusSkipped
+	cancelled = workflows.StatusCancelled
+)
+
+func readFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDAGSemantics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		yaml       string
+		wantStatus workflows.Status
+		wantSteps  map[string]workflows.Status
+		wantAtt    map[string]int // attempts
+		wantExit   map[string]int
+		wantOrder  string // content of the file "order" in the workspace
+		wantErr    string // substring of Result.Error
+		check      func(t *testing.T, res *runner.Result, sink *memSink, dir string)
+	}{
+		{
+			name: "graph order by depends",
+			yaml: `
+steps:
+  - {id: d, run: "echo d >> order", depends: [b, c]}
+  - {id: a, run: "sleep 0.2; echo a >> order"}
+  - {id: b, run: "echo b >> order", depends: [a]}
+  - {id: c, run: "sleep 0.1; echo c >> order", depends: [a]}
+`,
+			wantStatus: succeeded,
+			wantSteps:  map[string]workflows.Status{"a": succeeded, "b": succeeded, "c": succeeded, "d": succeeded},
+			wantOrder:  "a\nb\nc\nd\n",
+		},
+		{
+			name: "chain runs in file order one at a time",
+			yaml: `
+type: chain
+steps:
+  - {id: one, run: "sleep 0.2; echo 1 >> order"}
+  - {id: two, run: "sleep 0.1; echo 2 >> order"}
+  - {id: three, run: "echo 3 >> order"}
+`,
+			wantStatus: succeeded,
+			wantOrder:  "1\n2\n3\n",
+		},
+		{
+			name: "failure skips dependents transitively, independent steps still run",
+			yaml: `
+steps:
+  - {id: a, run: "exit 3"}
+  - {id: b, run: "echo b >> order", depends: [a]}
+  - {id: c, run: "echo c >> order", depends: [b]}
+  - {id: d, run: "echo d >> order"}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"a": failed, "b": skipped, "c": skipped, "d": succeeded},
+			wantExit:   map[string]int{"a": 3},
+			wantOrder:  "d\n",
+			wantErr:    "step a failed: exit status 3",
+		},
+		{
+			name: "continue_on failed lets dependents run and the run succeed",
+			yaml: `
+steps:
+  - {id: lint, run: "exit 1", continue_on: failed}
+  - {id: review, run: "echo review >> order", depends: [lint]}
+`,
+			wantStatus: succeeded,
+			wantSteps:  map[string]workflows.Status{"lint": failed, "review": succeeded},
+			wantOrder:  "review\n",
+		},
+		{
+			name: "continue_on skipped lets dependents of a skipped step run",
+			yaml: `
+steps:
+  - {id: a, run: "exit 1"}
+  - {id: b, run: "echo b >> order", depends: [a], continue_on: skipped}
+  - {id: c, run: "echo c >> order", depends: [b]}
+  - {id: e, run: "echo e >> order", depends: [c]}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"a": failed, "b": skipped, "c": succeeded, "e": succeeded},
+			wantOrder:  "c\ne\n",
+		},
+		{
+			name: "retry policy attempt counts",
+			yaml: `
+steps:
+  - id: always
+    run: "echo x >> always; exit 2"
+    retry_policy: {limit: 2, interval: 10ms}
+  - id: other-code
+    run: "echo x >> other; exit 2"
+    retry_policy: {limit: 3, interval: 10ms, exit_codes: [5]}
+  - id: second-time
+    run: 'n=$(cat cnt 2>/dev/null || echo 0); n=$((n+1)); echo $n > cnt; [ "$n" -ge 2 ]'
+    retry_policy: {limit: 3, interval: 10ms, backoff: 2}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"always": failed, "other-code": failed, "second-time": succeeded},
+			wantAtt:    map[string]int{"always": 3, "other-code": 1, "second-time": 2},
+			wantExit:   map[string]int{"always": 2, "other-code": 2, "second-time": 0},
+			check: func(t *testing.T, res *runner.Result, sink *memSink, dir string) {
+				if got := strings.Count(readFile(t, dir, "always"), "x"); got != 3 {
+					t.Errorf("step always ran %d times, want 3", got)
+				}
+				if got := strings.Count(readFile(t, dir, "other"), "x"); got != 1 {
+					t.Errorf("step other-code ran %d times, want 1", got)
+				}
+				if !strings.Contains(sink.text("_run", "system"), "step always: attempt 3 of 3") {
+					t.Errorf("system log lacks the retry line:\n%s", sink.all())
+				}
+			},
+		},
+		{
+			name: "step timeout fails the step and skips dependents",
+			yaml: `
+steps:
+  - {id: slow, run: "sleep 5", timeout: 300ms}
+  - {id: after, run: "echo after >> order", depends: [slow]}
+  - {id: other, run: "true"}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"slow": failed, "after": skipped, "other": succeeded},
+			wantErr:    "step slow failed: timed out after 300ms",
+			check: func(t *testing.T, res *runner.Result, _ *memSink, _ string) {
+				if d := res.Duration(); d > 3*time.Second {
+					t.Errorf("run took %s, the step timeout did not stop it", d)
+				}
+			},
+		},
+		{
+			name: "run timeout stops everything and runs the failure handler",
+			yaml: `
+timeout: 400ms
+steps:
+  - {id: slow, run: "sleep 5"}
+  - {id: after, run: "echo after >> order", depends: [slow]}
+handler_on:
+  failure: {run: 'echo "failure:$HOOKRUN_RUN_STATUS" >> order'}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"slow": failed, "after": skipped, "on_failure": succeeded},
+			wantErr:    "run timed out after 400ms",
+			wantOrder:  "failure:failed\n",
+			check: func(t *testing.T, res *runner.Result, _ *memSink, _ string) {
+				if d := res.Duration(); d > 3*time.Second {
+					t.Errorf("run took %s, the run timeout did not stop it", d)
+				}
+			},
+		},
+		{
+			name: "success handler then exit handler with HOOKRUN_RUN_STATUS",
+			yaml: `
+steps:
+  - {id: a, run: "echo a >> order"}
+handler_on:
+  exit: {run: 'echo "exit:$HOOKRUN_RUN_STATUS" >> order'}
+  failure: {run: 'echo "failure:$HOOKRUN_RUN_STATUS" >> order'}
+  success: {run: 'echo "success:$HOOKRUN_RUN_STATUS" >> order'}
+`,
+			wantStatus: succeeded,
+			wantSteps:  map[string]workflows.Status{"a": succeeded, "on_success": succeeded, "on_exit": succeeded},
+			wantOrder:  "a\nsuccess:succeeded\nexit:succeeded\n",
+		},
+		{
+			name: "failure handler then exit handler",
+			yaml: `
+steps:
+  - {id: a, run: "exit 1"}
+handler_on:
+  success: {run: 'echo "success:$HOOKRUN_RUN_STATUS" >> order'}
+  failure: {run: 'echo "failure:$HOOKRUN_RUN_STATUS" >> order'}
+  exit: {id: cleanup, run: 'echo "exit:$HOOKRUN_RUN_STATUS" >> order'}
+`,
+			wantStatus: failed,
+			wantSteps:  map[string]workflows.Status{"a": failed, "on_failure": succeeded, "cleanup": succeeded},
+			wantOrder:  "failure:failed\nexit:failed\n",
+		},
+		{
+			name: "outputs pass forward, trimmed, and env may reference them",
+			yaml: `
+env:
+  - GREETING_PREFIX: hi
+steps:
+  - {id: a, run: "printf '  hello world \n\n'", output: GREETING}
+  - id: b
+    depends: [a]
+    env: [{MSG: "${GREETING_PREFIX}, ${GREETING}!"}]
+    run: 'printf "%s|%s\n" "$GREETING" "$MSG" >> order'
+  - {id: c, run: 'echo "c sees [$GREETING]" >> order'}
+`,
+			wantStatus: succeeded,
+			check: func(t *testing.T, res *runner.Result, _ *memSink, dir string) {
+				order := readFile(t, dir, "order")
+				if !strings.Contains(order, "hello world|hi, hello world!\n") {
+					t.Errorf("b did not see the output: %q", order)
+				}
+				if len(res.Outputs) != 1 || res.Outputs[0] != (workflows.EnvVar{Name: "GREETING", Value: "hello world"}) {
+					t.Errorf("outputs = %+v", res.Outputs)
+				}
+			},
+		},
+		{
+			name: "unknown variables in env stay as written",
+			yaml: `
+env:
+  - A: "${NOPE}-$HOME"
+steps:
+  - {id: a, run: 'printf "%s\n" "$A" >> order'}
+`,
+			wantStatus: succeeded,
+			wantOrder:  "${NOPE}-$HOME\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, sink, dir := runWorkflow(t, tt.yaml, runOpts{})
+			if res.Status != tt.wantStatus {
+				t.Errorf("status = %s, want %s (error %q)\n%s", res.Status, tt.wantStatus, res.Error, sink.all())
+			}
+			got := states(res)
+			for id, want := range tt.wantSteps {
+				if got[id] != want {
+					t.Errorf("step %s = %s, want %s", id, got[id], want)
+				}
+			}
+			for id, want := range tt.wantAtt {
+				if a := step(res, id).Attempts; a != want {
+					t.Errorf("step %s attempts = %d, want %d", id, a, want)
+				}
+			}
+			for id, want := range tt.wantExit {
+				if c := step(res, id).ExitCode; c == nil || *c != want {
+					t.Errorf("step %s exit code = %v, want %d", id, c, want)
+				}
+			}
+			if tt.wantOrder != "" {
+				if o := readFile(t, dir, "order"); o != tt.wantOrder {
+					t.Errorf("order = %q, want %q", o, tt.wantOrder)
+				}
+			}
+			if !strings.Contains(res.Error, tt.wantErr) || (tt.wantErr == "" && tt.wantStatus == succeeded && res.Error != "") {
+				t.Errorf("error = %q, want it to contain %q", res.Error, tt.wantErr)
+			}
+			for _, s := range res.Steps {
+				if !s.Status.Terminal() {
+					t.Errorf("step %s left in state %s", s.ID, s.Status)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, res, sink, dir)
+			}
+		})
+	}
+}
+
+func TestParallelSteps(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	res, sink, _ := runWorkflow(t, `
+steps:
+  - {id: a, run: "sleep 1"}
+  - {id: b, run: "sleep 1"}
+`, runOpts{})
+	elapsed := time.Since(start)
+	if res.Status != succeeded {
+		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+	}
+	if elapsed >= 1600*time.Millisecond {
+		t.Errorf("two parallel 1 s sleeps took %s, want < 1.6 s", elapsed)
+	}
+}
+
+func TestMaxActiveSteps(t *testing.T) {
+	t.Parallel()
+	// Each step records how many steps run at the same time.
+	res, sink, dir := runWorkflow(t, `
+max_active_steps: 2
+steps:
+  - {id: a, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
+  - {id: b, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
+  - {id: c, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
+  - {id: d, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
+`, runOpts{})
+	if res.Status != succeeded {
+		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+	}
+	for _, line := range strings.Fields(readFile(t, dir, "peaks")) {
+		if line != "1" && line != "2" {
+			t.Errorf("saw %s steps running at once, max_active_steps is 2", line)
+		}
+	}
+	if d := res.Duration(); d < 550*time.Millisecond {
+		t.Errorf("4 steps of 0.3 s two at a time took %s, want >= 0.6 s", d)
+	}
+}
+
+func TestCancelStopsEverythingAndRunsCancelHandlers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(300*time.Millisecond, func() { cancel(runner.ErrCancelled) })
+	start := time.Now()
+	res, sink, dir := runWorkflow(t, `
+steps:
+  - {id: slow, run: "echo started >> order; sleep 5; echo not-reached >> order"}
+  - {id: after, run: "echo after >> order", depends: [slow]}
+handler_on:
+  cancel: {run: 'echo "cancel:$HOOKRUN_RUN_STATUS" >> order'}
+  exit: {run: 'echo "exit:$HOOKRUN_RUN_STATUS" >> order'}
+`, runOpts{ctx: ctx})
+	if res.Status != cancelled {
+		t.Fatalf("status %s, want cancelled: %s\n%s", res.Status, res.Error, sink.all())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cancel took %s", d)
+	}
+	want := map[string]workflows.Status{"slow": cancelled, "after": cancelled, "on_cancel": succeeded, "on_exit": succeeded}
+	for id, w := range want {
+		if got := states(res)[id]; got != w {
+			t.Errorf("step %s = %s, want %s", id, got, w)
+		}
+	}
+	if o := readFile(t, dir, "order"); o != "started\ncancel:cancelled\nexit:cancelled\n" {
+		t.Errorf("order = %q", o)
+	}
+}
+
+func TestAbandonedRunRunsNoHandler(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(200*time.Millisecond, func() { cancel(runner.ErrAbandoned) })
+	res, _, dir := runWorkflow(t, `
+steps:
+  - {id: slow, run: "sleep 5"}
+handler_on:
+  exit: {run: 'echo exit >> order'}
+`, runOpts{ctx: ctx})
+	if !res.Abandoned || res.Status != cancelled {
+		t.Errorf("abandoned = %v, status %s", res.Abandoned, res.Status)
+	}
+	if o := readFile(t, dir, "order"); o != "" {
+		t.Errorf("a handler ran for an abandoned run: %q", o)
+	}
+}

@@ -1,0 +1,203 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// LocalOptions configures RunLocal (`hookrun run`).
+type LocalOptions struct {
+	Workflow  *workflows.Workflow         // validated workflow to run; required
+	Event     *workflows.Event            // the event it runs for; nil: an empty event
+	Dir       string                      // workspace; "" = the current directory (unless checkout with Workspaces)
+	RunID     string                      // default local-<unix nanos>
+	JSON      bool                        // print the result as JSON on Stdout (step logs go to Stderr)
+	Stdout    io.Writer                   // default os.Stdout
+	Stderr    io.Writer                   // default os.Stderr
+	Providers Providers                   // Host is required
+	LookupEnv func(string) (string, bool) // secrets and base env; default os.LookupEnv
+	// Workspaces, when set and the workflow has `checkout: true`, prepares
+	// a checkout of the event's head instead of using Dir.
+	Workspaces Workspaces
+}
+
+// Exit codes of RunLocal.
+const (
+	ExitSucceeded = 0
+	ExitFailed    = 1
+	ExitUsage     = 2
+)
+
+// LocalResult is what `hookrun run --json` prints.
+type LocalResult struct {
+	RunID    string  `json:"run_id"`
+	Workflow string  `json:"workflow"`
+	Duration float64 `json:"duration_seconds"`
+	*Result
+}
+
+// RunLocal runs a workflow once on this machine, without queue, server or
+// reporter. It prints each step's log lines prefixed with `[step-id] `
+// (stdout lines on Stdout, stderr and hookrun's own lines on Stderr), then a
+// summary table, or with JSON the result as JSON on Stdout and the logs on
+// Stderr. It returns 0 when the run succeeded, 1 when it failed or was
+// cancelled, 2 when it could not start.
+func RunLocal(ctx context.Context, o LocalOptions) int {
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Workflow == nil {
+		fmt.Fprintln(o.Stderr, "hookrun run: no workflow")
+		return ExitUsage
+	}
+	if o.RunID == "" {
+		o.RunID = "local-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	ev := o.Event
+	if ev == nil {
+		ev = &workflows.Event{}
+	}
+	dir, headSHA := o.Dir, ""
+	if o.Workflow.Checkout && o.Workspaces != nil {
+		d, sha, err := o.Workspaces.Prepare(ctx, o.RunID, ev, true)
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "hookrun run: preparing workspace: %v\n", err)
+			return ExitFailed
+		}
+		defer o.Workspaces.Remove(o.RunID) //nolint:errcheck // best effort cleanup of a local checkout
+		dir, headSHA = d, sha
+	}
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			fmt.Fprintf(o.Stderr, "hookrun run: finding the current directory: %v\n", err)
+			return ExitUsage
+		}
+		dir = wd
+	}
+
+	logOut := o.Stdout
+	if o.JSON {
+		logOut = o.Stderr
+	}
+	sink := &printSink{stdout: logOut, stderr: o.Stderr}
+	eng, err := NewEngine(EngineConfig{
+		Providers: o.Providers,
+		Logs:      sink,
+		LookupEnv: o.LookupEnv,
+	})
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)
+		return ExitUsage
+	}
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
+
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(LocalResult{RunID: o.RunID, Workflow: o.Workflow.Name, Duration: res.Duration().Seconds(), Result: res}); err != nil {
+			fmt.Fprintf(o.Stderr, "hookrun run: encoding result: %v\n", err)
+		}
+	} else {
+		PrintSummary(o.Stdout, res)
+	}
+	if res.Status == workflows.StatusSucceeded {
+		return ExitSucceeded
+	}
+	return ExitFailed
+}
+
+// PrintSummary writes the table of steps (step, status, exit, attempts,
+// duration) and the run's outcome.
+func PrintSummary(w io.Writer, res *Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nSTEP\tSTATUS\tEXIT\tATTEMPTS\tDURATION")
+	for _, s := range res.Steps {
+		exit := "-"
+		if s.ExitCode != nil {
+			exit = strconv.Itoa(*s.ExitCode)
+		}
+		dur := "-"
+		if s.StartedAt != nil && s.FinishedAt != nil {
+			dur = s.FinishedAt.Sub(*s.StartedAt).Round(time.Millisecond).String()
+		}
+		attempts := "-"
+		if s.Attempts > 0 {
+			attempts = strconv.Itoa(s.Attempts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Status, exit, attempts, dur)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nrun %s in %s", res.Status, res.Duration().Round(time.Millisecond))
+	if res.Error != "" {
+		fmt.Fprintf(w, ": %s", res.Error)
+	}
+	fmt.Fprintln(w)
+}
+
+// printSink prints log lines prefixed with their step id.
+type printSink struct {
+	mu     sync.Mutex // one line at a time across steps
+	stdout io.Writer
+	stderr io.Writer
+}
+
+func (s *printSink) Writer(_, stepID, stream string) io.WriteCloser {
+	dst := s.stdout
+	prefix := "[" + stepID + "] "
+	switch stream {
+	case StreamStderr:
+		dst = s.stderr
+	case StreamSystem:
+		dst = s.stderr
+		prefix += "hookrun: "
+	}
+	return &prefixWriter{mu: &s.mu, dst: dst, prefix: []byte(prefix)}
+}
+
+// prefixWriter receives whole lines (from lineWriter) and prefixes each.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	dst    io.Writer
+	prefix []byte
+	buf    []byte
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	w.buf = w.buf[:0]
+	for len(p) > 0 {
+		line := p
+		if i := bytes.IndexByte(p, '\n'); i >= 0 {
+			line, p = p[:i+1], p[i+1:]
+		} else {
+			p = nil
+		}
+		w.buf = append(w.buf, w.prefix...)
+		w.buf = append(w.buf, line...)
+		if line[len(line)-1] != '\n' {
+			w.buf = append(w.buf, '\n')
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.dst.Write(w.buf); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (w *prefixWriter) Close() error { return nil }

@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// progress sends a run's reports: start, progress throttled to one per
+// interval (changes in between are coalesced into the next one), final. A
+// reporting failure never fails the run: it is logged and kept for the run
+// record's ReportError.
+type progress struct {
+	x *execution
+
+	mu      sync.Mutex
+	ref     contract.ReportRef
+	lastErr string
+	last    time.Time // when the last report was sent
+
+	kick chan struct{} // a change is pending (capacity 1: coalesces)
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newProgress(x *execution) *progress {
+	return &progress{x: x, ref: x.spec.Ref, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// start sends the start report synchronously (it creates the comment whose
+// id later reports edit) and starts the progress loop.
+func (p *progress) start(ctx context.Context) {
+	p.send(ctx, p.snapshot(contract.PhaseStart, workflows.StatusRunning, nil))
+	go p.loop(ctx)
+}
+
+// notify marks a change; the loop sends it when the interval allows.
+func (p *progress) notify() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *progress) loop(ctx context.Context) {
+	defer close(p.done)
+	interval := p.x.e.cfg.ProgressInterval
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		}
+		p.mu.Lock()
+		wait := interval - time.Since(p.last)
+		p.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-p.stop:
+				t.Stop()
+				return // the final report carries the last state
+			case <-t.C:
+			}
+		}
+		p.send(ctx, p.snapshot(contract.PhaseProgress, workflows.StatusRunning, nil))
+	}
+}
+
+// finish stops the loop and sends the final report, unless the run was
+// abandoned (another runner will report it).
+func (p *progress) finish(ctx context.Context, res *Result) {
+	close(p.stop)
+	<-p.done
+	if !res.Abandoned {
+		p.send(ctx, p.snapshot(contract.PhaseFinal, res.Status, res))
+	}
+	p.mu.Lock()
+	res.Ref = p.ref
+	res.ReportError = p.lastErr
+	p.mu.Unlock()
+}
+
+func (p *progress) snapshot(phase contract.Phase, status workflows.Status, res *Result) *contract.RunReport {
+	x := p.x
+	r := &contract.RunReport{
+		Phase:    phase,
+		RunID:    x.spec.ID,
+		Attempt:  x.spec.Attempt,
+		Workflow: x.wf,
+		Event:    x.ev,
+		HeadSHA:  x.spec.HeadSHA,
+		Status:   status,
+	}
+	if r.HeadSHA == "" {
+		r.HeadSHA = x.ev.HeadSHA()
+	}
+	if res != nil {
+		r.Steps = res.Steps
+		r.Body = res.Body
+		r.Error = res.Error
+	} else {
+		x.mu.Lock()
+		r.Steps = append([]workflows.StepState(nil), x.states...)
+		x.mu.Unlock()
+	}
+	return r
+}
+
+// send calls the reporter with a context that outlives a cancelled run.
+func (p *progress) send(ctx context.Context, r *contract.RunReport) {
+	p.mu.Lock()
+	r.Ref = p.ref
+	p.last = time.Now()
+	p.mu.Unlock()
+	x := p.x
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout)
+	defer cancel()
+	ref, err := x.e.cfg.Reporter.Report(rctx, r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = time.Now()
+	if err != nil {
+		msg := "reporting " + string(r.Phase) + ": " + x.red.String(err.Error())
+		p.lastErr = msg
+		x.e.cfg.Logger.Warn("reporting run", "run", x.spec.ID, "phase", r.Phase, "err", msg)
+		return
+	}
+	if ref != (contract.ReportRef{}) {
+		p.ref = ref
+	}
+	if r.Phase == contract.PhaseFinal {
+		p.lastErr = "" // the final state landed; earlier hiccups no longer matter
+	}
+}
