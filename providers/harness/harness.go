@@ -1,0 +1,176 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Argv builds the command of one harness.run attempt: the provider's binary
+// and prefix_args, then `--model M` and the other `with` keys as flags (in
+// name order; "true" gives a bare flag, "false" leaves the flag out), then the
+// prompt as the last argument (prompt_mode arg), after prompt_flag (flag), or
+// as stdin (stdin).
+//
+// ${VAR} in the prompt, prefix_args, model and flag values is substituted
+// through lookup, once, and the result is one argv element: it is never shell
+// source. The exception is the built-in `shell` provider, whose prompt is
+// shell source like `run:` and is handed to `sh -c` as written (the shell
+// expands it, from the environment). A positional prompt that starts with "-"
+// is preceded by "--" so that no CLI reads it as an option.
+func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) (string, bool)) (argv []string, stdin string, err error) {
+	if run == nil {
+		return nil, "", errors.New("building harness argv: no harness")
+	}
+	h, ok := w.LookupHarness(run.Provider)
+	if !ok {
+		return nil, "", fmt.Errorf("building harness argv: unknown provider %q", run.Provider)
+	}
+	if h.Binary == "" {
+		return nil, "", fmt.Errorf("building harness argv for %s: no binary", run.Provider)
+	}
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	expand := func(s string) string { return workflows.Expand(s, lookup) }
+	_, custom := w.Harnesses[run.Provider]
+	shell := !custom && run.Provider == "shell"
+
+	argv = append(argv, h.Binary)
+	for _, a := range h.PrefixArgs {
+		argv = append(argv, expand(a))
+	}
+	if shell && (run.Model != "" || len(run.Flags) > 0) {
+		return nil, "", errors.New("building harness argv for shell: model and flags do not apply to the shell provider")
+	}
+	if run.Model != "" {
+		argv = append(argv, "--model", expand(run.Model))
+	}
+	flags := append([]workflows.Flag(nil), run.Flags...)
+	sort.SliceStable(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	for _, f := range flags {
+		name := f.Name
+		if name == "" {
+			return nil, "", fmt.Errorf("building harness argv for %s: flag without a name", run.Provider)
+		}
+		if !strings.HasPrefix(name, "-") {
+			name = "--" + name
+		}
+		switch f.Value {
+		case "true":
+			argv = append(argv, name)
+		case "false":
+		default:
+			argv = append(argv, name, expand(f.Value))
+		}
+	}
+
+	prompt := run.Prompt
+	if !shell {
+		prompt = expand(prompt)
+	}
+	switch h.PromptMode {
+	case workflows.PromptArg, "":
+		if !shell && strings.HasPrefix(prompt, "-") {
+			argv = append(argv, "--")
+		}
+		argv = append(argv, prompt)
+	case workflows.PromptFlag:
+		if h.PromptFlag == "" {
+			return nil, "", fmt.Errorf("building harness argv for %s: prompt_mode flag needs prompt_flag", run.Provider)
+		}
+		argv = append(argv, h.PromptFlag, prompt)
+	case workflows.PromptStdin:
+		stdin = prompt
+	default:
+		return nil, "", fmt.Errorf("building harness argv for %s: unknown prompt_mode %q", run.Provider, h.PromptMode)
+	}
+	return argv, stdin, nil
+}
+
+// Attempts lists what Run tries, in order: run, then each fallback with the
+// run's prompt when it has none of its own.
+func Attempts(run *workflows.HarnessRun) []workflows.HarnessRun {
+	if run == nil {
+		return nil
+	}
+	first := *run
+	first.Fallback = nil
+	out := []workflows.HarnessRun{first}
+	for _, fb := range run.Fallback {
+		fb.Fallback = nil
+		if fb.Prompt == "" {
+			fb.Prompt = run.Prompt
+		}
+		out = append(out, fb)
+	}
+	return out
+}
+
+// Run executes a harness.run step through exec: run first, then each
+// fallback in order, but only after a failure (a non-zero exit, or an error
+// that is not the end of ctx). Before each fallback it writes a line saying so
+// to base.Stderr. It returns the result of the last attempt made. base gives
+// everything but Argv (and Stdin, for prompt_mode stdin); the output of every
+// attempt, failed ones included, reaches base.Stdout and base.Stderr.
+func Run(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error) {
+	attempts := Attempts(run)
+	if len(attempts) == 0 {
+		return contract.ExecResult{ExitCode: -1}, errors.New("running harness: no harness")
+	}
+	stderr := base.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	var (
+		res = contract.ExecResult{ExitCode: -1}
+		err error
+	)
+	for i := range attempts {
+		a := &attempts[i]
+		if i > 0 {
+			if ctx.Err() != nil {
+				break
+			}
+			fmt.Fprintf(stderr, "hookrun: harness %s %s; trying fallback %s (%d of %d)\n",
+				attempts[i-1].Provider, failure(res, err), a.Provider, i, len(attempts)-1)
+		}
+		var argv []string
+		var stdin string
+		argv, stdin, err = Argv(w, a, lookup)
+		if err != nil {
+			res = contract.ExecResult{ExitCode: -1}
+			continue
+		}
+		req := base
+		req.Argv = argv
+		if h, _ := w.LookupHarness(a.Provider); h.PromptMode == workflows.PromptStdin {
+			req.Stdin = strings.NewReader(stdin)
+		}
+		res, err = exec.Exec(ctx, req)
+		if err != nil {
+			err = fmt.Errorf("running harness %s: %w", a.Provider, err)
+		}
+		if err == nil && res.ExitCode == 0 {
+			return res, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil && (err == nil || errors.Is(err, ctxErr)) {
+			break // stopped, not failed: no fallback
+		}
+	}
+	return res, err
+}
+
+// failure describes a failed attempt for the fallback line.
+func failure(res contract.ExecResult, err error) string {
+	if err != nil {
+		return "failed: " + err.Error()
+	}
+	return fmt.Sprintf("failed with exit code %d", res.ExitCode)
+}
