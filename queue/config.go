@@ -1,0 +1,131 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Config says where JetStream lives and how the streams and buckets are sized.
+type Config struct {
+	// URL is empty for an embedded nats-server (the default), else a
+	// comma-separated list of server URLs of an external NATS cluster.
+	URL string
+	// CredsFile is a NATS credentials file (JWT + nkey) for an external cluster.
+	CredsFile string
+	// CAFile is a PEM file of CAs that sign the external servers' certificates.
+	CAFile string
+	// CertFile is the client certificate for mutual TLS with an external cluster.
+	CertFile string
+	// KeyFile is the private key of CertFile.
+	KeyFile string
+
+	// DataDir is the embedded server's store directory; JetStream keeps its
+	// files under DataDir/jetstream. Required when URL is empty.
+	DataDir string
+	// Listen is the embedded server's client address: "" opens no TCP port
+	// (the process talks to it in-process); "127.0.0.1:4222" exposes it,
+	// port 0 picks a free port (see Queue.ClientURL).
+	Listen string
+	// ServerName names the embedded server; required for a cluster node.
+	ServerName string
+	// ClusterName is the embedded server's cluster; empty runs it standalone.
+	ClusterName string
+	// ClusterListen is the embedded server's route address, e.g. 127.0.0.1:6222.
+	ClusterListen string
+	// Routes are the other cluster nodes, e.g. nats-route://127.0.0.1:6223.
+	Routes []string
+	// MaxPayload is the embedded server's largest message in bytes (webhook
+	// payloads travel inside run requests). Default 32 MiB.
+	MaxPayload int32
+
+	// Replicas is the replica count of the streams and KV buckets. Default 1.
+	Replicas int
+	// DuplicateWindow is HOOKRUN_RUNS' Nats-Msg-Id dedupe window. Default 2m,
+	// at least 100ms (JetStream's minimum).
+	DuplicateWindow time.Duration
+	// DeliveryTTL is how long hookrun_deliveries remembers a delivery. Default 72h.
+	DeliveryTTL time.Duration
+	// LogMaxAge is how long HOOKRUN_LOGS keeps step output. Default 7 days.
+	LogMaxAge time.Duration
+	// PublishTimeout bounds one Publish (all its writes). Default 5s.
+	PublishTimeout time.Duration
+	// SetupTimeout bounds how long Open waits for the embedded server and
+	// for JetStream to accept the streams (a fresh cluster elects a leader
+	// first). Default 30s.
+	SetupTimeout time.Duration
+
+	// Logger receives the queue's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxPayload == 0 {
+		c.MaxPayload = 32 << 20
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.DeliveryTTL == 0 {
+		c.DeliveryTTL = 72 * time.Hour
+	}
+	if c.LogMaxAge == 0 {
+		c.LogMaxAge = 7 * 24 * time.Hour
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 5 * time.Second
+	}
+	if c.SetupTimeout == 0 {
+		c.SetupTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports the first problem of a defaulted config.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.URL == "" {
+		if c.DataDir == "" {
+			errs = append(errs, errors.New("data dir is required for the embedded server"))
+		}
+		for name, addr := range map[string]string{"listen": c.Listen, "cluster listen": c.ClusterListen} {
+			if addr == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				errs = append(errs, fmt.Errorf("parsing %s address %q: %w", name, addr, err))
+			}
+		}
+		if c.ClusterName != "" && (c.ServerName == "" || c.ClusterListen == "") {
+			errs = append(errs, errors.New("a cluster node needs a server name and a cluster listen address"))
+		}
+	} else if c.DataDir != "" && c.Listen != "" {
+		errs = append(errs, errors.New("listen is for the embedded server; it cannot be combined with an external url"))
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		errs = append(errs, errors.New("cert file and key file go together"))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas must be 1..5, got %d", c.Replicas))
+	}
+	if c.DuplicateWindow < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("duplicate window must be at least 100ms, got %s", c.DuplicateWindow))
+	}
+	if c.DeliveryTTL < c.DuplicateWindow {
+		errs = append(errs, fmt.Errorf("delivery ttl %s is shorter than the duplicate window %s", c.DeliveryTTL, c.DuplicateWindow))
+	}
+	if c.LogMaxAge < time.Second {
+		errs = append(errs, fmt.Errorf("log max age must be at least 1s, got %s", c.LogMaxAge))
+	}
+	if c.PublishTimeout <= 0 || c.SetupTimeout <= 0 {
+		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,474 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// ErrShuttingDown is the cause (context.Cause) a handler's context carries
+// when its consumer closes before the handler finished. The message is
+// nak'ed so that another runner takes the run over.
+var ErrShuttingDown = errors.New("runner shutting down")
+
+// ConsumerConfig tunes a durable pull consumer of HOOKRUN_RUNS.
+type ConsumerConfig struct {
+	// Durable is the consumer name shared by every runner. Default "hookrun-runner".
+	Durable string
+	// Concurrency is how many handlers run at once in this process. Default 4.
+	Concurrency int
+	// MaxAckPending is the server-side cap of unacknowledged runs, shared by
+	// every runner on Durable. Default Concurrency.
+	MaxAckPending int
+	// AckWait is how long the server waits for an ack or a heartbeat before
+	// redelivering. Default 30s.
+	AckWait time.Duration
+	// MaxDeliver is how many times a run is delivered before it is marked
+	// failed. Default 5.
+	MaxDeliver int
+	// Backoff are nak delays by delivery: Backoff[n-1] after the n-th
+	// failed delivery, the last one repeating. Default 1s, 5s, 30s.
+	Backoff []time.Duration
+	// Heartbeat is the InProgress interval while a handler works. Default AckWait/3.
+	Heartbeat time.Duration
+	// DrainTimeout bounds how long Close waits for handlers to return once
+	// it has cancelled them. Default 10s.
+	DrainTimeout time.Duration
+	// FetchWait is how long one pull request waits for messages; Close
+	// waits at most this long for the fetch loop. Default 1s.
+	FetchWait time.Duration
+}
+
+func (c *ConsumerConfig) setDefaults() {
+	if c.Durable == "" {
+		c.Durable = "hookrun-runner"
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = c.Concurrency
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = 5
+	}
+	if c.Backoff == nil {
+		c.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = c.AckWait / 3
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 10 * time.Second
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Second
+	}
+}
+
+// Validate reports the first problem of a defaulted config.
+func (c *ConsumerConfig) Validate() error {
+	var errs []error
+	if !validToken(c.Durable) {
+		errs = append(errs, fmt.Errorf("invalid durable name %q", c.Durable))
+	}
+	if c.Concurrency < 1 || c.MaxAckPending < 1 {
+		errs = append(errs, errors.New("concurrency and max ack pending must be at least 1"))
+	}
+	if c.AckWait < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("ack wait must be at least 100ms, got %s", c.AckWait))
+	}
+	if c.MaxDeliver < 1 {
+		errs = append(errs, fmt.Errorf("max deliver must be at least 1, got %d", c.MaxDeliver))
+	}
+	if c.Heartbeat <= 0 || c.Heartbeat >= c.AckWait {
+		errs = append(errs, fmt.Errorf("heartbeat %s must be positive and shorter than ack wait %s", c.Heartbeat, c.AckWait))
+	}
+	if c.FetchWait < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("fetch wait must be at least 100ms, got %s", c.FetchWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Delivery is one delivery of a run request to a handler.
+type Delivery struct {
+	Request      *RunRequest // the decoded request
+	NumDelivered uint64      // 1 on the first delivery
+	StreamSeq    uint64      // the message's sequence in HOOKRUN_RUNS
+	Subject      string      // hookrun.runs.<workflow>
+}
+
+// Handler executes one delivered run. nil acks; Term(err) terms the message
+// and marks the run failed; any other error naks (with Retry's delay, or
+// the configured backoff) until MaxDeliver, then the run is marked failed.
+type Handler func(ctx context.Context, d *Delivery) error
+
+type termError struct{ err error }
+
+func (e *termError) Error() string { return e.err.Error() }
+func (e *termError) Unwrap() error { return e.err }
+
+// Term wraps a handler error that retrying cannot fix: the message is
+// termed and the run record marked failed with err.
+func Term(err error) error {
+	if err == nil {
+		err = errors.New("terminated")
+	}
+	return &termError{err}
+}
+
+type retryError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
+
+// Retry wraps a handler error so the message is redelivered after the
+// given delay instead of the configured backoff.
+func Retry(err error, after time.Duration) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return &retryError{err, after}
+}
+
+// Consumer runs handlers for deliveries of HOOKRUN_RUNS.
+type Consumer struct {
+	q    *Queue
+	cfg  ConsumerConfig
+	h    Handler
+	cons jetstream.Consumer
+	log  *slog.Logger
+	adv  *nats.Subscription
+
+	stopFetch  context.CancelFunc
+	fetchDone  chan struct{}
+	handlerCtx context.Context
+	cancelH    context.CancelCauseFunc
+	sem        chan struct{}
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// Consume creates or updates the durable consumer and starts fetching.
+// The fetch loop stops when ctx ends or on Close; in-flight handlers keep
+// running until Close (so a shutdown can give them a grace period).
+func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Consumer, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validating consumer config: %w", err)
+	}
+	cons, err := q.runsS.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		Description:   "hookrun runners",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+		FilterSubject: runsSubjectPrefix + ">",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating consumer %s: %w", cfg.Durable, err)
+	}
+	c := &Consumer{
+		q: q, cfg: cfg, h: h, cons: cons,
+		log:       q.log.With("consumer", cfg.Durable),
+		fetchDone: make(chan struct{}),
+		sem:       make(chan struct{}, cfg.Concurrency),
+	}
+	// One subscriber per queue group handles each advisory once.
+	subj := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", StreamRuns, cfg.Durable)
+	c.adv, err = q.nc.QueueSubscribe(subj, "hookrun-maxdeliver-"+cfg.Durable, c.onMaxDeliveries)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to max-deliveries advisories: %w", err)
+	}
+	c.handlerCtx, c.cancelH = context.WithCancelCause(context.WithoutCancel(ctx))
+	var fetchCtx context.Context
+	fetchCtx, c.stopFetch = context.WithCancel(ctx)
+
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		_ = c.adv.Unsubscribe()
+		c.stopFetch()
+		return nil, errors.New("creating consumer: queue is closed")
+	}
+	q.consumers[c] = struct{}{}
+	q.mu.Unlock()
+
+	go c.fetchLoop(fetchCtx)
+	return c, nil
+}
+
+// fetchLoop pulls as many messages as there are free handler slots, so no
+// message waits in a client buffer while its AckWait runs.
+func (c *Consumer) fetchLoop(ctx context.Context) {
+	defer close(c.fetchDone)
+	for {
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < c.cfg.Concurrency {
+			select {
+			case c.sem <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		got := 0
+		batch, err := c.cons.Fetch(free, jetstream.FetchMaxWait(c.cfg.FetchWait))
+		if err == nil {
+			for msg := range batch.Messages() {
+				got++
+				if ctx.Err() != nil {
+					// Stopping: hand it straight back.
+					_ = msg.Nak()
+					<-c.sem
+					continue
+				}
+				c.wg.Add(1)
+				go c.handle(msg)
+			}
+			err = batch.Error()
+		}
+		for range free - got {
+			<-c.sem
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
+			c.log.Debug("fetching run requests", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (c *Consumer) handle(msg jetstream.Msg) {
+	defer c.wg.Done()
+	defer func() { <-c.sem }()
+
+	md, err := msg.Metadata()
+	if err != nil {
+		c.log.Error("reading message metadata; terminating it", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	req, err := decodeRunRequest(msg.Data())
+	if err != nil {
+		c.log.Error("undecodable run request; terminating it", "seq", md.Sequence.Stream, "err", err)
+		_ = msg.TermWithReason("undecodable run request")
+		return
+	}
+	log := c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", md.NumDelivered)
+
+	ctx, cancel := context.WithCancelCause(c.handlerCtx)
+	defer cancel(nil)
+	hbDone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(c.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil {
+					log.Warn("sending in-progress heartbeat", "err", err)
+				}
+			}
+		}
+	}()
+	herr := c.call(ctx, &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()})
+	close(hbDone)
+
+	actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
+	defer acancel()
+	var term *termError
+	var retry *retryError
+	switch {
+	case herr == nil:
+		if err := msg.DoubleAck(actx); err != nil {
+			// Redelivered after AckWait; the handler sees a finished record.
+			log.Warn("acking run request", "err", err)
+		}
+	case errors.Is(context.Cause(ctx), ErrShuttingDown):
+		log.Info("handing run back: shutting down", "err", herr)
+		_ = msg.Nak()
+	case errors.As(herr, &term):
+		c.giveUp(actx, log, msg, req, term.err.Error())
+	case md.NumDelivered >= uint64(c.cfg.MaxDeliver):
+		c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, herr))
+	default:
+		delay := c.backoff(md.NumDelivered)
+		if errors.As(herr, &retry) {
+			delay = retry.after
+		}
+		log.Warn("run failed, will retry", "err", herr, "after", delay)
+		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (c *Consumer) call(ctx context.Context, d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return c.h(ctx, d)
+}
+
+func (c *Consumer) backoff(n uint64) time.Duration {
+	if len(c.cfg.Backoff) == 0 {
+		return 0
+	}
+	i := int(min(n, uint64(len(c.cfg.Backoff)))) - 1
+	return c.cfg.Backoff[max(i, 0)]
+}
+
+// giveUp marks the run failed and terms the message; if the record cannot
+// be written the message is nak'ed so that the failure is not lost.
+func (c *Consumer) giveUp(ctx context.Context, log *slog.Logger, msg jetstream.Msg, req *RunRequest, reason string) {
+	if err := c.q.markFailed(ctx, req, reason); err != nil {
+		log.Error("marking run failed; handing it back", "reason", reason, "err", err)
+		_ = msg.NakWithDelay(c.backoff(uint64(c.cfg.MaxDeliver)))
+		return
+	}
+	log.Warn("run failed for good", "reason", reason)
+	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
+		log.Warn("terminating run request", "err", err)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// maxDeliveriesAdvisory is the part of
+// io.nats.jetstream.advisory.v1.max_deliver that is needed here.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// onMaxDeliveries fails the run of a message whose deliveries ran out
+// without any handler answering (its runners died each time).
+func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
+	var adv maxDeliveriesAdvisory
+	if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+		c.log.Error("decoding max-deliveries advisory", "err", err)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*c.q.cfg.PublishTimeout)
+		defer cancel()
+		log := c.log.With("seq", adv.StreamSeq)
+		raw, err := c.q.runsS.GetMsg(ctx, adv.StreamSeq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return // a handler answered after all
+		}
+		if err != nil {
+			log.Error("loading run request after max deliveries", "err", err)
+			return
+		}
+		if req, err := decodeRunRequest(raw.Data); err != nil {
+			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
+		} else {
+			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)
+			if err := c.q.markFailed(ctx, req, reason); err != nil {
+				log.Error("marking run failed after max deliveries", "run", req.ID, "err", err)
+				return
+			}
+			log.Warn("run failed for good", "run", req.ID, "reason", reason)
+		}
+		if err := c.q.runsS.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			log.Warn("deleting exhausted run request", "err", err)
+		}
+	}()
+}
+
+// markFailed records a run as failed with reason unless it already ended;
+// a missing record is created from the request.
+func (q *Queue) markFailed(ctx context.Context, req *RunRequest, reason string) error {
+	now := time.Now().UTC()
+	fail := func(r *RunRecord) bool {
+		if r.Status.Terminal() {
+			return false
+		}
+		r.Status = workflows.StatusFailed
+		r.Error = reason
+		r.FinishedAt = &now
+		r.Claimant = ""
+		return true
+	}
+	for range 3 {
+		_, err := q.runs.Modify(ctx, req.ID, fail)
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		rec := newQueuedRecord(req)
+		fail(rec)
+		if _, err := q.runs.Create(ctx, rec); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("marking run %s failed: %w", req.ID, ErrConflict)
+}
+
+// Close stops fetching, waits for in-flight handlers until ctx ends, then
+// cancels them with cause ErrShuttingDown (their messages are nak'ed so
+// another runner takes over) and waits up to DrainTimeout for them.
+func (c *Consumer) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		c.stopFetch()
+		<-c.fetchDone
+		done := make(chan struct{})
+		go func() { c.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			c.cancelH(ErrShuttingDown)
+			select {
+			case <-done:
+			case <-time.After(c.cfg.DrainTimeout):
+				c.closeErr = errors.New("closing consumer: handlers did not return after cancellation")
+			}
+		}
+		c.cancelH(ErrShuttingDown)
+		if err := c.adv.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			c.closeErr = errors.Join(c.closeErr, fmt.Errorf("closing consumer: %w", err))
+		}
+		c.q.mu.Lock()
+		delete(c.q.consumers, c)
+		c.q.mu.Unlock()
+	})
+	return c.closeErr
+}

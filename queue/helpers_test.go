@@ -1,0 +1,86 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// testLogger keeps test output quiet unless -v.
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(&tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w *tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// openTest opens an embedded queue in a fresh data dir (unless cfg has one)
+// and closes it at the end of the test.
+func openTest(t testing.TB, cfg Config) *Queue {
+	t.Helper()
+	if cfg.DataDir == "" && cfg.URL == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+var deliverySeq atomic.Int64
+
+// testRequest is a pull_request run request with a unique delivery id.
+func testRequest(workflow string) *RunRequest {
+	n := deliverySeq.Add(1)
+	return &RunRequest{
+		Workflow:       workflow,
+		WorkflowDigest: "sha256:0123",
+		Event: workflows.Event{
+			Forge:      workflows.GitHub,
+			Kind:       workflows.KindPullRequest,
+			Action:     "opened",
+			DeliveryID: fmt.Sprintf("d0e1f2a3-%04d-11ee-8c99-0242ac120002", n),
+			Repo:       "octo/hello",
+			CloneURL:   "https://github.com/octo/hello.git",
+			Sender:     "octocat",
+			PullRequest: &workflows.PullRequest{
+				Number: int(n), Title: "Add feature", HeadSHA: "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+				HeadRef: "feature", BaseRef: "main",
+			},
+			Raw: []byte(`{"action":"opened"}`),
+		},
+	}
+}
+
+// streamMsgs is the number of messages in HOOKRUN_RUNS.
+func streamMsgs(t testing.TB, q *Queue) uint64 {
+	t.Helper()
+	info, err := q.runsS.Info(testCtx(t, 5*time.Second))
+	if err != nil {
+		t.Fatalf("stream info: %v", err)
+	}
+	return info.State.Msgs
+}

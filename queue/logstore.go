@@ -1,0 +1,279 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Log line streams.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+	StreamSystem = "system" // hookrun's own notes about a step
+)
+
+// LogLine is one line of step output.
+type LogLine struct {
+	RunID  string    `json:"run_id"`
+	StepID string    `json:"step_id"`
+	Stream string    `json:"stream"` // stdout | stderr | system
+	Text   string    `json:"text"`   // without the trailing newline
+	Time   time.Time `json:"time"`
+}
+
+// LogStore keeps step output on HOOKRUN_LOGS, subject
+// hookrun.logs.<run>.<step>, so any node can tail a run.
+type LogStore struct {
+	q  *Queue
+	js jetstream.JetStream // own context: its async errors are the log store's
+
+	mu     sync.Mutex
+	errPub error // first async publish failure since the last Flush
+}
+
+func newLogStore(q *Queue) (*LogStore, error) {
+	l := &LogStore{q: q}
+	js, err := jetstream.New(q.nc,
+		jetstream.WithPublishAsyncTimeout(q.cfg.PublishTimeout),
+		jetstream.WithPublishAsyncMaxPending(1024),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			l.mu.Lock()
+			if l.errPub == nil {
+				l.errPub = fmt.Errorf("appending log line to %s: %w", m.Subject, err)
+			}
+			l.mu.Unlock()
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("creating log store: %w", err)
+	}
+	l.js = js
+	return l, nil
+}
+
+// subjectToken makes a step id usable as one subject token.
+func subjectToken(s string) string {
+	if validToken(s) {
+		return s
+	}
+	if s == "" {
+		return "_"
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.', '*', '>', ' ', '\t', '\r', '\n':
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// Append publishes one line asynchronously; Flush waits for the acks and
+// reports failures. Safe for concurrent use; lines of one goroutine keep
+// their order.
+func (l *LogStore) Append(ctx context.Context, line LogLine) error {
+	if err := checkID(line.RunID); err != nil {
+		return fmt.Errorf("appending log line: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("appending log line for run %s: %w", line.RunID, err)
+	}
+	if line.Time.IsZero() {
+		line.Time = time.Now().UTC()
+	}
+	if line.Stream == "" {
+		line.Stream = StreamStdout
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("appending log line for run %s: %w", line.RunID, err)
+	}
+	subj := logsSubjectPrefix + line.RunID + "." + subjectToken(line.StepID)
+	if _, err := l.js.PublishMsgAsync(&nats.Msg{Subject: subj, Data: data}, jetstream.WithStallWait(l.q.cfg.PublishTimeout)); err != nil {
+		return fmt.Errorf("appending log line for run %s: %w", line.RunID, err)
+	}
+	return nil
+}
+
+// Flush waits until every appended line is acknowledged and returns the
+// first failure since the previous Flush.
+func (l *LogStore) Flush(ctx context.Context) error {
+	select {
+	case <-l.js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return fmt.Errorf("flushing log lines: %w", ctx.Err())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.errPub
+	l.errPub = nil
+	return err
+}
+
+// Writer returns a writer that appends each line written to it; a partial
+// last line is appended on Close. Close does not Flush.
+func (l *LogStore) Writer(runID, stepID, stream string) io.WriteCloser {
+	return &lineWriter{l: l, run: runID, step: stepID, stream: stream}
+}
+
+type lineWriter struct {
+	l                 *LogStore
+	run, step, stream string
+
+	mu  sync.Mutex
+	buf []byte
+	err error
+}
+
+// maxLine caps one line; longer output is split.
+const maxLine = 64 << 10
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			if len(w.buf) >= maxLine {
+				i = maxLine
+			} else {
+				break
+			}
+		}
+		text := strings.TrimSuffix(string(w.buf[:i]), "\r")
+		if i < len(w.buf) && w.buf[i] == '\n' {
+			i++
+		}
+		w.buf = w.buf[i:]
+		if err := w.emit(text); err != nil {
+			w.err = err
+			return len(p), err
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) emit(text string) error {
+	return w.l.Append(context.Background(), LogLine{RunID: w.run, StepID: w.step, Stream: w.stream, Text: text})
+}
+
+func (w *lineWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) > 0 {
+		text := string(w.buf)
+		w.buf = nil
+		if err := w.emit(text); err != nil {
+			return err
+		}
+	}
+	w.err = errors.New("log writer closed")
+	return nil
+}
+
+// Read returns the run's stored lines in append order.
+func (l *LogStore) Read(ctx context.Context, runID string) ([]LogLine, error) {
+	if err := checkID(runID); err != nil {
+		return nil, fmt.Errorf("reading logs: %w", err)
+	}
+	cons, err := l.q.logsS.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{logsSubjectPrefix + runID + ".>"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading logs of run %s: %w", runID, err)
+	}
+	var out []LogLine
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return nil, fmt.Errorf("reading logs of run %s: %w", runID, err)
+		}
+		n, last := 0, false
+		for m := range batch.Messages() {
+			n++
+			var line LogLine
+			if json.Unmarshal(m.Data(), &line) == nil {
+				out = append(out, line)
+			}
+			if md, err := m.Metadata(); err == nil && md.NumPending == 0 {
+				last = true
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("reading logs of run %s: %w", runID, err)
+		}
+		if n == 0 || last {
+			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading logs of run %s: %w", runID, err)
+		}
+	}
+}
+
+// Follow sends the run's stored lines, then new ones as they are appended,
+// until ctx ends; then the channel is closed.
+func (l *LogStore) Follow(ctx context.Context, runID string) (<-chan LogLine, error) {
+	if err := checkID(runID); err != nil {
+		return nil, fmt.Errorf("following logs: %w", err)
+	}
+	cons, err := l.q.logsS.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{logsSubjectPrefix + runID + ".>"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("following logs of run %s: %w", runID, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, fmt.Errorf("following logs of run %s: %w", runID, err)
+	}
+	out := make(chan LogLine, 64)
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	go func() {
+		defer close(out)
+		for {
+			m, err := it.Next()
+			if err != nil {
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
+					return
+				}
+				l.q.log.Debug("following logs", "run", runID, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			var line LogLine
+			if json.Unmarshal(m.Data(), &line) != nil {
+				continue
+			}
+			select {
+			case out <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}

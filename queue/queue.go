@@ -1,0 +1,371 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Names of the JetStream assets hookrun owns.
+const (
+	StreamRuns     = "HOOKRUN_RUNS"       // work-queue stream of RunRequests
+	StreamLogs     = "HOOKRUN_LOGS"       // step output
+	BucketRuns     = "hookrun_runs"       // run records
+	BucketDelivery = "hookrun_deliveries" // delivery key → run id
+
+	runsSubjectPrefix = "hookrun.runs."
+	logsSubjectPrefix = "hookrun.logs."
+)
+
+// Queue is a connection to JetStream (and, in embedded mode, the server
+// itself) with hookrun's streams and buckets in place.
+type Queue struct {
+	cfg    Config
+	log    *slog.Logger
+	srv    *server.Server // nil with an external URL
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	runsS  jetstream.Stream
+	logsS  jetstream.Stream
+	runsKV jetstream.KeyValue
+	delKV  jetstream.KeyValue
+
+	runs *RunStore
+	logs *LogStore
+
+	mu        sync.Mutex
+	consumers map[*Consumer]struct{}
+	closed    bool
+}
+
+// Open starts the embedded server when cfg.URL is empty (else connects to
+// the URL list) and creates or updates the streams and KV buckets.
+func Open(ctx context.Context, cfg Config) (*Queue, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validating queue config: %w", err)
+	}
+	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}}
+	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
+	defer cancel()
+
+	opts := []nats.Option{
+		nats.Name("hookrun"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				q.log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { q.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	url := cfg.URL
+	if cfg.URL == "" {
+		srv, err := startEmbedded(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		q.srv = srv
+		url = srv.ClientURL()
+		if cfg.Listen == "" {
+			opts = append(opts, nats.InProcessServer(srv))
+		}
+	} else {
+		if cfg.CredsFile != "" {
+			opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+		}
+		if cfg.CAFile != "" {
+			opts = append(opts, nats.RootCAs(cfg.CAFile))
+		}
+		if cfg.CertFile != "" {
+			opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
+		}
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		q.shutdownServer()
+		return nil, fmt.Errorf("connecting to nats: %w", err)
+	}
+	q.nc = nc
+	q.js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout))
+	if err != nil {
+		q.closeConn()
+		return nil, fmt.Errorf("creating jetstream context: %w", err)
+	}
+	if err := q.setup(ctx); err != nil {
+		q.closeConn()
+		return nil, err
+	}
+	q.runs = &RunStore{kv: q.runsKV}
+	if q.logs, err = newLogStore(q); err != nil {
+		q.closeConn()
+		return nil, err
+	}
+	return q, nil
+}
+
+// startEmbedded runs a nats-server with JetStream in this process.
+func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		JetStream:  true,
+		StoreDir:   filepath.Join(cfg.DataDir, "jetstream"),
+		NoSigs:     true,
+		MaxPayload: cfg.MaxPayload,
+		DontListen: cfg.Listen == "",
+	}
+	if cfg.Listen != "" {
+		host, port, err := splitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("parsing listen address: %w", err)
+		}
+		opts.Host, opts.Port = host, port
+	}
+	if cfg.ClusterName != "" {
+		host, port, err := splitHostPort(cfg.ClusterListen)
+		if err != nil {
+			return nil, fmt.Errorf("parsing cluster listen address: %w", err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+		for _, r := range cfg.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("parsing route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating embedded nats server: %w", err)
+	}
+	srv.Start()
+	wait := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	if !srv.ReadyForConnections(wait) {
+		srv.Shutdown()
+		return nil, errors.New("starting embedded nats server: not ready in time")
+	}
+	return srv, nil
+}
+
+// splitHostPort maps port 0 to nats-server's "random port".
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, err
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// setup creates or updates the streams and buckets, retrying while
+// JetStream is not yet available (a cluster still electing its leader).
+func (q *Queue) setup(ctx context.Context) error {
+	dupLogs := 2 * time.Minute
+	if q.cfg.LogMaxAge < dupLogs {
+		dupLogs = q.cfg.LogMaxAge
+	}
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"creating stream " + StreamRuns, func(ctx context.Context) (err error) {
+			q.runsS, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:        StreamRuns,
+				Description: "hookrun run requests",
+				Subjects:    []string{runsSubjectPrefix + ">"},
+				Retention:   jetstream.WorkQueuePolicy,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+				Duplicates:  q.cfg.DuplicateWindow,
+			})
+			return err
+		}},
+		{"creating stream " + StreamLogs, func(ctx context.Context) (err error) {
+			q.logsS, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:        StreamLogs,
+				Description: "hookrun step output",
+				Subjects:    []string{logsSubjectPrefix + ">"},
+				Retention:   jetstream.LimitsPolicy,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+				MaxAge:      q.cfg.LogMaxAge,
+				Duplicates:  dupLogs,
+			})
+			return err
+		}},
+		{"creating bucket " + BucketRuns, func(ctx context.Context) (err error) {
+			q.runsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketRuns,
+				Description: "hookrun run records",
+				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
+		{"creating bucket " + BucketDelivery, func(ctx context.Context) (err error) {
+			q.delKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketDelivery,
+				Description: "hookrun webhook delivery dedupe",
+				History:     1,
+				TTL:         q.cfg.DeliveryTTL,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
+	}
+	for _, s := range steps {
+		backoff := 50 * time.Millisecond
+		for {
+			attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := s.do(attemptCtx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", s.what, err)
+			}
+			q.log.Debug("jetstream not ready, retrying", "step", s.what, "err", err)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", s.what, err)
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	return nil
+}
+
+// Ready reports whether JetStream answers (for /readyz).
+func (q *Queue) Ready(ctx context.Context) error {
+	if q.nc == nil || !q.nc.IsConnected() {
+		return errors.New("checking jetstream: not connected")
+	}
+	if _, err := q.js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("checking jetstream: %w", err)
+	}
+	return nil
+}
+
+// Runs is the run record store.
+func (q *Queue) Runs() *RunStore { return q.runs }
+
+// Logs is the step output store.
+func (q *Queue) Logs() *LogStore { return q.logs }
+
+// ClientURL is the embedded server's client URL when it listens on TCP
+// (Config.Listen), else "".
+func (q *Queue) ClientURL() string {
+	if q.srv == nil || q.cfg.Listen == "" {
+		return ""
+	}
+	return q.srv.ClientURL()
+}
+
+// ClusterURL is the embedded server's route URL when it is a cluster node, else "".
+func (q *Queue) ClusterURL() string {
+	if q.srv == nil || q.cfg.ClusterName == "" {
+		return ""
+	}
+	a := q.srv.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return "nats-route://" + a.String()
+}
+
+// Close stops any consumers still open (cancelling their handlers),
+// flushes pending log lines, drains the connection and shuts the embedded
+// server down.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	cs := make([]*Consumer, 0, len(q.consumers))
+	for c := range q.consumers {
+		cs = append(cs, c)
+	}
+	q.mu.Unlock()
+
+	var errs []error
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // no grace left: in-flight handlers are cancelled and nak
+	for _, c := range cs {
+		if err := c.Close(done); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if q.logs != nil {
+		fctx, fcancel := context.WithTimeout(context.Background(), q.cfg.PublishTimeout)
+		if err := q.logs.Flush(fctx); err != nil {
+			errs = append(errs, err)
+		}
+		fcancel()
+	}
+	if err := q.closeConn(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (q *Queue) closeConn() error {
+	var err error
+	if q.nc != nil {
+		closed := make(chan struct{})
+		q.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+		if derr := q.nc.Drain(); derr != nil {
+			q.nc.Close()
+		} else {
+			select {
+			case <-closed:
+			case <-time.After(q.cfg.PublishTimeout + time.Second):
+				err = errors.New("draining nats connection: timed out")
+				q.nc.Close()
+			}
+		}
+	}
+	q.shutdownServer()
+	return err
+}
+
+func (q *Queue) shutdownServer() {
+	if q.srv != nil {
+		q.srv.Shutdown()
+		q.srv.WaitForShutdown()
+	}
+}
+
+// validToken reports whether s can be one token of a NATS subject.
+func validToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}

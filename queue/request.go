@@ -1,0 +1,186 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// WireVersion is the RunRequest format this build writes and reads.
+const WireVersion = 1
+
+// RunRequest is what ingress puts on HOOKRUN_RUNS for a runner to execute:
+// one workflow for one event.
+type RunRequest struct {
+	V              int             `json:"v"`               // WireVersion
+	ID             string          `json:"id"`              // run id (ULID)
+	Workflow       string          `json:"workflow"`        // workflow name
+	WorkflowDigest string          `json:"workflow_digest"` // content digest of the workflow file that matched
+	Event          workflows.Event `json:"event"`           // the normalized event, Raw included
+	Attempt        int             `json:"attempt"`         // 1 for a fresh run; higher for a manual re-run
+	CreatedAt      time.Time       `json:"created_at"`      // when ingress accepted the event
+}
+
+// decodeRunRequest parses a message body and checks its version.
+func decodeRunRequest(data []byte) (*RunRequest, error) {
+	var r RunRequest
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decoding run request: %w", err)
+	}
+	if r.V != WireVersion {
+		return nil, fmt.Errorf("decoding run request: unknown wire version %d", r.V)
+	}
+	if r.ID == "" || !validToken(r.Workflow) {
+		return nil, errors.New("decoding run request: missing id or workflow")
+	}
+	return &r, nil
+}
+
+// NewRunID returns a new ULID: unique, and sortable by creation time.
+func NewRunID() string {
+	return ulid.Make().String()
+}
+
+// DeliveryKey identifies one workflow run of one webhook delivery; it is the
+// Nats-Msg-Id of the run request.
+func DeliveryKey(forge workflows.Forge, delivery, workflow string) string {
+	return string(forge) + ":" + delivery + ":" + workflow
+}
+
+var kvSafe = regexp.MustCompile(`^[-_=a-zA-Z0-9]+$`)
+
+// deliveryKVKey maps a delivery key to a hookrun_deliveries key: readable
+// when its parts are KV-safe, else a hash.
+func deliveryKVKey(forge workflows.Forge, delivery, workflow string) string {
+	if kvSafe.MatchString(string(forge)) && kvSafe.MatchString(delivery) && kvSafe.MatchString(workflow) && len(delivery) <= 128 {
+		return string(forge) + "." + delivery + "." + workflow
+	}
+	sum := sha256.Sum256([]byte(DeliveryKey(forge, delivery, workflow)))
+	return "h." + hex.EncodeToString(sum[:])
+}
+
+// PublishResult is the outcome of Publish.
+type PublishResult struct {
+	RunID     string // the run this delivery maps to
+	Duplicate bool   // the delivery was seen before; RunID is the earlier run
+}
+
+// Publish makes req durable: it records the delivery in hookrun_deliveries
+// (create-only), puts req on HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey
+// and creates the queued run record. A delivery seen before maps to its
+// existing run id (req.ID is set to it) and Duplicate is true. On any error
+// nothing is left half-done that would make a retry misread the delivery;
+// the caller answers 503.
+//
+// An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
+// id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
+func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, error) {
+	if req.ID == "" {
+		req.ID = NewRunID()
+	}
+	if !validToken(req.Workflow) {
+		return PublishResult{}, fmt.Errorf("publishing run %s: invalid workflow name %q", req.ID, req.Workflow)
+	}
+	if req.V == 0 {
+		req.V = WireVersion
+	}
+	if req.Attempt == 0 {
+		req.Attempt = 1
+	}
+	if req.CreatedAt.IsZero() {
+		req.CreatedAt = time.Now().UTC()
+	}
+	delivery := req.Event.DeliveryID
+	if delivery == "" {
+		delivery = req.ID
+	}
+	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
+	defer cancel()
+
+	dkey := DeliveryKey(req.Event.Forge, delivery, req.Workflow)
+	kvKey := deliveryKVKey(req.Event.Forge, delivery, req.Workflow)
+	dup := false
+	rev, err := q.delKV.Create(ctx, kvKey, []byte(req.ID))
+	switch {
+	case err == nil:
+	case errors.Is(err, jetstream.ErrKeyExists):
+		e, gerr := q.delKV.Get(ctx, kvKey)
+		if gerr != nil {
+			return PublishResult{}, fmt.Errorf("publishing run for delivery %s: reading delivery: %w", dkey, gerr)
+		}
+		req.ID = string(e.Value())
+		dup = true
+	default:
+		return PublishResult{}, fmt.Errorf("publishing run %s: recording delivery: %w", req.ID, err)
+	}
+
+	if err := q.publishAndRecord(ctx, req, dkey); err != nil {
+		if !dup {
+			// Best effort, with the revision we created: a retry must not
+			// find a delivery whose run was never queued.
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
+			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(rev)); derr != nil {
+				q.log.Warn("removing delivery key after failed publish", "run", req.ID, "err", derr)
+			}
+			dcancel()
+		}
+		return PublishResult{}, err
+	}
+	return PublishResult{RunID: req.ID, Duplicate: dup}, nil
+}
+
+// publishAndRecord puts req on the stream and creates its queued record,
+// concurrently, and waits for both.
+func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey string) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
+	}
+	msg := nats.NewMsg(runsSubjectPrefix + req.Workflow)
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, dkey)
+	fut, err := q.js.PublishMsgAsync(msg, jetstream.WithExpectStream(StreamRuns))
+	if err != nil {
+		return fmt.Errorf("publishing run %s: %w", req.ID, err)
+	}
+
+	var recErr error
+	if _, err := q.runs.Create(ctx, newQueuedRecord(req)); err != nil && !errors.Is(err, ErrConflict) {
+		recErr = fmt.Errorf("publishing run %s: creating record: %w", req.ID, err)
+	}
+
+	select {
+	case <-fut.Ok():
+	case err := <-fut.Err():
+		return errors.Join(fmt.Errorf("publishing run %s: %w", req.ID, err), recErr)
+	case <-ctx.Done():
+		return errors.Join(fmt.Errorf("publishing run %s: waiting for ack: %w", req.ID, ctx.Err()), recErr)
+	}
+	return recErr
+}
+
+// newQueuedRecord is the record of a run that was just accepted.
+func newQueuedRecord(req *RunRequest) *RunRecord {
+	return &RunRecord{
+		ID:             req.ID,
+		Workflow:       req.Workflow,
+		WorkflowDigest: req.WorkflowDigest,
+		Repo:           req.Event.Repo,
+		Status:         workflows.StatusQueued,
+		Attempt:        req.Attempt,
+		Event:          req.Event,
+		HeadSHA:        req.Event.HeadSHA(),
+		CreatedAt:      req.CreatedAt,
+	}
+}
