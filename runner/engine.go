@@ -446,12 +446,11 @@ func (x *execution) buildPrefix(host bool) *envList {
 	} else if workspace != "" {
 		workspace = containerWorkspace
 	}
-	l.expandAll(x.wf.Env)
-	l.expandAll(x.wf.Params)
-	l.setAll(evEnv)
-	l.set("HOOKRUN_RUN_ID", x.spec.ID)
-	l.set("HOOKRUN_WORKFLOW", x.wf.Name)
-	l.set("HOOKRUN_WORKSPACE", workspace)
+	run := newEnvList(len(evEnv) + 6)
+	run.setAll(evEnv)
+	run.set("HOOKRUN_RUN_ID", x.spec.ID)
+	run.set("HOOKRUN_WORKFLOW", x.wf.Name)
+	run.set("HOOKRUN_WORKSPACE", workspace)
 	eventPath := ""
 	if workspace != "" {
 		if host {
@@ -460,11 +459,14 @@ func (x *execution) buildPrefix(host bool) *envList {
 			eventPath = path.Join(workspace, ".hookrun", "event.json")
 		}
 	}
-	l.set("HOOKRUN_EVENT_PATH", eventPath)
-	l.set("HOOKRUN_SANDBOX", x.sandboxName)
+	run.set("HOOKRUN_EVENT_PATH", eventPath)
+	run.set("HOOKRUN_SANDBOX", x.sandboxName)
 	if x.spec.HeadSHA != "" {
-		l.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)
+		run.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)
 	}
+	l.expandAllWith(x.wf.Env, run)
+	l.expandAllWith(x.wf.Params, run)
+	l.setAll(run.vars)
 	return l
 }
 

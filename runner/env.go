@@ -55,8 +55,24 @@ func (l *envList) setAll(vars []workflows.EnvVar) {
 // value may reference, as ${NAME}, any variable set before it. Substituted
 // values are not expanded again and no shell is involved.
 func (l *envList) expandAll(vars []workflows.EnvVar) {
+	l.expandAllWith(vars, nil)
+}
+
+// expandAllWith is expandAll where names not set yet are also looked up in
+// fallback (the run's HOOKRUN_* variables, which are set after the workflow
+// env so that a workflow cannot override them, but may be referenced by it).
+func (l *envList) expandAllWith(vars []workflows.EnvVar, fallback *envList) {
+	lookup := l.lookup
+	if fallback != nil {
+		lookup = func(name string) (string, bool) {
+			if v, ok := l.lookup(name); ok {
+				return v, true
+			}
+			return fallback.lookup(name)
+		}
+	}
 	for _, v := range vars {
-		l.set(v.Name, workflows.Expand(v.Value, l.lookup))
+		l.set(v.Name, workflows.Expand(v.Value, lookup))
 	}
 }
 
