@@ -3,10 +3,12 @@ package workflows
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -113,7 +115,26 @@ func (t *Trigger) eval(e *Event) (bool, error) {
 
 // compileIf compiles an `if:` expression against the Event type.
 func compileIf(src string) (*vm.Program, error) {
-	return expr.Compile(src, expr.Env(map[string]any{"event": &Event{}}), expr.AsBool())
+	return expr.Compile(src,
+		expr.Env(map[string]any{"event": &Event{}}),
+		expr.AsBool(),
+		expr.Patch(plainStrings{}))
+}
+
+// plainStrings turns fields of named string types (Kind, Forge) into plain
+// strings, so that `event.Kind == "comment"` type-checks: expr-lang otherwise
+// refuses to compare workflows.Kind with a string literal.
+type plainStrings struct{}
+
+func (plainStrings) Visit(node *ast.Node) {
+	if _, ok := (*node).(*ast.MemberNode); !ok {
+		return
+	}
+	t := (*node).Type()
+	if t == nil || t.Kind() != reflect.String || t == reflect.TypeFor[string]() {
+		return
+	}
+	ast.Patch(node, &ast.BuiltinNode{Name: "string", Arguments: []ast.Node{*node}})
 }
 
 // matchCommand checks whether the first line of body, trimmed, is command or

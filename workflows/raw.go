@@ -354,12 +354,7 @@ func (r *reader) strs(n *yaml.Node, what string, single bool) []val[string] {
 // seconds.
 func (r *reader) duration(n *yaml.Node, what string) val[time.Duration] {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!int" {
-		i := r.integer(n, what)
-		if i.v < 0 || int64(i.v) > math.MaxInt64/int64(time.Second) {
-			r.errf(n, "%s: %d seconds is out of range", what, i.v)
-			return val[time.Duration]{n: n}
-		}
-		return val[time.Duration]{v: time.Duration(i.v) * time.Second, n: n}
+		return r.seconds(n, what)
 	}
 	s := r.str(n, what)
 	if s.v == "" {
@@ -382,7 +377,11 @@ func (r *reader) duration(n *yaml.Node, what string) val[time.Duration] {
 // seconds reads Dagu's integer-seconds form of a duration (interval_sec).
 func (r *reader) seconds(n *yaml.Node, what string) val[time.Duration] {
 	i := r.integer(n, what)
-	if i.v < 0 || int64(i.v) > math.MaxInt64/int64(time.Second) {
+	switch {
+	case i.v < 0:
+		r.errf(n, "%s: %d seconds is negative", what, i.v)
+		return val[time.Duration]{n: n}
+	case int64(i.v) > math.MaxInt64/int64(time.Second):
 		r.errf(n, "%s: %d seconds is out of range", what, i.v)
 		return val[time.Duration]{n: n}
 	}
@@ -398,17 +397,18 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 		var i int64
 		if n.Decode(&i) != nil {
 			r.errf(n, "%s: invalid size %q", what, n.Value)
+			return val[int64]{}
 		}
 		return val[int64]{v: i, n: n}
 	}
 	s := r.str(n, what)
-	if !s.set() || n.ShortTag() != "!!str" {
-		return val[int64]{n: n}
+	if n.ShortTag() != "!!str" {
+		return val[int64]{} // reported by str
 	}
 	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s.v))
 	if m == nil {
 		r.errf(n, "%s: invalid size %q (use bytes or a unit: 512m, 1g)", what, s.v)
-		return val[int64]{n: n}
+		return val[int64]{}
 	}
 	num, err := strconv.ParseInt(m[1], 10, 64)
 	mult := int64(1)
@@ -425,7 +425,7 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 	}
 	if err != nil || num > math.MaxInt64/mult {
 		r.errf(n, "%s: size %q is out of range", what, s.v)
-		return val[int64]{n: n}
+		return val[int64]{}
 	}
 	return val[int64]{v: num * mult, n: n}
 }
