@@ -1,0 +1,108 @@
+package ingress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Defaults for Config.
+const (
+	DefaultListen         = "127.0.0.1:8080"
+	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, GitHub's own payload cap
+	DefaultPublishTimeout = 5 * time.Second
+	DefaultReloadInterval = 2 * time.Second
+)
+
+// Config configures the ingress server.
+type Config struct {
+	// Listen is the TCP address Start binds, host:port; default 127.0.0.1:8080.
+	Listen string
+	// GitHub configures POST /hooks/github.
+	GitHub GitHubConfig
+	// GitLab configures POST /hooks/gitlab.
+	GitLab GitLabConfig
+	// InsecureNoVerify lets a forge be enabled without a secret. Requests to
+	// such a forge are then accepted unverified and each one logs a warning.
+	// A forge that has secrets is always verified.
+	InsecureNoVerify bool
+	// MaxBodyBytes caps a webhook body; larger bodies get 413. Default 25 MiB.
+	MaxBodyBytes int64
+	// PublishTimeout bounds publishing all run requests of one delivery;
+	// past it the delivery gets 503. Default 5 s (GitHub gives up at 10 s).
+	PublishTimeout time.Duration
+	// WorkflowsDir is the directory of workflow files New watches when it is
+	// given no WorkflowSource; empty means the caller supplies one.
+	WorkflowsDir string
+	// ReloadInterval is how often the workflow directory is polled for
+	// changes; default 2 s.
+	ReloadInterval time.Duration
+}
+
+// GitHubConfig configures the GitHub webhook receiver.
+type GitHubConfig struct {
+	// Enabled serves POST /hooks/github; when false the route answers 404.
+	Enabled bool
+	// Secrets are the webhook secrets; a delivery signed with any of them is
+	// accepted (several allow rotation). Never logged.
+	Secrets []string
+}
+
+// GitLabConfig configures the GitLab webhook receiver.
+type GitLabConfig struct {
+	// Enabled serves POST /hooks/gitlab; when false the route answers 404.
+	Enabled bool
+	// Tokens are the accepted X-Gitlab-Token values (several allow
+	// rotation). Never logged.
+	Tokens []string
+}
+
+func (c *Config) setDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = DefaultReloadInterval
+	}
+}
+
+// Validate reports every problem of c, defaults applied. It refuses a forge
+// enabled without a secret unless InsecureNoVerify is set.
+func (c Config) Validate() error {
+	c.setDefaults()
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("checking listen address %q: %w", c.Listen, err))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("checking max body bytes: must not be negative"))
+	}
+	if c.PublishTimeout < 0 {
+		errs = append(errs, errors.New("checking publish timeout: must not be negative"))
+	}
+	if c.ReloadInterval < 0 {
+		errs = append(errs, errors.New("checking reload interval: must not be negative"))
+	}
+	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
+	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
+	return errors.Join(errs...)
+}
+
+func checkSecrets(forge, what string, enabled bool, secrets []string, insecure bool) error {
+	for i, s := range secrets {
+		if s == "" {
+			return fmt.Errorf("checking %s %ss: entry %d is empty", forge, what, i)
+		}
+	}
+	if enabled && len(secrets) == 0 && !insecure {
+		return fmt.Errorf("checking %s: enabled without a %s (set one, or pass --insecure-no-verify to accept unverified deliveries)", forge, what)
+	}
+	return nil
+}

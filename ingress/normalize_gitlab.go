@@ -1,0 +1,230 @@
+package ingress
+
+import (
+	gitlab "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// GitLab event names (X-Gitlab-Event) that ingress handles. The
+// "Confidential Issue Hook" and "Confidential Note Hook" variants are left
+// unhandled on purpose: their text must not reach runners by default.
+const (
+	glMergeRequest = string(gitlab.EventTypeMergeRequest)
+	glNote         = string(gitlab.EventTypeNote)
+	glIssue        = string(gitlab.EventTypeIssue)
+	glPush         = string(gitlab.EventTypePush)
+	glTagPush      = string(gitlab.EventTypeTagPush)
+)
+
+// normalizeGitLab parses a GitLab payload with client-go and maps it onto an
+// Event (without Forge, DeliveryID and Raw, which Normalize sets).
+//
+// GitLab payloads carry nothing like GitHub's author_association, so merge
+// request, note and issue events get AuthorAssociation "NONE": under the
+// default `authorize` they trigger only for logins listed in
+// `authorize.users`. Push and tag push events get "COLLABORATOR", since
+// pushing needs at least the Developer role. Fork is
+// source_project_id != target_project_id.
+func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
+	switch eventName {
+	case glMergeRequest, glNote, glIssue, glPush, glTagPush:
+	default:
+		return nil, unhandled(workflows.GitLab, eventName)
+	}
+	payload, err := gitlab.ParseWebhook(gitlab.EventType(eventName), body)
+	if err != nil {
+		return nil, malformed(workflows.GitLab, eventName, err)
+	}
+	switch p := payload.(type) {
+	case *gitlab.MergeEvent:
+		return gitlabMerge(p), nil
+	case *gitlab.MergeCommentEvent:
+		return gitlabMergeComment(p), nil
+	case *gitlab.IssueCommentEvent:
+		return gitlabIssueComment(p), nil
+	case *gitlab.IssueEvent:
+		return gitlabIssue(p), nil
+	case *gitlab.PushEvent:
+		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL), nil
+	case *gitlab.TagEvent:
+		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL), nil
+	}
+	// Notes on commits and snippets.
+	return nil, unhandled(workflows.GitLab, eventName)
+}
+
+// gitlabMergeAction maps a merge request hook's action to the GitHub name
+// where they mean the same. update becomes synchronize only when commits
+// changed (oldrev is set), edited otherwise.
+func gitlabMergeAction(action, oldrev string) (normalized string, merged bool) {
+	switch action {
+	case "open":
+		return "opened", false
+	case "reopen":
+		return "reopened", false
+	case "close":
+		return "closed", false
+	case "merge":
+		return "closed", true
+	case "update":
+		if oldrev != "" {
+			return "synchronize", false
+		}
+		return "edited", false
+	}
+	// approved, unapproved, approval, unapproval and anything newer pass
+	// through as GitLab names them.
+	return action, false
+}
+
+func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
+	oa := p.ObjectAttributes
+	action, merged := gitlabMergeAction(oa.Action, oa.OldRev)
+	return &workflows.Event{
+		Kind:              workflows.KindPullRequest,
+		Action:            action,
+		Repo:              p.Project.PathWithNamespace,
+		CloneURL:          p.Project.GitHTTPURL,
+		Sender:            gitlabUser(p.User),
+		AuthorAssociation: associationNone,
+		PullRequest: &workflows.PullRequest{
+			Number:  int(oa.IID),
+			Title:   oa.Title,
+			URL:     oa.URL,
+			HeadSHA: oa.LastCommit.ID,
+			HeadRef: oa.SourceBranch,
+			BaseRef: oa.TargetBranch,
+			Fork:    oa.SourceProjectID != oa.TargetProjectID,
+			Draft:   oa.Draft || oa.WorkInProgress,
+			Merged:  merged || oa.State == "merged",
+		},
+		Labels: gitlabLabels(p.Labels, oa.Labels),
+	}
+}
+
+// gitlabNoteAction maps a note's action (create, update; absent on older
+// GitLab versions) to the GitHub comment action names.
+func gitlabNoteAction(a gitlab.CommentEventAction) string {
+	switch a {
+	case "update":
+		return "edited"
+	case "", "create":
+		return "created"
+	}
+	return string(a)
+}
+
+func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
+	mr, oa := p.MergeRequest, p.ObjectAttributes
+	return &workflows.Event{
+		Kind:              workflows.KindComment,
+		Action:            gitlabNoteAction(oa.Action),
+		Repo:              p.Project.PathWithNamespace,
+		CloneURL:          p.Project.GitHTTPURL,
+		Sender:            gitlabUser(p.User),
+		AuthorAssociation: associationNone,
+		PullRequest: &workflows.PullRequest{
+			Number:  int(mr.IID),
+			Title:   mr.Title,
+			URL:     mr.URL,
+			HeadSHA: mr.LastCommit.ID,
+			HeadRef: mr.SourceBranch,
+			BaseRef: mr.TargetBranch,
+			Fork:    mr.SourceProjectID != mr.TargetProjectID,
+			Draft:   mr.WorkInProgress,
+			Merged:  mr.State == "merged",
+		},
+		Comment: &workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL},
+		Labels:  gitlabLabels(mr.Labels),
+	}
+}
+
+func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
+	oa := p.ObjectAttributes
+	sender := ""
+	if p.User != nil {
+		sender = p.User.Username
+	}
+	return &workflows.Event{
+		Kind:              workflows.KindComment,
+		Action:            gitlabNoteAction(oa.Action),
+		Repo:              p.Project.PathWithNamespace,
+		CloneURL:          p.Project.GitHTTPURL,
+		Sender:            sender,
+		AuthorAssociation: associationNone,
+		Issue:             &workflows.Issue{Number: int(p.Issue.IID), Title: p.Issue.Title, URL: p.Issue.URL},
+		Comment:           &workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL},
+		Labels:            gitlabLabels(p.Issue.Labels),
+	}
+}
+
+// gitlabIssueAction maps an issue hook's action to the GitHub name.
+func gitlabIssueAction(action string) string {
+	switch action {
+	case "open":
+		return "opened"
+	case "close":
+		return "closed"
+	case "reopen":
+		return "reopened"
+	case "update":
+		return "edited"
+	}
+	return action
+}
+
+func gitlabIssue(p *gitlab.IssueEvent) *workflows.Event {
+	oa := p.ObjectAttributes
+	return &workflows.Event{
+		Kind:              workflows.KindIssue,
+		Action:            gitlabIssueAction(oa.Action),
+		Repo:              p.Project.PathWithNamespace,
+		CloneURL:          p.Project.GitHTTPURL,
+		Sender:            gitlabUser(p.User),
+		AuthorAssociation: associationNone,
+		Issue:             &workflows.Issue{Number: int(oa.IID), Title: oa.Title, URL: oa.URL},
+		Labels:            gitlabLabels(p.Labels, oa.Labels),
+	}
+}
+
+func gitlabPush(ref, before, after, user, repo, cloneURL string) *workflows.Event {
+	return &workflows.Event{
+		Kind:              workflows.KindPush,
+		Action:            "pushed",
+		Repo:              repo,
+		CloneURL:          cloneURL,
+		Sender:            user,
+		AuthorAssociation: associationPusher,
+		Push: &workflows.Push{
+			Ref:    ref,
+			Branch: branchOf(ref),
+			Before: before,
+			After:  after,
+		},
+	}
+}
+
+func gitlabUser(u *gitlab.EventUser) string {
+	if u == nil {
+		return ""
+	}
+	return u.Username
+}
+
+// gitlabLabels returns the titles of the first non-empty label list.
+func gitlabLabels(lists ...[]*gitlab.EventLabel) []string {
+	for _, list := range lists {
+		if len(list) == 0 {
+			continue
+		}
+		out := make([]string, 0, len(list))
+		for _, l := range list {
+			if l != nil {
+				out = append(out, l.Title)
+			}
+		}
+		return out
+	}
+	return nil
+}

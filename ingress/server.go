@@ -1,0 +1,474 @@
+package ingress
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Publisher persists run requests. *queue.Queue satisfies it.
+type Publisher interface {
+	// Publish returns once the request is persisted (PubAck), or with an
+	// error. A request whose forge:delivery:workflow was already published
+	// returns the existing run id with Duplicate set.
+	Publish(ctx context.Context, req *queue.RunRequest) (queue.PublishResult, error)
+	// Ready reports whether the queue can take messages now.
+	Ready(ctx context.Context) error
+}
+
+// Header names.
+const (
+	headerGitHubEvent     = "X-GitHub-Event"
+	headerGitHubDelivery  = "X-GitHub-Delivery"
+	headerGitHubSignature = "X-Hub-Signature-256"
+	headerGitLabEvent     = "X-Gitlab-Event"
+	headerGitLabToken     = "X-Gitlab-Token"
+	headerGitLabUUID      = "X-Gitlab-Event-UUID"
+	headerIdempotencyKey  = "Idempotency-Key"
+)
+
+// Server is the ingress HTTP server: webhook routes, health and metrics on
+// one echo instance, to which cmd adds the /api/v1 routes through Echo.
+type Server struct {
+	cfg     Config
+	pub     Publisher
+	src     WorkflowSource
+	set     *WorkflowSet // non-nil when New built the source from cfg.WorkflowsDir
+	logger  *slog.Logger
+	echo    *echo.Echo
+	metrics *metrics
+
+	githubSecrets [][]byte
+	gitlabTokens  [][sha256.Size]byte
+
+	now func() time.Time
+
+	closing atomic.Bool
+	mu      sync.Mutex
+	srv     *http.Server
+	ln      net.Listener
+	serveCh chan error
+	stop    context.CancelFunc
+	bg      sync.WaitGroup
+}
+
+// New builds a server. src may be nil when cfg.WorkflowsDir is set: New then
+// loads that directory into a WorkflowSet that Start keeps reloading.
+func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*Server, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validating ingress config: %w", err)
+	}
+	if pub == nil {
+		return nil, errors.New("creating ingress server: no publisher")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now}
+	if s.src == nil {
+		if cfg.WorkflowsDir == "" {
+			return nil, errors.New("creating ingress server: no workflow source and no workflows directory")
+		}
+		set, err := NewWorkflowSet(cfg.WorkflowsDir, logger)
+		if err != nil {
+			return nil, fmt.Errorf("creating ingress server: %w", err)
+		}
+		s.src, s.set = set, set
+	}
+	for _, sec := range cfg.GitHub.Secrets {
+		s.githubSecrets = append(s.githubSecrets, []byte(sec))
+	}
+	for _, tok := range cfg.GitLab.Tokens {
+		s.gitlabTokens = append(s.gitlabTokens, sha256.Sum256([]byte(tok)))
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.POST("/hooks/github", s.handleGitHub)
+	e.POST("/hooks/gitlab", s.handleGitLab)
+	e.GET("/healthz", s.handleHealthz)
+	e.GET("/readyz", s.handleReadyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	s.echo = e
+	return s, nil
+}
+
+// Handler is the server's http.Handler (the echo instance).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Echo is the echo instance, for adding routes (the /api/v1 API) to the same
+// server before Start.
+func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// Start binds cfg.Listen and serves in the background; it returns once the
+// listener is open. When New built a WorkflowSet, Start also begins polling
+// it. Stop with Shutdown.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return errors.New("starting ingress server: already started")
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
+	}
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+	}
+	s.serveCh = make(chan error, 1)
+	srv := s.srv
+	go func() { s.serveCh <- srv.Serve(ln) }()
+	if s.set != nil {
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			s.set.Run(bgCtx, s.cfg.ReloadInterval)
+		}()
+	}
+	s.logger.Info("ingress listening", "addr", ln.Addr().String(),
+		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled)
+	return nil
+}
+
+// Addr is the bound address after Start, nil before.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections, waits for in-flight deliveries (and
+// their publishes) to finish or ctx to end, and stops reloading workflows.
+// /readyz answers 503 from the moment it is called.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.mu.Lock()
+	srv, serveCh, stop := s.srv, s.serveCh, s.stop
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	stop()
+	s.bg.Wait()
+	if serr := <-serveCh; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down ingress server: %w", err)
+	}
+	return nil
+}
+
+// response is the body of a webhook answer.
+type response struct {
+	Delivery  string    `json:"delivery"`
+	Runs      []runRef  `json:"runs"`
+	Skipped   []skipped `json:"skipped,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Duplicate bool      `json:"duplicate,omitempty"` // every run already existed: a redelivery
+}
+
+type runRef struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+}
+
+type skipped struct {
+	Workflow string `json:"workflow"`
+	Reason   string `json:"reason"`
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+var (
+	errUnauthorized = errorBody{"unauthorized"}
+	errTooLarge     = errorBody{"payload too large"}
+	errUnavailable  = errorBody{"queue unavailable"}
+)
+
+// errorHandler answers echo's own errors (404, 405, ...) as JSON.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		msg = strings.ToLower(http.StatusText(code))
+	} else {
+		s.logger.Error("handling request", "path", c.Path(), "err", err)
+	}
+	_ = c.JSON(code, errorBody{msg})
+}
+
+func (s *Server) handleHealthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(c echo.Context) error {
+	if s.closing.Load() {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pub.Ready(ctx); err != nil {
+		s.logger.Warn("readiness check failed", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "queue unavailable"})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readBody reads at most cap+1 bytes so that an oversized body is detected
+// without reading all of it.
+func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
+	r := c.Request()
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return nil, true, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(body)) > s.cfg.MaxBodyBytes {
+		return nil, true, nil
+	}
+	return body, false, nil
+}
+
+func (s *Server) count(forge workflows.Forge, event, outcome string) {
+	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
+}
+
+func (s *Server) handleGitHub(c echo.Context) error {
+	const forge = workflows.GitHub
+	if !s.cfg.GitHub.Enabled {
+		return c.JSON(http.StatusNotFound, errorBody{"not found"})
+	}
+	req := c.Request()
+	event := req.Header.Get(headerGitHubEvent)
+	body, tooLarge, err := s.readBody(c)
+	switch {
+	case tooLarge:
+		s.count(forge, event, outcomeTooLarge)
+		return c.JSON(http.StatusRequestEntityTooLarge, errTooLarge)
+	case err != nil:
+		s.count(forge, event, outcomeMalformed)
+		return c.JSON(http.StatusBadRequest, errorBody{"reading body failed"})
+	}
+	if len(s.githubSecrets) == 0 {
+		s.logger.Warn("accepting an unverified github delivery (--insecure-no-verify)", "remote", c.RealIP())
+	} else if !verifyGitHub(s.githubSecrets, req.Header.Get(headerGitHubSignature), body) {
+		s.logger.Debug("github delivery refused: signature check failed", "remote", c.RealIP())
+		s.count(forge, "", outcomeUnauthorized)
+		return c.JSON(http.StatusUnauthorized, errUnauthorized)
+	}
+	delivery := req.Header.Get(headerGitHubDelivery)
+	if event == "" || delivery == "" {
+		s.count(forge, event, outcomeMalformed)
+		return c.JSON(http.StatusBadRequest, errorBody{"missing " + headerGitHubEvent + " or " + headerGitHubDelivery + " header"})
+	}
+	if event == ghPing {
+		s.count(forge, event, outcomePing)
+		return c.JSON(http.StatusOK, map[string]string{"delivery": delivery, "pong": "hookrun"})
+	}
+	return s.dispatch(c, forge, event, delivery, body)
+}
+
+func (s *Server) handleGitLab(c echo.Context) error {
+	const forge = workflows.GitLab
+	if !s.cfg.GitLab.Enabled {
+		return c.JSON(http.StatusNotFound, errorBody{"not found"})
+	}
+	req := c.Request()
+	event := req.Header.Get(headerGitLabEvent)
+	body, tooLarge, err := s.readBody(c)
+	switch {
+	case tooLarge:
+		s.count(forge, event, outcomeTooLarge)
+		return c.JSON(http.StatusRequestEntityTooLarge, errTooLarge)
+	case err != nil:
+		s.count(forge, event, outcomeMalformed)
+		return c.JSON(http.StatusBadRequest, errorBody{"reading body failed"})
+	}
+	if len(s.gitlabTokens) == 0 {
+		s.logger.Warn("accepting an unverified gitlab delivery (--insecure-no-verify)", "remote", c.RealIP())
+	} else if !verifyGitLab(s.gitlabTokens, req.Header.Get(headerGitLabToken)) {
+		s.logger.Debug("gitlab delivery refused: token check failed", "remote", c.RealIP())
+		s.count(forge, "", outcomeUnauthorized)
+		return c.JSON(http.StatusUnauthorized, errUnauthorized)
+	}
+	if event == "" {
+		s.count(forge, event, outcomeMalformed)
+		return c.JSON(http.StatusBadRequest, errorBody{"missing " + headerGitLabEvent + " header"})
+	}
+	return s.dispatch(c, forge, event, gitlabDeliveryKey(req.Header, body), body)
+}
+
+// gitlabDeliveryKey is the dedupe key of a GitLab delivery: Idempotency-Key
+// (stable across GitLab's retries), else X-Gitlab-Event-UUID, else a digest
+// of the body.
+func gitlabDeliveryKey(h http.Header, body []byte) string {
+	if k := strings.TrimSpace(h.Get(headerIdempotencyKey)); k != "" {
+		return k
+	}
+	if k := strings.TrimSpace(h.Get(headerGitLabUUID)); k != "" {
+		return k
+	}
+	sum := sha256.Sum256(body)
+	return "sha256-" + hex.EncodeToString(sum[:])
+}
+
+// dispatch normalizes a verified delivery, matches and authorizes it against
+// every workflow, publishes one run request per match and answers.
+func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
+	ev, err := Normalize(forge, event, body, delivery)
+	switch {
+	case errors.Is(err, ErrUnhandledEvent):
+		s.count(forge, event, outcomeUnhandled)
+		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{},
+			Reason: fmt.Sprintf("event %s is not handled", event)})
+	case err != nil:
+		s.logger.Debug("delivery refused: malformed payload", "forge", forge, "event", event, "delivery", delivery, "err", err)
+		s.count(forge, event, outcomeMalformed)
+		return c.JSON(http.StatusBadRequest, errorBody{"malformed payload"})
+	}
+
+	resp := response{Delivery: delivery, Runs: []runRef{}}
+	var reqs []*queue.RunRequest
+	for _, w := range s.src.Workflows() {
+		m := w.Match(ev)
+		if !m.Matched {
+			resp.Skipped = append(resp.Skipped, skipped{w.Name, m.Reason})
+			continue
+		}
+		if ok, reason := authorize(w, ev); !ok {
+			resp.Skipped = append(resp.Skipped, skipped{w.Name, reason})
+			continue
+		}
+		reqs = append(reqs, s.newRunRequest(w, ev, m.CommandArgs))
+	}
+	if len(reqs) == 0 {
+		resp.Reason = noRunReason(resp.Skipped)
+		s.count(forge, event, outcomeNoRun)
+		s.logger.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
+		return c.JSON(http.StatusAccepted, resp)
+	}
+
+	// The client going away must not abandon a publish half-way: a run is
+	// persisted or not, and the forge redelivers either way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), s.cfg.PublishTimeout)
+	defer cancel()
+	start := time.Now()
+	results, err := s.publishAll(ctx, reqs)
+	s.metrics.publish.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
+		s.count(forge, event, outcomeUnavailable)
+		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
+	}
+	resp.Duplicate = true
+	for i, r := range results {
+		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow})
+		if !r.Duplicate {
+			resp.Duplicate = false
+			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
+		}
+	}
+	s.count(forge, event, outcomeAccepted)
+	s.logger.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
+		"runs", len(resp.Runs), "duplicate", resp.Duplicate)
+	return c.JSON(http.StatusAccepted, resp)
+}
+
+// publishAll publishes every request concurrently and returns the results
+// in request order, or the first error.
+func (s *Server) publishAll(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
+	results := make([]queue.PublishResult, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			res, err := s.pub.Publish(ctx, r)
+			if err == nil && res.RunID == "" {
+				err = errors.New("queue returned no run id")
+			}
+			if err != nil {
+				err = fmt.Errorf("publishing run %s of workflow %s: %w", r.ID, r.Workflow, err)
+			}
+			results[i], errs[i] = res, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// noRunReason summarizes why a handled delivery created no run.
+func noRunReason(sk []skipped) string {
+	if len(sk) == 0 {
+		return "no workflow is loaded"
+	}
+	parts := make([]string, len(sk))
+	for i, k := range sk {
+		parts[i] = k.Workflow + ": " + k.Reason
+	}
+	return "no workflow matched and authorized the event (" + strings.Join(parts, "; ") + ")"
+}
+
+// authorize applies the workflow's `authorize` policy.
+func authorize(w *workflows.Workflow, ev *workflows.Event) (bool, string) {
+	return w.Authorize(ev)
+}
+
+// newRunRequest builds the run request of one match. The event is copied so
+// that each run carries its own CommandArgs.
+func (s *Server) newRunRequest(w *workflows.Workflow, ev *workflows.Event, commandArgs string) *queue.RunRequest {
+	e := *ev
+	e.CommandArgs = commandArgs
+	return &queue.RunRequest{
+		V:              queue.WireVersion,
+		ID:             queue.NewRunID(),
+		Workflow:       w.Name,
+		WorkflowDigest: w.Digest,
+		Event:          e,
+		Attempt:        1,
+		CreatedAt:      s.now().UTC(),
+	}
+}
+
+var _ Publisher = (*queue.Queue)(nil)
