@@ -1,0 +1,263 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, src string) *Workflow {
+	t.Helper()
+	w, err := Parse("test.yaml", []byte(src+"\nsteps:\n  - id: s\n    run: echo s\n"))
+	if err != nil {
+		t.Fatalf("parsing:\n%v", err)
+	}
+	return w
+}
+
+// Events as ingress normalizes them.
+func ghPR(action, base string, fork bool) *Event {
+	return &Event{Forge: GitHub, Kind: KindPullRequest, Action: action, Repo: "acme/api", Sender: "alice",
+		AuthorAssociation: "MEMBER", Labels: []string{"needs-review"},
+		PullRequest: &PullRequest{Number: 7, Title: "Fix it", HeadSHA: "abc", HeadRef: "fix", BaseRef: base, Fork: fork}}
+}
+
+func glMR(action, base string) *Event {
+	return &Event{Forge: GitLab, Kind: KindPullRequest, Action: action, Repo: "group/sub/project", Sender: "bob",
+		PullRequest: &PullRequest{Number: 3, Title: "MR", HeadSHA: "def", HeadRef: "feat", BaseRef: base}}
+}
+
+func comment(forge Forge, body string, onPR bool) *Event {
+	e := &Event{Forge: forge, Kind: KindComment, Action: "created", Repo: "acme/api", Sender: "carol",
+		AuthorAssociation: "OWNER", Comment: &Comment{ID: 1, Body: body}}
+	if onPR {
+		e.PullRequest = &PullRequest{Number: 7, BaseRef: "main"}
+	} else {
+		e.Issue = &Issue{Number: 9, Title: "Bug"}
+	}
+	return e
+}
+
+func push(forge Forge, branch string) *Event {
+	return &Event{Forge: forge, Kind: KindPush, Action: "pushed", Repo: "acme/api", Sender: "dave",
+		Push: &Push{Ref: "refs/heads/" + branch, Branch: branch, After: "123"}}
+}
+
+func issue(action string, labels ...string) *Event {
+	return &Event{Forge: GitHub, Kind: KindIssue, Action: action, Repo: "acme/api", Sender: "erin",
+		AuthorAssociation: "NONE", Labels: labels, Issue: &Issue{Number: 9, Title: "Crash"}}
+}
+
+func TestMatch(t *testing.T) {
+	prReview := `
+on:
+  - event: pull_request
+    actions: [opened, synchronize]
+    branches: [main, "release/*"]
+  - event: comment
+    command: /deploy
+    if: 'event.PullRequest != nil'`
+	cases := []struct {
+		name     string
+		workflow string
+		event    *Event
+		matched  bool
+		reason   string // exact Reason when not matched
+		args     string
+		trigger  int
+	}{
+		{"github PR opened on main", prReview, ghPR("opened", "main", false), true, "", "", 0},
+		{"github PR on release branch glob", prReview, ghPR("synchronize", "release/1.2", false), true, "", "", 0},
+		{"github PR closed", prReview, ghPR("closed", "main", false), false, `action "closed" not in [opened synchronize]`, "", 0},
+		{"PR on other base", prReview, ghPR("opened", "dev", false), false, `branch "dev" not in [main release/*]`, "", 0},
+		{"glob does not cross slash", prReview, ghPR("opened", "release/1/2", false), false, `branch "release/1/2" not in [main release/*]`, "", 0},
+		{"gitlab MR opened", prReview, glMR("opened", "main"), true, "", "", 0},
+		{"gitlab MR update", prReview, glMR("synchronize", "release/x"), true, "", "", 0},
+		{"push has no trigger", prReview, push(GitHub, "main"), false, `no trigger for event "push"`, "", 0},
+		{"command with arguments", prReview, comment(GitHub, "/deploy staging now", true), true, "", "staging now", 1},
+		{"command alone", prReview, comment(GitHub, "/deploy", true), true, "", "", 1},
+		{"command with spaces around and more lines", prReview, comment(GitLab, "  /deploy   prod  \nthanks!", true), true, "", "prod", 1},
+		{"command with a tab", prReview, comment(GitHub, "/deploy\tqa", true), true, "", "qa", 1},
+		{"longer word is not the command", prReview, comment(GitHub, "/deployx staging", true), false, "comment is not the command /deploy", "", 0},
+		{"command not on the first line", prReview, comment(GitHub, "please\n/deploy staging", true), false, "comment is not the command /deploy", "", 0},
+		{"command in the middle", prReview, comment(GitHub, "run /deploy", true), false, "comment is not the command /deploy", "", 0},
+		{"if false: comment on an issue", prReview, comment(GitHub, "/deploy", false), false, `if "event.PullRequest != nil" is false`, "", 0},
+		{"no triggers", ``, ghPR("opened", "main", false), false, "workflow has no triggers", "", 0},
+		{"any action", "on: [{event: push}]", push(GitLab, "feature/x"), true, "", "", 0},
+		{"push branch", "on: [{event: push, branches: [main]}]", push(GitHub, "main"), true, "", "", 0},
+		{"push other branch", "on: [{event: push, branches: [main]}]", push(GitHub, "dev"), false, `branch "dev" not in [main]`, "", 0},
+		{"tag push has no branch", "on: [{event: push, branches: ['*']}]", push(GitHub, ""), false, "event has no branch to match [*]", "", 0},
+		{"labels: one of them", "on: [{event: issue, labels: [bug, crash]}]", issue("opened", "crash"), true, "", "", 0},
+		{"labels: none", "on: [{event: issue, labels: [bug]}]", issue("opened", "question"), false, "none of the labels [bug]", "", 0},
+		{"labels: event without labels", "on: [{event: issue, labels: [bug]}]", issue("opened"), false, "none of the labels [bug]", "", 0},
+		{"repos glob", "on: [{event: pull_request, repos: ['acme/*']}]", ghPR("opened", "main", false), true, "", "", 0},
+		{"repos glob other owner", "on: [{event: pull_request, repos: ['other/*']}]", ghPR("opened", "main", false), false, `repository "acme/api" not in [other/*]`, "", 0},
+		{"repos: gitlab subgroup needs its depth", "on: [{event: pull_request, repos: ['group/*']}]", glMR("opened", "main"), false, `repository "group/sub/project" not in [group/*]`, "", 0},
+		{"repos: gitlab subgroup glob", "on: [{event: pull_request, repos: ['group/*/*']}]", glMR("opened", "main"), true, "", "", 0},
+		{"if on Kind and Forge", `on: [{event: pull_request, if: 'event.Kind == "pull_request" && event.Forge == "gitlab"'}]`, glMR("opened", "main"), true, "", "", 0},
+		{"if on Forge false", `on: [{event: pull_request, if: 'event.Forge == "gitlab"'}]`, ghPR("opened", "main", false), false, `if "event.Forge == \"gitlab\"" is false`, "", 0},
+		{"if on labels and methods", `on: [{event: pull_request, if: '"needs-review" in event.Labels && event.Number() == 7'}]`, ghPR("opened", "main", false), true, "", "", 0},
+		{"if on title", `on: [{event: pull_request, if: 'event.Title() startsWith "WIP"'}]`, ghPR("opened", "main", false), false, `if "event.Title() startsWith \"WIP\"" is false`, "", 0},
+		{"if runtime error is no match", `on: [{event: comment, if: 'event.PullRequest.Draft'}]`, comment(GitHub, "hi", false), false, "", "", 0},
+		{"second trigger matches", "on: [{event: issue, actions: [closed]}, {event: issue, actions: [opened]}]", issue("opened"), true, "", "", 1},
+		{"all reasons joined", "on: [{event: issue, actions: [closed]}, {event: issue, labels: [bug]}]", issue("opened"), false, `action "opened" not in [closed]; none of the labels [bug]`, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := mustParse(t, c.workflow)
+			m := w.Match(c.event)
+			if m.Matched != c.matched {
+				t.Fatalf("Matched = %v (reason %q), want %v", m.Matched, m.Reason, c.matched)
+			}
+			if c.matched {
+				if m.Reason != "" || m.CommandArgs != c.args || m.Trigger != c.trigger {
+					t.Errorf("got %+v, want args %q trigger %d", m, c.args, c.trigger)
+				}
+				return
+			}
+			if m.Reason == "" {
+				t.Error("no reason given")
+			}
+			if c.reason != "" && m.Reason != c.reason {
+				t.Errorf("reason %q, want %q", m.Reason, c.reason)
+			}
+		})
+	}
+}
+
+// TestMatchIsPure: matching never changes the event.
+func TestMatchIsPure(t *testing.T) {
+	w := mustParse(t, "on: [{event: comment, command: /deploy}]")
+	e := comment(GitHub, "/deploy staging", true)
+	before := fmt.Sprintf("%+v %+v", *e, *e.Comment)
+	if m := w.Match(e); !m.Matched || m.CommandArgs != "staging" {
+		t.Fatalf("%+v", m)
+	}
+	if after := fmt.Sprintf("%+v %+v", *e, *e.Comment); after != before || e.CommandArgs != "" {
+		t.Errorf("event changed: %s", after)
+	}
+}
+
+// TestMatchHandBuiltTrigger: a Trigger not made by the parser compiles its
+// if: on demand.
+func TestMatchHandBuiltTrigger(t *testing.T) {
+	w := &Workflow{On: []Trigger{{Event: KindPush, If: `event.Push.Branch == "main"`}}}
+	if m := w.Match(push(GitHub, "main")); !m.Matched {
+		t.Errorf("main: %+v", m)
+	}
+	if m := w.Match(push(GitHub, "dev")); m.Matched {
+		t.Errorf("dev: %+v", m)
+	}
+}
+
+func TestAuthorizeAssociations(t *testing.T) {
+	policies := []struct {
+		name    string
+		yaml    string
+		allowed []string // associations allowed for a non-fork PR
+	}{
+		{"default", "", []string{"OWNER", "MEMBER", "COLLABORATOR"}},
+		{"members only", "authorize: {author_association: [OWNER, MEMBER]}", []string{"OWNER", "MEMBER"}},
+		{"contributors too", "authorize: {author_association: [OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR]}", []string{"OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR"}},
+		{"anyone", "authorize: {author_association: []}", AuthorAssociations},
+	}
+	for _, p := range policies {
+		w := mustParse(t, p.yaml)
+		for _, assoc := range AuthorAssociations {
+			for _, forge := range []Forge{GitHub, GitLab} {
+				t.Run(fmt.Sprintf("%s/%s/%s", p.name, forge, assoc), func(t *testing.T) {
+					e := ghPR("opened", "main", false)
+					e.Forge = forge
+					e.AuthorAssociation = assoc
+					want := false
+					for _, a := range p.allowed {
+						want = want || a == assoc
+					}
+					ok, reason := w.Authorize(e)
+					if ok != want {
+						t.Errorf("Authorize = %v (%s), want %v", ok, reason, want)
+					}
+					if reason == "" {
+						t.Error("no reason")
+					}
+					if !ok && !strings.Contains(reason, assoc) {
+						t.Errorf("reason %q does not name the association", reason)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	forkPR := func(assoc, sender string) *Event {
+		e := ghPR("opened", "main", true)
+		e.AuthorAssociation, e.Sender = assoc, sender
+		return e
+	}
+	forkComment := func(assoc string) *Event {
+		e := comment(GitHub, "/review", true)
+		e.PullRequest.Fork = true
+		e.AuthorAssociation = assoc
+		return e
+	}
+	cases := []struct {
+		name   string
+		policy string
+		event  *Event
+		ok     bool
+		reason string
+	}{
+		{"fork PR by a member: trusted", "", forkPR("MEMBER", "alice"), true, "author association MEMBER is allowed"},
+		{"fork PR by an outsider: refused by association", "", forkPR("NONE", "mallory"), false, `author association NONE of "mallory" not in [OWNER MEMBER COLLABORATOR]`},
+		{"fork PR by an outsider listed in users", "authorize: {users: [Mallory]}", forkPR("NONE", "mallory"), true, `user "mallory" is listed in authorize.users`},
+		{"fork PR, any association, forks refused", "authorize: {author_association: []}", forkPR("CONTRIBUTOR", "x"), false, `pull request from a fork and "x" is not trusted (allow_forks is false)`},
+		{"fork PR, any association, forks allowed", "authorize: {author_association: [], allow_forks: true}", forkPR("FIRST_TIMER", "x"), true, "any author association is allowed"},
+		{"fork PR, any association, listed user", "authorize: {author_association: [], users: [x]}", forkPR("NONE", "x"), true, `user "x" is listed in authorize.users`},
+		{"allow_forks does not widen associations", "authorize: {allow_forks: true}", forkPR("NONE", "x"), false, `author association NONE of "x" not in [OWNER MEMBER COLLABORATOR]`},
+		{"non-fork PR, any association", "authorize: {author_association: []}", ghPR("opened", "main", false), true, "any author association is allowed"},
+		{"comment on a fork PR by an owner", "", forkComment("OWNER"), true, "author association OWNER is allowed"},
+		{"comment on a fork PR by a first-time contributor", "", forkComment("FIRST_TIME_CONTRIBUTOR"), false, `author association FIRST_TIME_CONTRIBUTOR of "carol" not in [OWNER MEMBER COLLABORATOR]`},
+		{"comment on a fork PR, any association", "authorize: {author_association: []}", forkComment("MANNEQUIN"), false, `pull request from a fork and "carol" is not trusted (allow_forks is false)`},
+		{"github push: write access", "authorize: {author_association: [OWNER]}", push(GitHub, "main"), true, "pushes are authorized by the forge's write access"},
+		{"gitlab push: write access", "", push(GitLab, "main"), true, "pushes are authorized by the forge's write access"},
+		{"gitlab event without association counts as NONE", "", glMR("opened", "main"), false, `author association NONE of "bob" not in [OWNER MEMBER COLLABORATOR]`},
+		{"gitlab sender listed", "authorize: {users: [bob]}", glMR("opened", "main"), true, `user "bob" is listed in authorize.users`},
+		{"issue by anyone", "authorize: {author_association: []}", issue("opened"), true, "any author association is allowed"},
+		{"issue by NONE, default policy", "", issue("opened"), false, `author association NONE of "erin" not in [OWNER MEMBER COLLABORATOR]`},
+		{"nil event", "", nil, false, "no event"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := mustParse(t, c.policy)
+			ok, reason := w.Authorize(c.event)
+			if ok != c.ok || reason != c.reason {
+				t.Errorf("Authorize = %v, %q; want %v, %q", ok, reason, c.ok, c.reason)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	lookup := EnvLookup([]EnvVar{{"A", "1"}, {"TITLE", "$(rm -rf /) ${A}"}, {"EMPTY", ""}}, []EnvVar{{"A", "2"}})
+	cases := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"${A}", "2"},                                    // later list wins
+		{"x${A}y${A}z", "x2y2z"},                         // several
+		{"$A and ${A}", "$A and 2"},                      // only the braced form
+		{"${UNKNOWN} stays", "${UNKNOWN} stays"},         // unknown names left as is
+		{"${TITLE}", "$(rm -rf /) ${A}"},                 // values are never expanded again
+		{"${EMPTY}|", "|"},                               // known but empty
+		{"${1A} ${A-B} ${} ${A", "${1A} ${A-B} ${} ${A"}, // malformed references left alone
+		{"$${A}", "$2"},                                  // no escaping syntax: $ then ${A}
+		{"${A}${", "2${"},                                // trailing
+		{"unicode ${A}é", "unicode 2é"},                  // bytes around are kept
+		{"${a_b}", "${a_b}"},                             // case-sensitive, unknown
+		{"nested ${${A}}", "nested ${2}"},                // the outer one is not a name; the inner one expands, once
+	}
+	for _, c := range cases {
+		if got := Expand(c.in, lookup); got != c.want {
+			t.Errorf("Expand(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

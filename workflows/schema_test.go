@@ -1,0 +1,175 @@
+package workflows
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+// compileSchema compiles Schema() with a real JSON Schema validator.
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
+	if err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(SchemaID, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(SchemaID)
+	if err != nil {
+		t.Fatalf("compiling the schema: %v", err)
+	}
+	return sch
+}
+
+// yamlInstance turns a YAML file into the JSON value an editor would check.
+func yamlInstance(t *testing.T, path string) any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%s: not representable as JSON: %v", path, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// How each broken file relates to the schema.
+const (
+	schemaLevel = "schema" // unknown field, wrong type, bad enum, missing required, pattern: schema and parser both reject it
+	semantic    = "parser" // only the parser can tell (references, cycles, providers, compiling if:): the schema accepts it
+	syntax      = "syntax" // not YAML at all: nothing to validate
+)
+
+// invalidKinds classifies every file under testdata/invalid.
+var invalidKinds = map[string]string{
+	"bad-action.yaml":               schemaLevel, // const harness.run; with without action
+	"bad-association.yaml":          schemaLevel, // enum; boolean type
+	"bad-container.yaml":            schemaLevel, // required image; patterns; minimums
+	"bad-duration.yaml":             schemaLevel, // duration pattern
+	"bad-glob.yaml":                 semantic,    // malformed path.Match pattern
+	"bad-handler.yaml":              schemaLevel, // unknown handler key; depends in a handler
+	"bad-if.yaml":                   semantic,    // expression does not compile
+	"bad-name.yaml":                 schemaLevel, // name pattern
+	"bad-output.yaml":               schemaLevel, // env name and output patterns
+	"bad-pull-policy.yaml":          schemaLevel, // enum
+	"bad-report-comment.yaml":       schemaLevel, // enum
+	"bad-retry.yaml":                schemaLevel, // maximum, minimum
+	"bad-sandbox.yaml":              schemaLevel, // const sbx; required agent
+	"bad-secrets.yaml":              schemaLevel, // pattern; uniqueItems
+	"bad-type.yaml":                 schemaLevel, // enum; minimum
+	"bad-yaml.yaml":                 syntax,
+	"command-not-comment.yaml":      schemaLevel, // command only for comments; pattern
+	"cycle.yaml":                    semantic,    // dependency cycle
+	"duplicate-step-id.yaml":        semantic,    // uniqueness across steps
+	"dupnames":                      semantic,    // uniqueness across files
+	"flag-without-prompt-flag.yaml": schemaLevel, // if prompt_mode flag then required prompt_flag; enum
+	"missing-provider.yaml":         schemaLevel, // required provider and prompt
+	"no-steps.yaml":                 schemaLevel, // required steps
+	"run-and-action.yaml":           schemaLevel, // oneOf run/action
+	"sbx-harness-container.yaml":    semantic,    // harness binary sbx with a container
+	"unknown-action.yaml":           schemaLevel, // per-kind action enum
+	"unknown-depends.yaml":          semantic,    // depends target does not exist
+	"unknown-event.yaml":            schemaLevel, // enum
+	"unknown-field.yaml":            schemaLevel, // additionalProperties false
+	"unknown-provider.yaml":         semantic,    // provider neither built in nor declared
+	"wrong-types.yaml":              schemaLevel, // boolean, integer, array, string types
+}
+
+// TestSchemaAgreesWithParser: every example and valid file passes both the
+// schema and the parser; every schema-level broken file fails both; every
+// broken file the schema cannot judge passes the schema and fails the parser.
+func TestSchemaAgreesWithParser(t *testing.T) {
+	sch := compileSchema(t)
+
+	good, _ := filepath.Glob("../examples/*.yaml")
+	valid, _ := filepath.Glob("testdata/valid/*.yaml")
+	good = append(good, valid...)
+	if len(good) < 10 {
+		t.Fatalf("only %d good files", len(good))
+	}
+	for _, f := range good {
+		t.Run(f, func(t *testing.T) {
+			if err := sch.Validate(yamlInstance(t, f)); err != nil {
+				t.Errorf("schema rejects a good file: %v", err)
+			}
+			if _, err := ParseFile(f); err != nil {
+				t.Errorf("parser rejects a good file:\n%v", err)
+			}
+		})
+	}
+
+	entries, err := os.ReadDir("testdata/invalid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() && filepath.Ext(name) != ".yaml" {
+			continue
+		}
+		kind, ok := invalidKinds[name]
+		if !ok {
+			t.Errorf("%s is not classified in invalidKinds", name)
+			continue
+		}
+		path := filepath.Join("testdata/invalid", name)
+		t.Run(name, func(t *testing.T) {
+			if _, err := Load(path); err == nil {
+				t.Error("parser accepts a broken file")
+			}
+			files := []string{path}
+			if e.IsDir() {
+				files, _ = filepath.Glob(filepath.Join(path, "*.y*ml"))
+			}
+			for _, f := range files {
+				switch kind {
+				case schemaLevel:
+					if err := sch.Validate(yamlInstance(t, f)); err == nil {
+						t.Errorf("%s: schema accepts a schema-level error", f)
+					}
+				case semantic:
+					if err := sch.Validate(yamlInstance(t, f)); err != nil {
+						t.Errorf("%s: schema rejects a file only the parser should: %v", f, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSchemaShape checks the document itself: draft, id, closed root.
+func TestSchemaShape(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(Schema(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["$schema"] != "https://json-schema.org/draft/2020-12/schema" || doc["$id"] != SchemaID {
+		t.Errorf("$schema %v $id %v", doc["$schema"], doc["$id"])
+	}
+	if doc["additionalProperties"] != false {
+		t.Error("root accepts unknown fields")
+	}
+	if !strings.Contains(string(Schema()), "\n  \"$defs\"") {
+		t.Error("schema is not indented")
+	}
+}
