@@ -1,0 +1,87 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures the Docker executors. The zero value is usable after
+// setDefaults: the engine DOCKER_HOST points at, server-wide limits of
+// 2 GiB / 2 CPUs / 1024 PIDs, no Docker socket in containers.
+type Config struct {
+	// Host is the engine's address (unix:///var/run/docker.sock, tcp://...).
+	// Empty: DOCKER_HOST and the other DOCKER_* variables, else the platform default.
+	Host string
+	// Memory is the memory limit in bytes of a container whose workflow sets none.
+	// Default 2 GiB; negative: no limit.
+	Memory int64
+	// CPUs is the CPU limit of a container whose workflow sets none. Default 2;
+	// negative: no limit.
+	CPUs float64
+	// PIDs is the process limit of a container whose workflow sets none.
+	// Default 1024; negative: no limit.
+	PIDs int64
+	// AllowDockerSocket lets a workflow volume mount the engine's socket or a
+	// directory holding it. Default false: such a volume is refused, because
+	// the socket is root on the host.
+	AllowDockerSocket bool
+	// StopGrace is the time between SIGTERM and SIGKILL when a step is stopped
+	// and its request sets no Grace. Default 5s.
+	StopGrace time.Duration
+	// PullTimeout bounds one image pull, so that an unreachable registry fails
+	// a step instead of hanging it. Default 10m.
+	PullTimeout time.Duration
+	// APITimeout bounds Docker API calls that must finish even when the step's
+	// context is done (create, remove, inspect). Default 1m.
+	APITimeout time.Duration
+}
+
+// Defaults.
+const (
+	DefaultMemory      int64   = 2 << 30
+	DefaultCPUs        float64 = 2
+	DefaultPIDs        int64   = 1024
+	DefaultStopGrace           = 5 * time.Second
+	DefaultPullTimeout         = 10 * time.Minute
+	DefaultAPITimeout          = time.Minute
+)
+
+func (c *Config) setDefaults() {
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
+	if c.CPUs == 0 {
+		c.CPUs = DefaultCPUs
+	}
+	if c.PIDs == 0 {
+		c.PIDs = DefaultPIDs
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = DefaultStopGrace
+	}
+	if c.PullTimeout == 0 {
+		c.PullTimeout = DefaultPullTimeout
+	}
+	if c.APITimeout == 0 {
+		c.APITimeout = DefaultAPITimeout
+	}
+}
+
+// Validate reports every invalid field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Memory > 0 && c.Memory < 6<<20 {
+		errs = append(errs, fmt.Errorf("memory %d: below Docker's minimum of 6 MiB", c.Memory))
+	}
+	if c.StopGrace < 0 {
+		errs = append(errs, fmt.Errorf("stop_grace %s: negative", c.StopGrace))
+	}
+	if c.PullTimeout < 0 {
+		errs = append(errs, fmt.Errorf("pull_timeout %s: negative", c.PullTimeout))
+	}
+	if c.APITimeout < 0 {
+		errs = append(errs, fmt.Errorf("api_timeout %s: negative", c.APITimeout))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,199 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/errdefs"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Exec runs req in a fresh container made from req.Container: pull policy,
+// create, attach, start, wait, remove (always, with a fresh context). When
+// ctx ends first, the container gets SIGTERM, SIGKILL after the grace
+// period, and Exec returns an error wrapping ctx.Err() with ExitCode -1.
+func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	start := time.Now()
+	res := contract.ExecResult{ExitCode: -1}
+	done := func(err error) (contract.ExecResult, error) {
+		res.Duration = time.Since(start)
+		return res, err
+	}
+	if err := ctx.Err(); err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	c := req.Container
+	if c == nil {
+		return done(fmt.Errorf("running step %s in a container: the step has no container", req.StepID))
+	}
+	if len(req.Argv) == 0 {
+		return done(fmt.Errorf("running step %s in a container: empty command", req.StepID))
+	}
+	if err := d.ensureImage(ctx, c.Image, c.PullPolicy, nil); err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	if err := ctx.Err(); err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	cfg, hc, err := d.stepConfig(req)
+	if err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+
+	// Create with a context that outlives ctx: a container created after
+	// ctx ended would otherwise be left behind without our knowing its id.
+	actx, cancel := d.apiCtx(ctx)
+	created, err := d.cli.ContainerCreate(actx, cfg, hc, nil, nil, "")
+	cancel()
+	if err != nil {
+		return done(fmt.Errorf("creating container for step %s from %s: %w", req.StepID, c.Image, err))
+	}
+	id := created.ID
+	defer d.removeContainer(ctx, id)
+
+	actx, cancel = d.apiCtx(ctx)
+	hj, err := d.cli.ContainerAttach(actx, id, container.AttachOptions{
+		Stream: true, Stdin: req.Stdin != nil, Stdout: true, Stderr: true,
+	})
+	cancel()
+	if err != nil {
+		return done(fmt.Errorf("attaching to container of step %s: %w", req.StepID, err))
+	}
+	defer hj.Close()
+
+	// Wait for the next exit before starting, so a fast exit is not missed.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer wcancel()
+	waitCh, waitErr := d.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
+
+	if err := ctx.Err(); err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	actx, cancel = d.apiCtx(ctx)
+	err = d.cli.ContainerStart(actx, id, container.StartOptions{})
+	cancel()
+	if err != nil {
+		return done(fmt.Errorf("starting container of step %s: %w", req.StepID, err))
+	}
+	outDone := streams(hj, req.Stdin, req.Stdout, req.Stderr)
+
+	select {
+	case w := <-waitCh:
+		// The output ends when the container's streams close; bounded in
+		// case a detached process kept one open.
+		waitDone(outDone, 10*time.Second)
+		if w.Error != nil {
+			return done(fmt.Errorf("waiting for container of step %s: %s", req.StepID, w.Error.Message))
+		}
+		res.ExitCode = int(w.StatusCode)
+		return done(nil)
+	case err := <-waitErr:
+		return done(fmt.Errorf("waiting for container of step %s: %w", req.StepID, err))
+	case <-ctx.Done():
+	}
+
+	// Stopped by ctx: SIGTERM, SIGKILL after the grace period.
+	d.stop(ctx, id, d.grace(req.Grace), waitCh)
+	waitDone(outDone, 5*time.Second)
+	return done(fmt.Errorf("running step %s: stopped: %w", req.StepID, ctx.Err()))
+}
+
+// stop sends SIGTERM to the container, then SIGKILL when it has not exited
+// within grace.
+func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, waitCh <-chan container.WaitResponse) {
+	actx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	_ = d.cli.ContainerKill(actx, id, "TERM")
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-waitCh:
+		return
+	case <-t.C:
+	}
+	_ = d.cli.ContainerKill(actx, id, "KILL")
+	select {
+	case <-waitCh:
+	case <-actx.Done():
+	}
+}
+
+// removeContainer force-removes a container with a fresh context.
+func (d *Docker) removeContainer(ctx context.Context, id string) error {
+	actx, cancel := d.apiCtx(ctx)
+	defer cancel()
+	err := d.cli.ContainerRemove(actx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !errdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		return fmt.Errorf("removing container %s: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// isRemovalInProgress: a concurrent remove of the same container answers 409.
+func isRemovalInProgress(err error) bool { return errdefs.IsConflict(err) }
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// stepConfig builds the create request of a per-step container.
+func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *container.HostConfig, error) {
+	c := req.Container
+	binds, err := d.binds(c.Volumes, req.Workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := req.Dir
+	if dir == "" {
+		dir = workingDir(c)
+	}
+	cfg := &container.Config{
+		Image:        c.Image,
+		Cmd:          req.Argv,
+		Env:          mergeEnv(c.Env, req.Env),
+		WorkingDir:   dir,
+		User:         c.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		AttachStdin:  req.Stdin != nil,
+		OpenStdin:    req.Stdin != nil,
+		StdinOnce:    req.Stdin != nil,
+		Labels:       map[string]string{LabelRun: req.RunID, LabelStep: req.StepID, LabelRole: "step"},
+	}
+	return cfg, d.hostConfig(c, binds), nil
+}
+
+// hostConfig applies limits, binds, network and the no-new-privileges
+// option shared by both container kinds.
+func (d *Docker) hostConfig(c *workflows.Container, binds []string) *container.HostConfig {
+	memory, nanoCPUs, pids := d.limits(c)
+	init := true
+	hc := &container.HostConfig{
+		Binds:       binds,
+		NetworkMode: container.NetworkMode(c.Network),
+		SecurityOpt: []string{"no-new-privileges"},
+		Init:        &init, // a real PID 1: signals reach the step, zombies are reaped
+		Resources: container.Resources{
+			Memory:    memory,
+			NanoCPUs:  nanoCPUs,
+			PidsLimit: pids,
+		},
+	}
+	return hc
+}
+
+func workingDir(c *workflows.Container) string {
+	if c.WorkingDir != "" {
+		return c.WorkingDir
+	}
+	return WorkspaceMount
+}
+
+var _ contract.Executor = (*Docker)(nil)
