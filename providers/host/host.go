@@ -177,16 +177,12 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	select {
 	case waitErr = <-waited:
 	case <-ctx.Done():
-		ctxErr = ctx.Err()
-		termAt = time.Now()
-		signalGroup(pgid, syscall.SIGTERM)
-		timer := time.NewTimer(grace)
 		select {
-		case waitErr = <-waited:
-			timer.Stop()
-		case <-timer.C:
-			signalGroup(pgid, syscall.SIGKILL)
-			waitErr = <-waited
+		case waitErr = <-waited: // it had exited already: that is its result
+		default:
+			ctxErr = ctx.Err()
+			termAt = time.Now()
+			waitErr = stop(pgid, grace, waited)
 		}
 	}
 	// The main process is gone; stop whatever it left behind in its group.
@@ -216,6 +212,21 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	}
 	res.ExitCode = exitCode(cmd.ProcessState)
 	return res, nil
+}
+
+// stop ends a running command: SIGTERM to its group, SIGKILL after grace,
+// and returns once the main process has exited.
+func stop(pgid int, grace time.Duration, waited <-chan error) error {
+	signalGroup(pgid, syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-timer.C:
+		signalGroup(pgid, syscall.SIGKILL)
+		return <-waited
+	}
 }
 
 // stopGroup stops every process still in the group: SIGTERM (unless it was
