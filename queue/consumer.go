@@ -220,7 +220,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 // message waits in a client buffer while its AckWait runs.
 func (c *Consumer) fetchLoop(ctx context.Context) {
 	defer close(c.fetchDone)
-	for {
+	for ctx.Err() == nil {
 		select {
 		case c.sem <- struct{}{}:
 		case <-ctx.Done():

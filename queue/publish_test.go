@@ -1,0 +1,203 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+func TestDeliveryKey(t *testing.T) {
+	tests := []struct {
+		forge              workflows.Forge
+		delivery, workflow string
+		want, wantKV       string
+	}{
+		{workflows.GitHub, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "pr-review",
+			"github:72d3162e-cc78-11e3-81ab-4c9367dc0958:pr-review", "github.72d3162e-cc78-11e3-81ab-4c9367dc0958.pr-review"},
+		{workflows.GitLab, "a3b2c1", "triage", "gitlab:a3b2c1:triage", "gitlab.a3b2c1.triage"},
+		// KV keys refuse ':' and spaces, and '.' would add tokens: hashed.
+		{workflows.GitLab, "Note Hook:1.2", "triage", "gitlab:Note Hook:1.2:triage",
+			"h.5d8d7e0ab1f0c4f1a3a0bbbd2fc1c8e8e0a4b4d15f8e0d14c6a2bd0a3b74e6a5"},
+	}
+	for _, tt := range tests {
+		if got := DeliveryKey(tt.forge, tt.delivery, tt.workflow); got != tt.want {
+			t.Errorf("DeliveryKey(%q, %q, %q) = %q, want %q", tt.forge, tt.delivery, tt.workflow, got, tt.want)
+		}
+		got := deliveryKVKey(tt.forge, tt.delivery, tt.workflow)
+		if tt.wantKV[:2] == "h." {
+			if len(got) != 66 || got[:2] != "h." || !kvSafe.MatchString(got[2:]) {
+				t.Errorf("deliveryKVKey(%q) = %q, want a hashed key", tt.delivery, got)
+			}
+			continue
+		}
+		if got != tt.wantKV {
+			t.Errorf("deliveryKVKey(%q) = %q, want %q", tt.delivery, got, tt.wantKV)
+		}
+	}
+}
+
+func TestNewRunIDSortable(t *testing.T) {
+	prev := NewRunID()
+	for range 1000 {
+		id := NewRunID()
+		if len(id) != 26 || id <= prev {
+			t.Fatalf("run id %q after %q: want 26 chars, increasing", id, prev)
+		}
+		prev = id
+	}
+}
+
+// Survival: run requests outlive the embedded server.
+func TestRestartSurvival(t *testing.T) {
+	dir := t.TempDir()
+	ctx := testCtx(t, 30*time.Second)
+	const n = 50
+	q1, err := Open(ctx, Config{DataDir: dir, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for range n {
+		res, err := q1.Publish(ctx, testRequest("restart"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[res.RunID] = true
+	}
+	if err := q1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	q2 := openTest(t, Config{DataDir: dir})
+	if got := streamMsgs(t, q2); got != n {
+		t.Fatalf("stream has %d messages after restart, want %d", got, n)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	c, err := q2.Consume(ctx, ConsumerConfig{AckWait: time.Second, Concurrency: 8}, func(ctx context.Context, d *Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[d.Request.ID]++
+		if len(seen) == n {
+			close(all)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		t.Fatalf("consumed %d of %d", len(seen), n)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("run %s handled %d times, want 1", id, seen[id])
+		}
+		rec, _, err := q2.Runs().Get(ctx, id)
+		if err != nil || rec.Status != workflows.StatusQueued {
+			t.Errorf("record %s after restart: %v %v", id, rec, err)
+		}
+	}
+}
+
+// Dedupe: one delivery published 1,000 times at once is one message and one
+// run; a replay after the duplicate window maps to the same run.
+func TestPublishDedupe(t *testing.T) {
+	const window = 2 * time.Second
+	q := openTest(t, Config{DuplicateWindow: window})
+	ctx := testCtx(t, 30*time.Second)
+	base := testRequest("dedupe")
+
+	const n = 1000
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ids  = map[string]int{}
+		dups int
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := *base
+			req.ID = ""
+			<-start
+			res, err := q.Publish(ctx, &req)
+			if err != nil {
+				t.Errorf("Publish: %v", err)
+				return
+			}
+			mu.Lock()
+			ids[res.RunID]++
+			if res.Duplicate {
+				dups++
+			}
+			mu.Unlock()
+		}()
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	t.Logf("%d concurrent publishes of one delivery took %s", n, time.Since(began))
+	if len(ids) != 1 || dups != n-1 {
+		t.Fatalf("got run ids %v and %d duplicates; want one id and %d duplicates", ids, dups, n-1)
+	}
+	if got := streamMsgs(t, q); got != 1 {
+		t.Fatalf("stream has %d messages, want 1", got)
+	}
+	var runID string
+	for id := range ids {
+		runID = id
+	}
+
+	// Consume and finish the run, as a runner would.
+	done := make(chan struct{}, 1)
+	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+		_, err := q.Runs().Modify(ctx, d.Request.ID, func(r *RunRecord) bool {
+			r.Status = workflows.StatusSucceeded
+			return true
+		})
+		done <- struct{}{}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Past the window JetStream no longer dedupes; the delivery bucket does.
+	time.Sleep(window + time.Second)
+	replay := *base
+	replay.ID = ""
+	res, err := q.Publish(ctx, &replay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Duplicate || res.RunID != runID || replay.ID != runID {
+		t.Fatalf("replay = %+v (req.ID %s), want duplicate of %s", res, replay.ID, runID)
+	}
+	rec, _, err := q.Runs().Get(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflows.StatusSucceeded {
+		t.Fatalf("replay changed the record to %s", rec.Status)
+	}
+	// The replayed message is a harmless copy for the same run id.
+	if got := streamMsgs(t, q); got != 1 {
+		t.Fatalf("stream has %d messages after the replay, want 1 (the window has passed)", got)
+	}
+}
