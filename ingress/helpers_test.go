@@ -1,0 +1,291 @@
+package ingress
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue"
+)
+
+const (
+	testGitHubSecret = "gh-test-secret-value"
+	testGitLabToken  = "gl-test-token-value"
+)
+
+// logBuffer collects every log line (debug included) so tests can assert
+// what was and was not logged.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newLogger() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// openQueue starts a real embedded NATS server with JetStream in dir,
+// listening on a loopback port so tests can inspect the stream.
+func openQueue(t testing.TB, dir string) *queue.Queue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := queue.Open(ctx, queue.Config{DataDir: dir, Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("opening queue: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q
+}
+
+// streamRunIDs returns the run ids of every message in HOOKRUN_RUNS.
+func streamRunIDs(t testing.TB, q *queue.Queue) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range streamRequests(t, q) {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// streamRequests reads every message of HOOKRUN_RUNS through a separate
+// NATS client.
+func streamRequests(t testing.TB, q *queue.Queue) []queue.RunRequest {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(q.ClientURL())
+	if err != nil {
+		t.Fatalf("connecting to nats: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, queue.StreamRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []queue.RunRequest
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			continue // deleted (work-queue) or a gap
+		}
+		var req queue.RunRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Fatalf("decoding stream message %d: %v", seq, err)
+		}
+		reqs = append(reqs, req)
+	}
+	if uint64(len(reqs)) != info.State.Msgs {
+		t.Fatalf("read %d messages, stream state says %d", len(reqs), info.State.Msgs)
+	}
+	return reqs
+}
+
+func writeFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const reviewWorkflow = `name: review
+on:
+  - event: comment
+    command: /review
+steps:
+  - id: review
+    run: echo "$HOOKRUN_COMMAND_ARGS"
+`
+
+const prWorkflow = `name: pr-check
+on:
+  - event: pull_request
+    actions: [opened, synchronize]
+steps:
+  - id: check
+    run: make check
+`
+
+// testEnv is an ingress server on a real queue, behind httptest.
+type testEnv struct {
+	srv  *Server
+	http *httptest.Server
+	q    *queue.Queue
+	logs *logBuffer
+}
+
+func newEnv(t testing.TB, cfg Config, workflowFiles map[string]string) *testEnv {
+	t.Helper()
+	q := openQueue(t, t.TempDir())
+	return newEnvWith(t, cfg, q, workflowFiles)
+}
+
+func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[string]string) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range workflowFiles {
+		writeFile(t, dir, name, content)
+	}
+	logger, logs := newLogger()
+	set, err := NewWorkflowSet(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Workflows()) != len(workflowFiles) {
+		t.Fatalf("loaded %d workflows from %d files:\n%s", len(set.Workflows()), len(workflowFiles), logs)
+	}
+	if !cfg.GitHub.Enabled && !cfg.GitLab.Enabled {
+		cfg.GitHub = GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}
+		cfg.GitLab = GitLabConfig{Enabled: true, Tokens: []string{testGitLabToken}}
+	}
+	s, err := New(cfg, pub, set, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	env := &testEnv{srv: s, http: hs, logs: logs}
+	if q, ok := pub.(*queue.Queue); ok {
+		env.q = q
+	}
+	return env
+}
+
+func sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// answer is a decoded webhook response.
+type answer struct {
+	Code      int
+	Raw       string
+	Delivery  string    `json:"delivery"`
+	Runs      []runRef  `json:"runs"`
+	Skipped   []skipped `json:"skipped"`
+	Reason    string    `json:"reason"`
+	Duplicate bool      `json:"duplicate"`
+	Error     string    `json:"error"`
+}
+
+func (e *testEnv) do(t testing.TB, path string, header http.Header, body io.Reader) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.http.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = header
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := answer{Code: resp.StatusCode, Raw: string(raw)}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("POST %s: %d answer is not JSON: %q", path, resp.StatusCode, raw)
+	}
+	return a
+}
+
+// github posts a delivery signed with testGitHubSecret.
+func (e *testEnv) github(t testing.TB, event, delivery string, body []byte) answer {
+	t.Helper()
+	h := http.Header{}
+	h.Set("X-GitHub-Event", event)
+	h.Set("X-GitHub-Delivery", delivery)
+	h.Set("X-Hub-Signature-256", sign(testGitHubSecret, body))
+	return e.do(t, "/hooks/github", h, bytes.NewReader(body))
+}
+
+// gitlab posts a delivery with testGitLabToken.
+func (e *testEnv) gitlab(t testing.TB, event string, extra http.Header, body []byte) answer {
+	t.Helper()
+	h := http.Header{}
+	for k, v := range extra {
+		h[k] = v
+	}
+	h.Set("X-Gitlab-Event", event)
+	h.Set("X-Gitlab-Token", testGitLabToken)
+	return e.do(t, "/hooks/gitlab", h, bytes.NewReader(body))
+}
+
+func (e *testEnv) get(t testing.TB, path string) (int, string) {
+	t.Helper()
+	resp, err := e.http.Client().Get(e.http.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// prComment is the issue_comment fixture turned into a comment on a pull
+// request (GitHub adds issue.pull_request for those) with the given text and
+// commenter association.
+func prComment(t testing.TB, body, association string) []byte {
+	t.Helper()
+	return patchJSON(t, "testdata/github/issue_comment/created.payload.json", func(m map[string]any) {
+		issue := obj(m, "issue")
+		issue["pull_request"] = map[string]any{
+			"url":      "https://api.github.com/repos/Codertocat/Hello-World/pulls/1",
+			"html_url": "https://github.com/Codertocat/Hello-World/pull/1",
+		}
+		c := obj(m, "comment")
+		c["body"] = body
+		c["author_association"] = association
+	})
+}
+
+func mustContain(t testing.TB, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Errorf("%q does not contain %q", s, sub)
+	}
+}
