@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -93,7 +93,7 @@ func (d *Docker) ensureImage(ctx context.Context, ref, policy string, progress i
 		if err == nil {
 			return nil
 		}
-		if !errdefs.IsNotFound(err) {
+		if !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("inspecting image %s: %w", ref, err)
 		}
 		if policy == workflows.PullNever {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/errdefs"
 
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -127,14 +127,14 @@ func (d *Docker) removeContainer(ctx context.Context, id string) error {
 	actx, cancel := d.apiCtx(ctx)
 	defer cancel()
 	err := d.cli.ContainerRemove(actx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !errdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return fmt.Errorf("removing container %s: %w", shortID(id), err)
 	}
 	return nil
 }
 
 // isRemovalInProgress: a concurrent remove of the same container answers 409.
-func isRemovalInProgress(err error) bool { return errdefs.IsConflict(err) }
+func isRemovalInProgress(err error) bool { return cerrdefs.IsConflict(err) }
 
 func shortID(id string) string {
 	if len(id) > 12 {

@@ -18,11 +18,11 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/errdefs"
 )
 
 // Ref is the image the tests use.
@@ -57,7 +57,7 @@ func EnsureRef(ctx context.Context, cli client.APIClient, ref string, force bool
 	if !force {
 		if _, err := cli.ImageInspect(ctx, ref); err == nil {
 			return nil
-		} else if !errdefs.IsNotFound(err) {
+		} else if !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("inspecting image %s: %w", ref, err)
 		}
 	}
