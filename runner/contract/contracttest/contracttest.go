@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,10 +96,11 @@ func (s *suite) exec(t *testing.T, ctx context.Context, req contract.ExecRequest
 	}
 	req.Env = append(append([]workflows.EnvVar(nil), s.opts.Env...), req.Env...)
 	if req.RunID == "" {
-		req.RunID = "contracttest"
+		// Unique per call, usable in container and sandbox names.
+		req.RunID = fmt.Sprintf("contracttest-%d-%d", os.Getpid(), callSeq.Add(1))
 	}
 	if req.StepID == "" {
-		req.StepID = strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+		req.StepID = stepID(t.Name())
 	}
 	c := &call{}
 	req.Stdout, req.Stderr = &c.stdout, &c.stderr
@@ -109,6 +111,28 @@ func (s *suite) exec(t *testing.T, ctx context.Context, req contract.ExecRequest
 	c.res, c.err = s.newExec(t).Exec(ctx, req)
 	c.elapsed = time.Since(start)
 	return c
+}
+
+var callSeq atomic.Int64
+
+// stepID turns a test name into a step id: [a-z0-9-], at most 63 bytes.
+func stepID(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(name) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	id := strings.Trim(b.String(), "-")
+	if len(id) > 63 {
+		id = strings.Trim(id[len(id)-63:], "-")
+	}
+	return id
 }
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
