@@ -29,6 +29,7 @@ func commands() []command {
 	return []command{
 		{"validate", "check workflow files and print every problem as file:line:col: message", cmdValidate},
 		{"schema", "print the JSON Schema (draft 2020-12) of the workflow format", cmdSchema},
+		{"run", "run one workflow once on this machine, without a server", cmdRun},
 		{"version", "print the version", cmdVersion},
 	}
 }

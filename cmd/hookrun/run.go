@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "WORKFLOW.yaml [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
+		"Run one workflow once on this machine, without a server or queue: each step's\n"+
+			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
+			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
+			"Exit 0 if the run succeeded, 1 if it failed, 2 on usage or validation errors.", stderr)
+	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
+	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
+	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
+	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
+	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
+	positional, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(positional) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	wf, err := workflows.ParseFile(positional[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	event, err := loadEvent(workflows.Forge(*forge), *eventPath, *eventName)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+		return exitUsage
+	}
+	providers, closeProviders := localProviders(runtimeOptions{}, stderr)
+	defer closeProviders()
+	return runner.RunLocal(ctx, runner.LocalOptions{
+		Workflow:  wf,
+		Event:     event,
+		Dir:       *dir,
+		JSON:      *asJSON,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Providers: providers,
+	})
+}
+
+// loadEvent normalizes a payload file the way ingress would; no file gives
+// an empty event of the forge.
+func loadEvent(forge workflows.Forge, path, name string) (*workflows.Event, error) {
+	if forge != workflows.GitHub && forge != workflows.GitLab {
+		return nil, fmt.Errorf("--forge must be github or gitlab, got %q", forge)
+	}
+	if path == "" {
+		if name != "" {
+			return nil, errors.New("--event-name needs --event PAYLOAD.json")
+		}
+		return &workflows.Event{Forge: forge, DeliveryID: "local"}, nil
+	}
+	if name == "" {
+		return nil, errors.New("--event needs --event-name (e.g. pull_request)")
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading event: %w", err)
+	}
+	e, err := ingress.Normalize(forge, name, body, "local")
+	if err != nil {
+		return nil, fmt.Errorf("normalizing %s: %w", path, err)
+	}
+	return e, nil
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments (`hookrun run wf.yaml --json`).
+func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
+	for {
+		if code, ok := parseFlags(fs, args); !ok {
+			return nil, code, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, 0, true
+		}
+		if args[0] == "--" {
+			return append(positional, args[1:]...), 0, true
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
