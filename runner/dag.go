@@ -146,7 +146,7 @@ func (x *execution) setSkipped(i int, reason string) {
 	x.states[i].Status = workflows.StatusSkipped
 	x.states[i].Error = reason
 	x.mu.Unlock()
-	x.sysf("step %s skipped: %s", x.wf.Steps[i].ID, reason)
+	x.stepSysf(x.wf.Steps[i].ID, "skipped: %s", reason)
 	x.changed(i)
 }
 
@@ -316,7 +316,7 @@ func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, ex
 func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []workflows.EnvVar) (workflows.Status, *int, int, string) {
 	r := x.routeFor(st)
 	if r.err != nil {
-		x.sysf("step %s: %s", st.ID, r.err)
+		x.stepSysf(st.ID, "%s", r.err)
 		return workflows.StatusFailed, nil, 0, r.err.Error()
 	}
 	if st.Action == workflows.ActionHarnessRun && (st.Harness == nil || x.e.cfg.Providers.Harness == nil) {
@@ -324,7 +324,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 		if st.Harness == nil {
 			err = fmt.Sprintf("step %s is a harness.run step without a provider", st.ID)
 		}
-		x.sysf("%s", err)
+		x.stepSysf(st.ID, "%s", err)
 		return workflows.StatusFailed, nil, 0, err
 	}
 	env, lookup := x.stepEnv(st, r, extra)
@@ -373,7 +373,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 			capture.Reset()
 		}
 		if attempt > 1 {
-			x.sysf("step %s: attempt %d of %d in %s", st.ID, attempt, maxAttempts, interval)
+			x.stepSysf(st.ID, "attempt %d of %d in %s", attempt, maxAttempts, interval)
 			t := time.NewTimer(interval)
 			select {
 			case <-ctx.Done():
@@ -419,17 +419,17 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 			break
 		}
 		if attempt < maxAttempts {
-			x.sysf("step %s: attempt %d failed: %s", st.ID, attempt, x.red.String(errMsg))
+			x.stepSysf(st.ID, "attempt %d failed: %s", attempt, errMsg)
 		}
 	}
 	attempt = min(attempt, maxAttempts)
 	if status == workflows.StatusFailed || status == workflows.StatusCancelled {
-		x.sysf("step %s %s: %s", st.ID, status, x.red.String(errMsg))
+		x.stepSysf(st.ID, "%s: %s", status, errMsg)
 	}
 	if capture != nil && status == workflows.StatusSucceeded {
 		val := x.red.String(strings.TrimSpace(capture.String()))
 		if capture.truncated {
-			x.sysf("step %s: output %s truncated at %d bytes", st.ID, st.Output, maxOutput)
+			x.stepSysf(st.ID, "output %s truncated at %d bytes", st.Output, maxOutput)
 		}
 		x.mu.Lock()
 		x.setOutput(st.Output, val)

@@ -154,7 +154,7 @@ type Result struct {
 	Error       string                `json:"error,omitempty"`
 	Body        string                `json:"body,omitempty"`         // report.body rendered
 	ReportError string                `json:"report_error,omitempty"` // last reporting failure; never fails the run
-	Ref         contract.ReportRef    `json:"ref"`
+	Ref         contract.ReportRef    `json:"ref,omitzero"`
 	StartedAt   time.Time             `json:"started_at"`
 	FinishedAt  time.Time             `json:"finished_at"`
 	// Abandoned is set when the run was stopped because the runner is
@@ -346,6 +346,14 @@ func (x *execution) sysf(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(x.sys, format+"\n", args...)
+}
+
+// stepSysf writes one line to a step's system stream (retries, failures,
+// skips, truncation). These are rare, so the writer is opened per line.
+func (x *execution) stepSysf(stepID, format string, args ...any) {
+	w := x.logWriter(stepID, StreamSystem)
+	fmt.Fprintf(w, format+"\n", args...)
+	w.Close()
 }
 
 // writeEventFile writes the raw payload to <workspace>/.hookrun/event.json

@@ -130,7 +130,7 @@ steps:
 				if got := strings.Count(readFile(t, dir, "other"), "x"); got != 1 {
 					t.Errorf("step other-code ran %d times, want 1", got)
 				}
-				if !strings.Contains(sink.text("_run", "system"), "step always: attempt 3 of 3") {
+				if !strings.Contains(sink.text("always", "system"), "attempt 3 of 3") {
 					t.Errorf("system log lacks the retry line:\n%s", sink.all())
 				}
 			},

@@ -158,10 +158,12 @@ type printSink struct {
 func (s *printSink) Writer(_, stepID, stream string) io.WriteCloser {
 	dst := s.stdout
 	prefix := "[" + stepID + "] "
-	switch stream {
-	case StreamStderr:
+	switch {
+	case stepID == RunLogStep:
+		dst, prefix = s.stderr, "[hookrun] "
+	case stream == StreamStderr:
 		dst = s.stderr
-	case StreamSystem:
+	case stream == StreamSystem:
 		dst = s.stderr
 		prefix += "hookrun: "
 	}

@@ -1,0 +1,268 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/providers/git"
+	"github.com/hookrun/hookrun/providers/harness"
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// The implementations cmd/hookrun wires in satisfy the runner's interfaces.
+var (
+	_ runner.Workspaces    = (*git.Workspaces)(nil)
+	_ runner.LogSink       = (*queue.LogStore)(nil)
+	_ runner.RunStore      = (*queue.RunStore)(nil)
+	_ runner.HarnessRunner = runner.HarnessFunc(harness.Run)
+)
+
+// recExec records the requests it gets and runs them on the real host
+// executor (rewriting container paths to the host workspace), so routing can
+// be observed without Docker or sbx.
+type recExec struct {
+	name string
+	mu   sync.Mutex
+	reqs []contract.ExecRequest
+	// closed counts Close calls when used as a session.
+	closed int
+}
+
+func (e *recExec) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	e.mu.Lock()
+	e.reqs = append(e.reqs, req)
+	e.mu.Unlock()
+	run := req
+	if strings.HasPrefix(run.Dir, "/workspace") || run.Dir == "" {
+		run.Dir = req.Workspace + strings.TrimPrefix(req.Dir, "/workspace")
+		if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+			return contract.ExecResult{ExitCode: -1}, err
+		}
+	}
+	if !slices.ContainsFunc(run.Env, func(v workflows.EnvVar) bool { return v.Name == "PATH" }) {
+		run.Env = append(slices.Clone(run.Env), workflows.EnvVar{Name: "PATH", Value: "/usr/bin:/bin"})
+	}
+	return hostExec().Exec(ctx, run)
+}
+
+func (e *recExec) Close(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed++
+	return nil
+}
+
+func (e *recExec) steps() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for _, r := range e.reqs {
+		ids = append(ids, r.StepID)
+	}
+	return ids
+}
+
+func (e *recExec) req(step string) (contract.ExecRequest, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.reqs {
+		if r.StepID == step {
+			return r, true
+		}
+	}
+	return contract.ExecRequest{}, false
+}
+
+// recSandbox opens recExec sessions.
+type recSandbox struct {
+	session *recExec
+	opened  []contract.OpenRequest
+	err     error
+}
+
+func (s *recSandbox) Open(_ context.Context, req contract.OpenRequest) (contract.Session, error) {
+	s.opened = append(s.opened, req)
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.session, nil
+}
+
+func envOf(req contract.ExecRequest, name string) (string, bool) {
+	for _, v := range req.Env {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+func TestRouting(t *testing.T) {
+	t.Parallel()
+	hostRec := &recExec{name: "host"}
+	containers := &recExec{name: "containers"}
+	root := &recSandbox{session: &recExec{name: "root"}}
+	sbx := &recSandbox{session: &recExec{name: "sbx"}}
+	providers := runner.Providers{Host: hostRec, Containers: containers, RootContainer: root, SBX: sbx, Harness: runner.HarnessFunc(harness.Run)}
+	cfg := func(c *runner.EngineConfig) { c.Providers = providers }
+
+	t.Run("root container", func(t *testing.T) {
+		res, sink, _ := runWorkflow(t, `
+container: {image: alpine:3.20}
+secrets: [API_KEY]
+steps:
+  - {id: in-root, run: 'echo "$HOOKRUN_WORKSPACE"', working_dir: sub}
+  - {id: own, run: "true", container: {image: golang:1.26}}
+`, runOpts{cfg: cfg, env: map[string]string{"API_KEY": "k-123456", "PATH": "/host/bin"}})
+		if res.Status != succeeded {
+			t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+		}
+		if got := root.session.steps(); !slices.Equal(got, []string{"in-root"}) {
+			t.Errorf("root container ran %v", got)
+		}
+		if got := containers.steps(); !slices.Equal(got, []string{"own"}) {
+			t.Errorf("step containers ran %v", got)
+		}
+		if got := hostRec.steps(); len(got) != 0 {
+			t.Errorf("host ran %v", got)
+		}
+		req, _ := root.session.req("in-root")
+		if req.Dir != "/workspace/sub" {
+			t.Errorf("dir in root container = %q, want /workspace/sub", req.Dir)
+		}
+		if v, _ := envOf(req, "HOOKRUN_WORKSPACE"); v != "/workspace" {
+			t.Errorf("HOOKRUN_WORKSPACE = %q", v)
+		}
+		if v, _ := envOf(req, "HOOKRUN_EVENT_PATH"); v != "/workspace/.hookrun/event.json" {
+			t.Errorf("HOOKRUN_EVENT_PATH = %q", v)
+		}
+		if _, ok := envOf(req, "PATH"); ok {
+			t.Error("the host PATH was passed into the container")
+		}
+		if v, _ := envOf(req, "API_KEY"); v != "k-123456" || !slices.Equal(req.SecretNames, []string{"API_KEY"}) {
+			t.Errorf("secret env %q names %v", v, req.SecretNames)
+		}
+		if own, _ := containers.req("own"); own.Container == nil || own.Container.Image != "golang:1.26" {
+			t.Errorf("per-step container request = %+v", own.Container)
+		}
+		if root.session.closed != 1 || len(root.opened) != 1 || root.opened[0].Workflow.Container.Image != "alpine:3.20" {
+			t.Errorf("root container opened %d times, closed %d times", len(root.opened), root.session.closed)
+		}
+	})
+
+	t.Run("sandbox, and an sbx-binary harness on the host", func(t *testing.T) {
+		res, sink, dir := runWorkflow(t, `
+sandbox: {provider: sbx, agent: claude}
+harnesses:
+  longlived: {binary: sbx, prefix_args: [exec, my-box, claude], prompt_mode: flag, prompt_flag: -p}
+steps:
+  - {id: in-box, run: 'echo "$HOOKRUN_SANDBOX"'}
+  - {id: agent, action: harness.run, with: {provider: longlived, prompt: "Review ${HOOKRUN_PR_TITLE}"}, continue_on: failed}
+`, runOpts{cfg: cfg})
+		if st := step(res, "in-box"); st.Status != succeeded {
+			t.Fatalf("in-box = %s: %s\n%s", st.Status, st.Error, sink.all())
+		}
+		if got := strings.TrimSpace(sink.text("in-box", "stdout")); got != "hookrun-r1" {
+			t.Errorf("HOOKRUN_SANDBOX = %q, want hookrun-r1", got)
+		}
+		if got := sbx.session.steps(); !slices.Equal(got, []string{"in-box"}) {
+			t.Errorf("sandbox ran %v", got)
+		}
+		req, ok := hostRec.req("agent")
+		if !ok {
+			t.Fatalf("the sbx harness did not run on the host (host ran %v)", hostRec.steps())
+		}
+		want := []string{"sbx", "exec", "my-box", "claude", "-p", "Review Add things"}
+		if !slices.Equal(req.Argv, want) {
+			t.Errorf("argv = %q, want %q", req.Argv, want)
+		}
+		if req.Dir != dir {
+			t.Errorf("dir = %q, want the host workspace %q", req.Dir, dir)
+		}
+		if sbx.session.closed != 1 {
+			t.Errorf("sandbox closed %d times", sbx.session.closed)
+		}
+	})
+
+	t.Run("missing providers fail clearly", func(t *testing.T) {
+		bare := func(c *runner.EngineConfig) { c.Providers = runner.Providers{Host: hostExec()} }
+		res, _, _ := runWorkflow(t, `
+steps:
+  - {id: own, run: "true", container: {image: golang:1.26}}
+  - {id: agent, action: harness.run, with: {provider: claude, prompt: hi}}
+`, runOpts{cfg: bare})
+		if e := step(res, "own").Error; !strings.Contains(e, "no container executor configured") {
+			t.Errorf("own container error = %q", e)
+		}
+		if e := step(res, "agent").Error; !strings.Contains(e, "no harness runner configured") {
+			t.Errorf("harness error = %q", e)
+		}
+		res, _, _ = runWorkflow(t, `
+sandbox: {provider: sbx, agent: claude}
+steps:
+  - {id: a, run: "true"}
+`, runOpts{cfg: bare})
+		if res.Status != failed || !strings.Contains(res.Error, `no "sbx" sandbox provider configured`) {
+			t.Errorf("sandbox without provider: %s %q", res.Status, res.Error)
+		}
+	})
+
+	t.Run("session is closed after failure and cancel", func(t *testing.T) {
+		s := &recSandbox{session: &recExec{name: "root"}}
+		p := providers
+		p.RootContainer = s
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(200*time.Millisecond, func() { cancel(runner.ErrCancelled) })
+		res, _, _ := runWorkflow(t, `
+container: {image: alpine:3.20}
+steps:
+  - {id: a, run: "sleep 5"}
+`, runOpts{ctx: ctx, cfg: func(c *runner.EngineConfig) { c.Providers = p }})
+		if res.Status != cancelled || s.session.closed != 1 {
+			t.Errorf("status %s, closed %d times", res.Status, s.session.closed)
+		}
+		res, _, _ = runWorkflow(t, `
+container: {image: alpine:3.20}
+steps:
+  - {id: a, run: "exit 1"}
+`, runOpts{cfg: func(c *runner.EngineConfig) { c.Providers = p }})
+		if res.Status != failed || s.session.closed != 2 {
+			t.Errorf("status %s, closed %d times", res.Status, s.session.closed)
+		}
+	})
+}
+
+func TestHarnessStepsWithFallbackAndUntrustedPrompt(t *testing.T) {
+	t.Parallel()
+	ev := samplePR()
+	ev.PullRequest.Title = "$(touch /tmp/pwned-harness) `id`"
+	res, sink, _ := runWorkflow(t, `
+harnesses:
+  broken: {binary: "false"}
+  echoer: {binary: printf, prefix_args: ["%s\n"]}
+steps:
+  - id: review
+    action: harness.run
+    output: REVIEW
+    with:
+      provider: broken
+      prompt: "Review: ${HOOKRUN_PR_TITLE}"
+      fallback: [{provider: echoer}]
+  - {id: after, run: 'printf "%s\n" "$REVIEW"', depends: [review]}
+`, runOpts{event: ev, cfg: func(c *runner.EngineConfig) { c.Providers.Harness = runner.HarnessFunc(harness.Run) }})
+	if res.Status != succeeded {
+		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+	}
+	want := "Review: " + ev.PullRequest.Title
+	if got := strings.TrimSpace(sink.text("after", "stdout")); got != want {
+		t.Errorf("output passed on = %q, want %q", got, want)
+	}
+}
