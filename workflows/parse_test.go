@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -305,5 +306,26 @@ func TestProblemFormat(t *testing.T) {
 	}
 	if Problems(nil).orNil() != nil {
 		t.Error("empty Problems is not a nil error")
+	}
+}
+
+// TestAliasBomb: aliases that expand to a huge tree (1000 steps x 1000
+// fallbacks x 1000 flags) are refused quickly instead of being walked.
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x: &F {provider: claude")
+	for i := range 1000 {
+		fmt.Fprintf(&b, ", f%d: 1", i)
+	}
+	b.WriteString("}\ny: &FB [*F" + strings.Repeat(", *F", 999) + "]\n")
+	b.WriteString("s: &S {id: a, action: harness.run, with: {provider: claude, prompt: p, fallback: *FB}}\n")
+	b.WriteString("steps: [*S" + strings.Repeat(", *S", 999) + "]\n")
+	start := time.Now()
+	_, err := Parse("bomb.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "document too large") {
+		t.Fatalf("not refused as too large: %.300v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
 	}
 }

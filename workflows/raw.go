@@ -160,11 +160,28 @@ type rawReport struct {
 // maxDepth bounds recursion through aliases and nesting.
 const maxDepth = 64
 
+// maxVisits bounds the nodes walked: aliases let a small file describe a
+// huge tree ("billion laughs"), and the walk follows them.
+const maxVisits = 200_000
+
 // reader collects problems while walking one file.
 type reader struct {
-	file  string
-	probs Problems
-	depth int
+	file   string
+	probs  Problems
+	depth  int
+	visits int
+}
+
+// visit counts n's children against maxVisits; false means stop walking.
+func (r *reader) visit(n *yaml.Node) bool {
+	r.visits += len(n.Content) + 1
+	if r.visits > maxVisits {
+		if r.visits-len(n.Content)-1 <= maxVisits {
+			r.errf(n, "document too large: aliases expand to more than %d nodes", maxVisits)
+		}
+		return false
+	}
+	return true
 }
 
 // errf records a problem at n's position (the whole file when n is nil).
@@ -229,6 +246,9 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 		r.errf(n, "%s: nested too deeply", what)
 		return false
 	}
+	if !r.visit(n) {
+		return false
+	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
@@ -258,6 +278,9 @@ func (r *reader) pairs(n *yaml.Node, what string, f func(k, v *yaml.Node)) {
 		r.errf(n, "%s: expected a mapping, got %s", what, kindName(n))
 		return
 	}
+	if !r.visit(n) {
+		return
+	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
@@ -285,6 +308,9 @@ func (r *reader) seq(n *yaml.Node, what string, f func(item *yaml.Node)) {
 	defer func() { r.depth-- }()
 	if r.depth > maxDepth {
 		r.errf(n, "%s: nested too deeply", what)
+		return
+	}
+	if !r.visit(n) {
 		return
 	}
 	for _, item := range n.Content {
