@@ -1,0 +1,120 @@
+package github
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultAPIURL is the REST API root of github.com.
+const DefaultAPIURL = "https://api.github.com/"
+
+// Config says how to reach GitHub and as whom. Set either Token, or AppID
+// and PrivateKey.
+type Config struct {
+	// APIURL is the REST API root, with a trailing slash: "" = github.com;
+	// for GitHub Enterprise Server "https://ghe.example/api/v3/".
+	APIURL string
+	// Token authenticates as a user or bot account (classic or fine-grained
+	// personal access token); sent as "Authorization: Bearer". Never logged.
+	Token string
+	// AppID is the GitHub App id; with PrivateKey, each event is reported
+	// with an installation token for its Event.InstallationID.
+	AppID int64
+	// PrivateKey is the GitHub App private key, PEM (PKCS#1 or PKCS#8).
+	PrivateKey []byte
+	// BotLogin is the login whose comments may hold a workflow's marker.
+	// "" = discovered: GET /user for a token, "<slug>[bot]" from GET /app for
+	// an App.
+	BotLogin string
+	// RunURL links the run from the comment and the commit status
+	// (target_url); "{run}" is replaced by the run id. "" = no link.
+	RunURL string
+	// MaxWait bounds the total rate-limit wait of one request of a start or
+	// progress report (those are superseded soon anyway); the final report
+	// waits for as long as its context allows. Default 1m; negative = never
+	// wait outside the final report.
+	MaxWait time.Duration
+	// Backoff is the first wait after a rate-limit answer that does not say
+	// when to retry (GitHub asks for at least a minute); it doubles on each
+	// further answer. Default 1m.
+	Backoff time.Duration
+	// Transport sends the HTTP requests; nil = a clone of
+	// http.DefaultTransport that waits at most 30 s for response headers.
+	Transport http.RoundTripper
+	// Logger receives retries and fallbacks (never tokens); nil = slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	if !strings.HasSuffix(c.APIURL, "/") {
+		c.APIURL += "/"
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = time.Minute
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Minute
+	}
+	if c.Transport == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		c.Transport = tr
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports what is wrong with c (after defaults are set). Errors
+// never include the token or key.
+func (c *Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("github api_url %q: want an http(s) URL such as %s", c.APIURL, DefaultAPIURL))
+	}
+	app := c.AppID != 0 || len(c.PrivateKey) > 0
+	switch {
+	case c.Token == "" && !app:
+		errs = append(errs, errors.New("github: set a token, or an app id and private key"))
+	case c.Token != "" && app:
+		errs = append(errs, errors.New("github: set a token or an app, not both"))
+	case app && c.AppID <= 0:
+		errs = append(errs, errors.New("github: app private key set without an app id"))
+	case app:
+		if err := checkKey(c.PrivateKey); err != nil {
+			errs = append(errs, fmt.Errorf("github app private key: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkKey checks that key is an RSA private key in PEM, without echoing it.
+func checkKey(key []byte) error {
+	block, _ := pem.Decode(key)
+	if block == nil {
+		return errors.New("not PEM")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return errors.New("not an RSA private key (PKCS#1 or PKCS#8)")
+	}
+	if _, ok := k.(*rsa.PrivateKey); !ok {
+		return errors.New("not an RSA private key")
+	}
+	return nil
+}

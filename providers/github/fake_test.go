@@ -1,0 +1,507 @@
+package github
+
+import (
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// fakeGitHub is an httptest server that behaves like the parts of the GitHub
+// REST API the reporter uses, under a GHES-style prefix /api/v3. It checks
+// method, path, authentication and the exact JSON body of every request, and
+// records every request so tests can inspect what reached "GitHub".
+type fakeGitHub struct {
+	t      *testing.T
+	srv    *httptest.Server
+	repo   string // owner/name it serves
+	bot    string // login the token or app authenticates as
+	token  string // token mode: the valid token ("" in App mode)
+	pageSz int    // GitHub caps per_page at 100; the fake caps lower to exercise paging
+
+	// App mode.
+	appID    int64
+	appKey   *rsa.PublicKey
+	appSlug  string
+	tokenTTL []time.Duration // lifetime of each issued installation token, in order; the last repeats
+
+	mu        sync.Mutex
+	nextID    int64
+	comments  []*fakeComment
+	statuses  []fakeStatus
+	reactions []fakeReaction
+	requests  []fakeRequest
+	tokens    map[string]time.Time // issued installation token → expiry
+	issued    []string
+	limited   map[string]int // "METHOD /path" → answer with a secondary rate limit this many more times
+	limitedAt map[string]time.Time
+	template  map[string]any // a real comment object (from a webhook payload) used to shape answers
+}
+
+type fakeComment struct {
+	ID     int64
+	Issue  int
+	Login  string
+	Body   string
+	Edits  int
+	Create time.Time
+}
+
+type fakeStatus struct {
+	SHA, State, Context, Description, TargetURL string
+}
+
+type fakeReaction struct {
+	Comment int64
+	Content string
+}
+
+type fakeRequest struct {
+	Method, Path, Auth, Body string
+	At                       time.Time
+}
+
+func newFakeGitHub(t *testing.T) *fakeGitHub {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/issue_comment.created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payload struct {
+		Comment map[string]any `json:"comment"`
+	}
+	if err := json.Unmarshal(raw, &payload); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
+		nextID: 1000, tokens: map[string]time.Time{}, limited: map[string]int{}, limitedAt: map[string]time.Time{},
+		template: payload.Comment}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// url is the API root to configure the reporter with (GHES style).
+func (f *fakeGitHub) url() string { return f.srv.URL + "/api/v3/" }
+
+// seed adds a comment written by someone (as if before the test).
+func (f *fakeGitHub) seed(issue int, login, body string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.comments = append(f.comments, &fakeComment{ID: f.nextID, Issue: issue, Login: login, Body: body})
+	return f.nextID
+}
+
+// limit makes the next n requests to "METHOD /path" fail with GitHub's
+// secondary rate limit answer (403, Retry-After: 1).
+func (f *fakeGitHub) limit(methodPath string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limited[methodPath] = n
+}
+
+func (f *fakeGitHub) comment(id int64) *fakeComment {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.comments {
+		if c.ID == id {
+			cp := *c
+			return &cp
+		}
+	}
+	return nil
+}
+
+func (f *fakeGitHub) commentsBy(login string) []fakeComment {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeComment
+	for _, c := range f.comments {
+		if c.Login == login {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+func (f *fakeGitHub) allStatuses() []fakeStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.statuses)
+}
+
+func (f *fakeGitHub) allReactions() []fakeReaction {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reactions)
+}
+
+func (f *fakeGitHub) allRequests() []fakeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+// count returns how many requests matched method and a path regexp.
+func (f *fakeGitHub) count(method, pathRE string) int {
+	re := regexp.MustCompile("^" + pathRE + "$")
+	n := 0
+	for _, r := range f.allRequests() {
+		if r.Method == method && re.MatchString(r.Path) {
+			n++
+		}
+	}
+	return n
+}
+
+var (
+	reIssueComments = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
+	reComment       = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$`)
+	reReactions     = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)/reactions$`)
+	reStatuses      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})$`)
+	reAccessTokens  = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
+)
+
+func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	path, ok := strings.CutPrefix(r.URL.Path, "/api/v3")
+	f.mu.Lock()
+	f.requests = append(f.requests, fakeRequest{Method: r.Method, Path: path, Auth: r.Header.Get("Authorization"), Body: string(body), At: time.Now()})
+	f.mu.Unlock()
+	if !ok {
+		f.fail(w, 404, "Not Found", "request outside the API prefix: "+r.URL.Path)
+		return
+	}
+
+	// Secondary rate limit, as GitHub answers it.
+	f.mu.Lock()
+	key := r.Method + " " + path
+	if n := f.limited[key]; n > 0 {
+		f.limited[key] = n - 1
+		f.limitedAt[key] = time.Now()
+		f.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(403)
+		io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
+		return
+	}
+	f.mu.Unlock()
+
+	// App endpoints take the JWT.
+	if m := reAccessTokens.FindStringSubmatch(path); m != nil || path == "/app" {
+		if !f.checkJWT(w, r) {
+			return
+		}
+		switch {
+		case path == "/app" && r.Method == "GET":
+			f.json(w, 200, map[string]any{"id": f.appID, "slug": f.appSlug, "name": "hookrun test", "owner": map[string]any{"login": "Codertocat"}})
+		case m != nil && r.Method == "POST":
+			if b := strings.TrimSpace(string(body)); b != "" && b != "{}" && b != "null" {
+				f.fail(w, 422, "Invalid request.", "unexpected token options "+string(body))
+				return
+			}
+			f.mu.Lock()
+			ttl := f.tokenTTL[min(len(f.issued), len(f.tokenTTL)-1)]
+			tok := fmt.Sprintf("ghs_installation%s_%d", m[1], len(f.issued)+1)
+			exp := time.Now().Add(ttl).Truncate(time.Second)
+			f.tokens[tok] = exp
+			f.issued = append(f.issued, tok)
+			f.mu.Unlock()
+			f.json(w, 201, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339),
+				"permissions": map[string]string{"issues": "write", "pull_requests": "write", "statuses": "write"}, "repository_selection": "all"})
+		default:
+			f.fail(w, 404, "Not Found", "")
+		}
+		return
+	}
+
+	if !f.checkAuth(w, r) {
+		return
+	}
+	owner, name, _ := strings.Cut(f.repo, "/")
+	repoOK := func(m []string) bool {
+		if m[1] != owner || m[2] != name {
+			f.fail(w, 404, "Not Found", "")
+			return false
+		}
+		return true
+	}
+
+	switch {
+	case path == "/user" && r.Method == "GET":
+		f.json(w, 200, map[string]any{"login": f.bot, "id": 4242, "type": "User"})
+
+	case reIssueComments.MatchString(path):
+		m := reIssueComments.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		issue, _ := strconv.Atoi(m[3])
+		switch r.Method {
+		case "GET":
+			f.list(w, r, issue)
+		case "POST":
+			text, ok := f.commentBody(w, body)
+			if !ok {
+				return
+			}
+			f.mu.Lock()
+			f.nextID++
+			c := &fakeComment{ID: f.nextID, Issue: issue, Login: f.bot, Body: text, Create: time.Now()}
+			f.comments = append(f.comments, c)
+			f.mu.Unlock()
+			f.json(w, 201, f.commentJSON(c))
+		default:
+			f.fail(w, 404, "Not Found", "")
+		}
+
+	case reComment.MatchString(path) && r.Method == "PATCH":
+		m := reComment.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		id, _ := strconv.ParseInt(m[3], 10, 64)
+		text, ok := f.commentBody(w, body)
+		if !ok {
+			return
+		}
+		f.mu.Lock()
+		var c *fakeComment
+		for _, x := range f.comments {
+			if x.ID == id {
+				c = x
+			}
+		}
+		if c == nil {
+			f.mu.Unlock()
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		if c.Login != f.bot {
+			f.mu.Unlock()
+			f.fail(w, 403, "Must have admin rights to Repository.", "")
+			return
+		}
+		c.Body = text
+		c.Edits++
+		out := f.commentJSON(c)
+		f.mu.Unlock()
+		f.json(w, 200, out)
+
+	case reReactions.MatchString(path) && r.Method == "POST":
+		m := reReactions.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		var in map[string]any
+		if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["content"] == nil {
+			f.fail(w, 422, "Invalid request.", fmt.Sprintf("reaction body %s", body))
+			return
+		}
+		content, _ := in["content"].(string)
+		if !slices.Contains([]string{"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}, content) {
+			f.fail(w, 422, "Validation Failed", "content "+content)
+			return
+		}
+		id, _ := strconv.ParseInt(m[3], 10, 64)
+		f.mu.Lock()
+		f.reactions = append(f.reactions, fakeReaction{Comment: id, Content: content})
+		f.mu.Unlock()
+		f.json(w, 201, map[string]any{"id": 1, "node_id": "MDg6UmVhY3Rpb24x", "content": content, "user": map[string]any{"login": f.bot}})
+
+	case reStatuses.MatchString(path) && r.Method == "POST":
+		m := reStatuses.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		var in struct {
+			State       *string `json:"state"`
+			TargetURL   *string `json:"target_url"`
+			Description *string `json:"description"`
+			Context     *string `json:"context"`
+		}
+		if err := strictJSON(body, &in); err != nil || in.State == nil {
+			f.fail(w, 422, "Invalid request.", fmt.Sprintf("status body %s: %v", body, err))
+			return
+		}
+		if !slices.Contains([]string{"error", "failure", "pending", "success"}, *in.State) {
+			f.fail(w, 422, "Validation Failed", "state "+*in.State)
+			return
+		}
+		st := fakeStatus{SHA: m[3], State: *in.State}
+		if in.Context != nil {
+			st.Context = *in.Context
+		}
+		if in.Description != nil {
+			st.Description = *in.Description
+			if utf8.RuneCountInString(st.Description) > 140 {
+				f.fail(w, 422, "Validation Failed", "description is too long (maximum is 140 characters)")
+				return
+			}
+		}
+		if in.TargetURL != nil {
+			st.TargetURL = *in.TargetURL
+		}
+		f.mu.Lock()
+		f.statuses = append(f.statuses, st)
+		f.mu.Unlock()
+		f.json(w, 201, map[string]any{"id": len(f.statuses), "state": st.State, "context": st.Context, "description": st.Description, "target_url": st.TargetURL})
+
+	default:
+		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
+	}
+}
+
+// list answers GET .../issues/{n}/comments with GitHub's paging (Link header).
+func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request, issue int) {
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = 30
+	}
+	per = min(per, f.pageSz)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	f.mu.Lock()
+	var all []map[string]any
+	for _, c := range f.comments {
+		if c.Issue == issue {
+			all = append(all, f.commentJSON(c))
+		}
+	}
+	f.mu.Unlock()
+	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	if hi < len(all) {
+		next := fmt.Sprintf("%s%s?page=%d&per_page=%d", f.srv.URL, r.URL.Path, page+1, per)
+		last := fmt.Sprintf("%s%s?page=%d&per_page=%d", f.srv.URL, r.URL.Path, (len(all)+per-1)/per, per)
+		w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next", <%s>; rel="last"`, next, last))
+	}
+	f.json(w, 200, append([]map[string]any{}, all[lo:hi]...))
+}
+
+// commentBody checks a create/edit body: exactly {"body": "..."}, non-empty,
+// at most 65,536 characters (GitHub answers 422 beyond).
+func (f *fakeGitHub) commentBody(w http.ResponseWriter, body []byte) (string, bool) {
+	var in map[string]*string
+	if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
+		f.fail(w, 422, "Invalid request.", fmt.Sprintf("comment body %.200s", body))
+		return "", false
+	}
+	if utf8.RuneCountInString(*in["body"]) > 65536 {
+		f.fail(w, 422, "Validation Failed", "Body is too long (maximum is 65536 characters)")
+		return "", false
+	}
+	return *in["body"], true
+}
+
+func (f *fakeGitHub) commentJSON(c *fakeComment) map[string]any {
+	out := map[string]any{}
+	for k, v := range f.template {
+		out[k] = v
+	}
+	owner, name, _ := strings.Cut(f.repo, "/")
+	out["id"] = c.ID
+	out["body"] = c.Body
+	out["url"] = fmt.Sprintf("%s/api/v3/repos/%s/%s/issues/comments/%d", f.srv.URL, owner, name, c.ID)
+	out["html_url"] = fmt.Sprintf("https://github.example/%s/%s/issues/%d#issuecomment-%d", owner, name, c.Issue, c.ID)
+	user := map[string]any{}
+	for k, v := range f.template["user"].(map[string]any) {
+		user[k] = v
+	}
+	user["login"] = c.Login
+	if strings.HasSuffix(c.Login, "[bot]") {
+		user["type"] = "Bot"
+	}
+	out["user"] = user
+	return out
+}
+
+func (f *fakeGitHub) checkAuth(w http.ResponseWriter, r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	if f.token != "" {
+		if auth != "Bearer "+f.token && auth != "token "+f.token {
+			f.fail(w, 401, "Bad credentials", "")
+			return false
+		}
+		return true
+	}
+	tok, ok := strings.CutPrefix(auth, "token ")
+	f.mu.Lock()
+	exp, known := f.tokens[tok]
+	f.mu.Unlock()
+	if !ok || !known || time.Now().After(exp) {
+		f.fail(w, 401, "Bad credentials", "")
+		return false
+	}
+	return true
+}
+
+// checkJWT verifies the App JWT as GitHub does: RS256 signed by the app's
+// key, iss = app id, issued in the past, expiring within 10 minutes.
+func (f *fakeGitHub) checkJWT(w http.ResponseWriter, r *http.Request) bool {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || f.appKey == nil {
+		f.fail(w, 401, "A JSON web token could not be decoded", "")
+		return false
+	}
+	claims := jwt.MapClaims{}
+	tok, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return f.appKey, nil },
+		jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuedAt(), jwt.WithExpirationRequired())
+	if err != nil || !tok.Valid {
+		f.fail(w, 401, "A JSON web token could not be decoded", fmt.Sprint(err))
+		return false
+	}
+	iss, _ := claims.GetIssuer()
+	iat, _ := claims.GetIssuedAt()
+	exp, _ := claims.GetExpirationTime()
+	if iss != strconv.FormatInt(f.appID, 10) || iat == nil || exp.Sub(iat.Time) > 10*time.Minute {
+		f.fail(w, 401, "'Issuer' claim ('iss') must be an Integer", "")
+		return false
+	}
+	return true
+}
+
+func (f *fakeGitHub) json(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Ratelimit-Limit", "5000")
+	w.Header().Set("X-Ratelimit-Remaining", "4990")
+	w.Header().Set("X-Ratelimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// fail answers like GitHub does; why is logged for the test's reader.
+func (f *fakeGitHub) fail(w http.ResponseWriter, code int, msg, why string) {
+	if why != "" {
+		f.t.Logf("fake github: %d %s: %s", code, msg, why)
+	}
+	f.json(w, code, map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+}
+
+// strictJSON decodes exactly one JSON value with no unknown fields.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data")
+	}
+	return nil
+}

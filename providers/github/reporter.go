@@ -1,0 +1,392 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/hookrun/hookrun/providers/internal/ratelimit"
+	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// statusDescriptionLimit is the longest description the statuses API takes.
+const statusDescriptionLimit = 140
+
+// Reporter shows runs on GitHub: a comment per workflow on the pull request
+// or issue, a commit status hookrun/<workflow> on the head SHA, and an
+// "eyes" reaction on the comment that triggered a command. It is safe for
+// concurrent use by many runs.
+type Reporter struct {
+	cfg  Config
+	log  *slog.Logger
+	base *url.URL
+
+	token *gh.Client                    // token auth; nil for an App
+	apps  *ghinstallation.AppsTransport // App auth (JWT); nil for a token
+
+	mu       sync.Mutex
+	installs map[int64]*gh.Client // App: one client (and cached token) per installation
+	login    string               // discovered bot login
+	comments map[string]int64     // run id + workflow → comment id, until the final report
+
+	locks [64]sync.Mutex // striped by repo, number and workflow: one find-or-create at a time
+}
+
+// New checks cfg and returns a Reporter. No request is made yet.
+func New(cfg Config) (*Reporter, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	base, _ := url.Parse(cfg.APIURL)
+	rl := &ratelimit.Transport{Base: cfg.Transport, MaxWait: cfg.MaxWait, Backoff: cfg.Backoff, Logger: cfg.Logger}
+	rl.SetDefaults()
+	r := &Reporter{cfg: cfg, log: cfg.Logger, base: base,
+		installs: map[int64]*gh.Client{}, comments: map[string]int64{}, login: cfg.BotLogin}
+	if cfg.Token != "" {
+		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
+		return r, nil
+	}
+	apps, err := ghinstallation.NewAppsTransport(rl, cfg.AppID, cfg.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading github app private key: %w", errors.New("invalid key")) // never echo key material
+	}
+	apps.BaseURL = strings.TrimRight(cfg.APIURL, "/")
+	r.apps = apps
+	return r, nil
+}
+
+func (r *Reporter) newClient(tr http.RoundTripper) *gh.Client {
+	c := gh.NewClient(&http.Client{Transport: tr})
+	c.BaseURL = r.base
+	c.UploadURL = r.base
+	return c
+}
+
+// client returns the API client for an event: the token client, or the
+// installation's client for an App (its token is fetched on first use and
+// refreshed a minute before it expires).
+func (r *Reporter) client(installation int64) (*gh.Client, error) {
+	if r.token != nil {
+		return r.token, nil
+	}
+	if installation == 0 {
+		return nil, errors.New("authenticating as github app: event has no installation id")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.installs[installation]; ok {
+		return c, nil
+	}
+	itr := ghinstallation.NewFromAppsTransport(r.apps, installation)
+	c := r.newClient(itr)
+	r.installs[installation] = c
+	return c, nil
+}
+
+// Report implements contract.Reporter. Comment, status and reaction are each
+// attempted; their errors are joined. The returned ReportRef carries the
+// comment id whenever one is known, also with an error.
+func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contract.ReportRef, error) {
+	ref := rep.Ref
+	if rep.Workflow == nil || rep.Event == nil {
+		return ref, fmt.Errorf("reporting run %s on github: report without workflow or event", rep.RunID)
+	}
+	ev := rep.Event
+	if ev.Forge != "" && ev.Forge != workflows.GitHub {
+		return ref, fmt.Errorf("reporting run %s on github: event comes from %s", rep.RunID, ev.Forge)
+	}
+	owner, repo, ok := strings.Cut(ev.Repo, "/")
+	if !ok || owner == "" || repo == "" {
+		return ref, fmt.Errorf("reporting run %s on github: repository %q is not owner/name", rep.RunID, ev.Repo)
+	}
+	if rep.Phase == contract.PhaseFinal {
+		ctx = ratelimit.Final(ctx)
+	}
+	c, err := r.client(ev.InstallationID)
+	if err != nil {
+		return ref, fmt.Errorf("reporting run %s on github: %w", rep.RunID, err)
+	}
+
+	var errs []error
+	if mode := commentMode(rep.Workflow); mode != workflows.CommentNone && ev.Number() > 0 {
+		id, err := r.comment(ctx, c, owner, repo, mode, rep)
+		if id != 0 {
+			ref.CommentID = id
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if sha := headSHA(rep); rep.Workflow.Report.Status && sha != "" &&
+		(rep.Phase == contract.PhaseStart || rep.Phase == contract.PhaseFinal) {
+		if err := r.status(ctx, c, owner, repo, sha, rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if rep.Phase == contract.PhaseStart && ev.Kind == workflows.KindComment && ev.Comment != nil && ev.Comment.ID != 0 {
+		if err := r.call(ctx, func() error {
+			_, _, err := c.Reactions.CreateIssueCommentReaction(ctx, owner, repo, ev.Comment.ID, "eyes")
+			return err
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("reacting to comment %d: %w", ev.Comment.ID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ref, fmt.Errorf("reporting run %s on github: %w", rep.RunID, err)
+	}
+	return ref, nil
+}
+
+func commentMode(w *workflows.Workflow) string {
+	if w.Report.Comment == "" {
+		return workflows.CommentSticky
+	}
+	return w.Report.Comment
+}
+
+func headSHA(rep *contract.RunReport) string {
+	if rep.HeadSHA != "" {
+		return rep.HeadSHA
+	}
+	return rep.Event.HeadSHA()
+}
+
+// comment writes the run's comment and returns its id: the one the run
+// record or this process knows, else (sticky) the workflow's comment found by
+// its marker among the bot's comments, else (new, on a later attempt) the
+// run's own comment, else a new one.
+func (r *Reporter) comment(ctx context.Context, c *gh.Client, owner, repo, mode string, rep *contract.RunReport) (int64, error) {
+	body := render.Comment(rep, render.Options{Limit: render.GitHubCommentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID)})
+	key := rep.RunID + "\x00" + rep.Workflow.Name
+	final := rep.Phase == contract.PhaseFinal
+	defer func() {
+		if final {
+			r.mu.Lock()
+			delete(r.comments, key)
+			r.mu.Unlock()
+		}
+	}()
+
+	id := rep.Ref.CommentID
+	if id == 0 {
+		r.mu.Lock()
+		id = r.comments[key]
+		r.mu.Unlock()
+	}
+	if id != 0 {
+		err := r.edit(ctx, c, owner, repo, id, body)
+		if err == nil || !isStatus(err, http.StatusNotFound) {
+			return id, err
+		}
+		r.log.Warn("github comment gone, looking for it again", "run", rep.RunID, "comment", id)
+	}
+
+	number := rep.Event.Number()
+	lock := &r.locks[stripe(fmt.Sprintf("%s/%s#%d/%s", owner, repo, number, rep.Workflow.Name))]
+	lock.Lock()
+	defer lock.Unlock()
+
+	var match func(*gh.IssueComment) bool
+	switch {
+	case mode == workflows.CommentSticky:
+		match = func(cm *gh.IssueComment) bool { return render.HasMarker(cm.GetBody(), rep.Workflow.Name) }
+	case rep.Phase != contract.PhaseStart || rep.Attempt > 1:
+		match = func(cm *gh.IssueComment) bool {
+			return render.HasMarker(cm.GetBody(), rep.Workflow.Name) && render.HasRunMarker(cm.GetBody(), rep.RunID)
+		}
+	}
+	if match != nil {
+		found, err := r.find(ctx, c, owner, repo, number, match)
+		if err != nil {
+			return 0, err
+		}
+		if found != 0 {
+			r.remember(key, found, final)
+			return found, r.edit(ctx, c, owner, repo, found, body)
+		}
+	}
+	var cm *gh.IssueComment
+	err := r.call(ctx, func() (err error) {
+		cm, _, err = c.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("creating comment on %s/%s#%d: %w", owner, repo, number, err)
+	}
+	r.remember(key, cm.GetID(), final)
+	return cm.GetID(), nil
+}
+
+func (r *Reporter) remember(key string, id int64, final bool) {
+	if final {
+		return
+	}
+	r.mu.Lock()
+	r.comments[key] = id
+	r.mu.Unlock()
+}
+
+func (r *Reporter) edit(ctx context.Context, c *gh.Client, owner, repo string, id int64, body string) error {
+	if err := r.call(ctx, func() error {
+		_, _, err := c.Issues.EditComment(ctx, owner, repo, id, &gh.IssueComment{Body: gh.String(body)})
+		return err
+	}); err != nil {
+		return fmt.Errorf("editing comment %d: %w", id, err)
+	}
+	return nil
+}
+
+// find pages through the comments of an issue or pull request and returns
+// the id of the first one that matches and was written by the bot (any
+// author when the bot's login cannot be learned).
+func (r *Reporter) find(ctx context.Context, c *gh.Client, owner, repo string, number int, match func(*gh.IssueComment) bool) (int64, error) {
+	login := r.botLogin(ctx)
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for pages := 0; pages < 100; pages++ {
+		var list []*gh.IssueComment
+		var resp *gh.Response
+		err := r.call(ctx, func() (err error) {
+			list, resp, err = c.Issues.ListComments(ctx, owner, repo, number, opts)
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("listing comments of %s/%s#%d: %w", owner, repo, number, err)
+		}
+		for _, cm := range list {
+			if match(cm) && (login == "" || strings.EqualFold(cm.GetUser().GetLogin(), login)) {
+				return cm.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return 0, nil
+}
+
+// botLogin is the login our comments are written by: configured, or learned
+// once from GET /user (token) or GET /app (App). "" when it cannot be learned.
+func (r *Reporter) botLogin(ctx context.Context) string {
+	r.mu.Lock()
+	login := r.login
+	r.mu.Unlock()
+	if login != "" {
+		return login
+	}
+	if r.token != nil {
+		u, _, err := r.token.Users.Get(ctx, "")
+		if err != nil {
+			r.log.Warn("github: cannot learn the bot login, matching comments by marker only", "err", err)
+			return ""
+		}
+		login = u.GetLogin()
+	} else {
+		app, _, err := r.newClient(r.apps).Apps.Get(ctx, "")
+		if err != nil {
+			r.log.Warn("github: cannot learn the app slug, matching comments by marker only", "err", err)
+			return ""
+		}
+		login = app.GetSlug() + "[bot]"
+	}
+	r.mu.Lock()
+	r.login = login
+	r.mu.Unlock()
+	return login
+}
+
+func (r *Reporter) status(ctx context.Context, c *gh.Client, owner, repo, sha string, rep *contract.RunReport) error {
+	st := &gh.RepoStatus{
+		State:       gh.String(statusState(rep)),
+		Context:     gh.String("hookrun/" + rep.Workflow.Name),
+		Description: gh.String(render.Description(rep, statusDescriptionLimit)),
+	}
+	if u := render.RunURL(r.cfg.RunURL, rep.RunID); u != "" {
+		st.TargetURL = gh.String(u)
+	}
+	if err := r.call(ctx, func() error {
+		_, _, err := c.Repositories.CreateStatus(ctx, owner, repo, sha, st)
+		return err
+	}); err != nil {
+		return fmt.Errorf("setting status %s on %s: %w", st.GetState(), sha, err)
+	}
+	return nil
+}
+
+// statusState maps a run to a GitHub commit status state.
+func statusState(rep *contract.RunReport) string {
+	if rep.Phase != contract.PhaseFinal {
+		return "pending"
+	}
+	switch rep.Status {
+	case workflows.StatusSucceeded, workflows.StatusSkipped:
+		return "success"
+	case workflows.StatusCancelled:
+		return "error"
+	default:
+		return "failure"
+	}
+}
+
+// call runs one API call. The rate-limit transport has already waited out
+// every limit GitHub answered with, but go-github remembers a limit it saw
+// (the answer of a report that gave up waiting, or a response with
+// x-ratelimit-remaining 0) and then refuses calls without sending them until
+// the reset. The final report waits those out too, for as long as ctx lasts;
+// other reports return the error.
+func (r *Reporter) call(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !ratelimit.IsFinal(ctx) || ctx.Err() != nil {
+			return err
+		}
+		var abuse *gh.AbuseRateLimitError
+		var primary *gh.RateLimitError
+		var wait time.Duration
+		switch {
+		case errors.As(err, &abuse) && abuse.RetryAfter != nil:
+			wait = *abuse.RetryAfter
+		case errors.As(err, &abuse):
+			wait = r.cfg.Backoff
+		case errors.As(err, &primary):
+			wait = time.Until(primary.Rate.Reset.Time)
+		default:
+			return err
+		}
+		wait = max(wait, 0) + 50*time.Millisecond
+		r.log.Warn("github: rate limited, waiting to deliver the final report", "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for the rate limit to reset: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func isStatus(err error, code int) bool {
+	var er *gh.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == code
+}
+
+func stripe(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % 64)
+}
+
+var _ contract.Reporter = (*Reporter)(nil)
