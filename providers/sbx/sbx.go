@@ -1,0 +1,423 @@
+package sbx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hookrun/hookrun/runner/contract"
+)
+
+// Config configures the sbx sandbox provider.
+type Config struct {
+	// Binary is the sbx CLI, a path or a name looked up in PATH. Default "sbx".
+	Binary string
+	// Git is the git CLI used to collect the agent's commits into the
+	// workspace. Default "git".
+	Git string
+	// Env is the environment of every sbx and git process hookrun starts
+	// (HOME, PATH and DOCKER_* let sbx find its session). Default: the
+	// runner's own environment. Only variables named with `-e` reach the
+	// sandbox.
+	Env []string
+	// StopGrace is the time between SIGTERM and SIGKILL when a step is
+	// stopped and its request sets no Grace. Default 5s.
+	StopGrace time.Duration
+	// CommandTimeout bounds each lifecycle command (rm, create, git fetch,
+	// ...); Close uses it with a fresh context when the run's context is
+	// done. Default 5m (creating a sandbox may pull its image).
+	CommandTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.Binary == "" {
+		c.Binary = "sbx"
+	}
+	if c.Git == "" {
+		c.Git = "git"
+	}
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	if c.StopGrace == 0 {
+		c.StopGrace = 5 * time.Second
+	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = 5 * time.Minute
+	}
+}
+
+// Validate reports every invalid field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.StopGrace < 0 {
+		errs = append(errs, fmt.Errorf("stop_grace %s: negative", c.StopGrace))
+	}
+	if c.CommandTimeout < 0 {
+		errs = append(errs, fmt.Errorf("command_timeout %s: negative", c.CommandTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Provider opens one fresh sbx sandbox per run (DESIGN.md §4).
+type Provider struct {
+	cfg Config
+}
+
+// New returns a provider; it runs nothing yet.
+func New(cfg Config) (*Provider, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validating sbx config: %w", err)
+	}
+	return &Provider{cfg: cfg}, nil
+}
+
+// SandboxName is the sandbox of a run.
+func SandboxName(runID string) string { return "hookrun-" + runID }
+
+// RemoteName is the git remote sbx adds to the workspace for a run's sandbox.
+func RemoteName(runID string) string { return "sandbox-" + SandboxName(runID) }
+
+// BranchName is the workspace branch that receives the agent's commits.
+func BranchName(runID string) string { return "hookrun/" + runID }
+
+// Open removes a leftover sandbox of the run, then creates a fresh one with
+// `sbx create --name hookrun-<run> --clone --no-progress <agent> <workspace>`.
+// The agent is req.Workflow.Sandbox.Agent.
+func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract.Session, error) {
+	if req.Workflow == nil || req.Workflow.Sandbox == nil || req.Workflow.Sandbox.Agent == "" {
+		return nil, fmt.Errorf("opening sbx sandbox for run %s: the workflow names no sandbox agent", req.RunID)
+	}
+	if req.Workspace == "" {
+		return nil, fmt.Errorf("opening sbx sandbox for run %s: no workspace", req.RunID)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("opening sbx sandbox for run %s: %w", req.RunID, err)
+	}
+	name := SandboxName(req.RunID)
+	s := &Session{p: p, runID: req.RunID, name: name, workspace: req.Workspace, log: req.Stderr}
+	// A sandbox of an earlier attempt of this run would make create fail.
+	if err := p.lifecycle(ctx, req.Stderr, p.cfg.Binary, "rm", "--force", name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
+		return nil, fmt.Errorf("removing leftover sandbox %s: %w", name, err)
+	}
+	// The branch the workspace is on, in case the sandbox does not tell.
+	if out, err := p.output(ctx, p.cfg.Git, "-C", req.Workspace, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+		s.branch = strings.TrimSpace(out)
+	}
+	if err := p.lifecycle(ctx, req.Stderr, p.cfg.Binary, "create", "--name", name, "--clone", "--no-progress", req.Workflow.Sandbox.Agent, req.Workspace); err != nil {
+		// create may have got far enough to leave something behind.
+		_ = s.Close(ctx)
+		return nil, fmt.Errorf("creating sandbox %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Session is an open sbx sandbox.
+type Session struct {
+	p         *Provider
+	runID     string
+	name      string
+	workspace string
+	branch    string // the workspace's branch at Open, "" when detached
+	log       io.Writer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Name is the sandbox's name.
+func (s *Session) Name() string { return s.name }
+
+// hostOnly are variables that describe the runner's host; they are never
+// forwarded into the sandbox, which has its own.
+var hostOnly = map[string]bool{"PATH": true, "HOME": true, "PWD": true, "SHELL": true, "USER": true,
+	"LOGNAME": true, "TMPDIR": true, "HOSTNAME": true, "SHLVL": true, "OLDPWD": true, "_": true}
+
+// Exec runs req.Argv in the sandbox: `sbx exec [-i] [-w DIR] -e NAME...
+// hookrun-<run> argv...`. Variables are passed by bare name, their values
+// set in the sbx process's own environment, so no value appears on a
+// command line. Secrets (req.SecretNames) are not forwarded at all: the
+// agent authenticates through sbx's own credential proxy. When ctx ends,
+// the sbx process group gets SIGTERM, then SIGKILL after the grace period.
+func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	start := time.Now()
+	res := contract.ExecResult{ExitCode: -1}
+	done := func(err error) (contract.ExecResult, error) {
+		res.Duration = time.Since(start)
+		return res, err
+	}
+	if len(req.Argv) == 0 {
+		return done(fmt.Errorf("running step %s in sandbox %s: empty command", req.StepID, s.name))
+	}
+	if err := ctx.Err(); err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	secret := map[string]bool{}
+	for _, n := range req.SecretNames {
+		secret[n] = true
+	}
+	args := []string{"exec"}
+	if req.Stdin != nil {
+		args = append(args, "-i")
+	}
+	if req.Dir != "" {
+		args = append(args, "-w", req.Dir)
+	}
+	values := map[string]string{}
+	var names []string
+	for _, e := range req.Env {
+		if secret[e.Name] || hostOnly[e.Name] || !validName(e.Name) {
+			continue
+		}
+		if _, seen := values[e.Name]; !seen {
+			names = append(names, e.Name)
+		}
+		values[e.Name] = e.Value // a later entry wins
+	}
+	for _, n := range names {
+		args = append(args, "-e", n)
+	}
+	args = append(args, s.name)
+	args = append(args, req.Argv...)
+
+	cmd := exec.Command(s.p.cfg.Binary, args...)
+	cmd.Env = s.p.env(values, secret)
+	cmd.Stdin = req.Stdin
+	cmd.Stdout = orDiscard(req.Stdout)
+	var stderrTail tailBuffer
+	cmd.Stderr = io.MultiWriter(orDiscard(req.Stderr), &stderrTail)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return done(fmt.Errorf("starting sbx exec for step %s: %w", req.StepID, err))
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		grace := req.Grace
+		if grace <= 0 {
+			grace = s.p.cfg.StopGrace
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-waited:
+		case <-t.C:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-waited
+		}
+		t.Stop()
+		return done(fmt.Errorf("running step %s in sandbox %s: stopped: %w", req.StepID, s.name, ctx.Err()))
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		res.ExitCode = 0
+	case errors.As(err, &exitErr):
+		// sbx, like docker exec, exits with the command's status. A known
+		// sbx failure is an error, not a step's exit code.
+		if mapped := classifyExec(stderrTail.String(), s.name); mapped != nil {
+			return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, mapped))
+		}
+		res.ExitCode = exitErr.ExitCode()
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+		}
+	default:
+		return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, err))
+	}
+	return done(nil)
+}
+
+// Close collects the agent's commits onto branch hookrun/<run> of the
+// workspace (`git fetch sandbox-hookrun-<run>`, `git branch -f`), then
+// always removes the sandbox (`sbx rm --force`) and the sandbox-... remote
+// when sbx left it. It runs with a fresh context when ctx is done and may
+// be called more than once.
+func (s *Session) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		cctx := context.WithoutCancel(ctx)
+		var errs []error
+		if err := s.collect(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("collecting the agent's commits of sandbox %s: %w", s.name, err))
+		}
+		if err := s.p.lifecycle(cctx, s.log, s.p.cfg.Binary, "rm", "--force", s.name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
+			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", s.name, err))
+		}
+		remote := RemoteName(s.runID)
+		if _, err := s.p.output(cctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err == nil {
+			if err := s.p.lifecycle(cctx, s.log, s.p.cfg.Git, "-C", s.workspace, "remote", "remove", remote); err != nil {
+				errs = append(errs, fmt.Errorf("removing git remote %s: %w", remote, err))
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// collect fetches the sandbox's clone and points hookrun/<run> at the
+// commit its current branch (or detached HEAD) is on.
+func (s *Session) collect(ctx context.Context) error {
+	remote := RemoteName(s.runID)
+	if _, err := s.p.output(ctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err != nil {
+		return fmt.Errorf("the workspace has no git remote %s", remote)
+	}
+	git := func(args ...string) error {
+		return s.p.lifecycle(ctx, s.log, s.p.cfg.Git, append([]string{"-C", s.workspace}, args...)...)
+	}
+	if err := git("fetch", "--quiet", remote); err != nil {
+		return err
+	}
+	// The sandbox's current branch: what its HEAD points at.
+	branch := s.branch
+	if out, err := s.p.output(ctx, s.p.cfg.Git, "-C", s.workspace, "ls-remote", "--symref", remote, "HEAD"); err == nil {
+		if b, ok := symrefBranch(out); ok {
+			branch = b
+		} else {
+			branch = "" // detached
+		}
+	}
+	target := BranchName(s.runID)
+	if branch != "" {
+		return git("branch", "--no-track", "-f", target, remote+"/"+branch)
+	}
+	if err := git("fetch", "--quiet", remote, "HEAD"); err != nil {
+		return err
+	}
+	return git("branch", "--no-track", "-f", target, "FETCH_HEAD")
+}
+
+// symrefBranch reads "ref: refs/heads/B\tHEAD" from `git ls-remote --symref`.
+func symrefBranch(out string) (string, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "ref: refs/heads/"); ok {
+			if b, _, ok := strings.Cut(rest, "\t"); ok && strings.HasSuffix(line, "\tHEAD") {
+				return b, true
+			}
+		}
+	}
+	return "", false
+}
+
+// lifecycle runs a bounded sbx or git command, copying its output to log
+// and turning a failure into an error carrying the fix when sbx's message
+// is known.
+func (p *Provider) lifecycle(ctx context.Context, log io.Writer, bin string, args ...string) error {
+	out, err := p.run(ctx, bin, args...)
+	if log != nil && len(out) > 0 {
+		_, _ = log.Write(out)
+	}
+	if err == nil {
+		return nil
+	}
+	msg := lastLine(string(out))
+	if bin == p.cfg.Binary {
+		if mapped := classify(string(out)); mapped != nil {
+			return fmt.Errorf("%s %s: %w (sbx said: %s)", bin, args[0], mapped, msg)
+		}
+	}
+	if msg != "" {
+		return fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, msg)
+	}
+	return fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
+}
+
+// output runs a bounded command and returns its stdout.
+func (p *Provider) output(ctx context.Context, bin string, args ...string) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, args...)
+	cmd.Env = p.env(nil, nil)
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+func (p *Provider) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, bin, args...)
+	cmd.Env = p.env(nil, nil)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.CombinedOutput()
+}
+
+// env is the configured environment with values set and secret names
+// removed.
+func (p *Provider) env(values map[string]string, secret map[string]bool) []string {
+	out := make([]string, 0, len(p.cfg.Env)+len(values))
+	for _, kv := range p.cfg.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, set := values[name]; set || secret[name] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for n, v := range values {
+		out = append(out, n+"="+v)
+	}
+	return out
+}
+
+func validName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i, r := range n {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if t.b.Len() > 8<<10 {
+		keep := t.b.Bytes()[t.b.Len()-4<<10:]
+		t.b = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
+
+var (
+	_ contract.Sandbox = (*Provider)(nil)
+	_ contract.Session = (*Session)(nil)
+)
