@@ -3,7 +3,9 @@ package git
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -454,7 +456,12 @@ func mirrorName(e *workflows.Event) string {
 	if name == "" {
 		name = stripUserinfo(e.CloneURL)
 	}
-	return filepath.Join(escape(forge), escape(name)+".git")
+	esc := escape(name)
+	if len(esc) > 200 { // a path element has at most 255 bytes
+		sum := sha256.Sum256([]byte(name))
+		esc = esc[:180] + "-" + hex.EncodeToString(sum[:8])
+	}
+	return filepath.Join(escape(forge), esc+".git")
 }
 
 func escape(s string) string {

@@ -384,9 +384,14 @@ func TestUntrustedInput(t *testing.T) {
 	if _, _, err := w.Prepare(context.Background(), "odd-name", e, true); err != nil {
 		t.Fatalf("Prepare with an odd repo name: %v", err)
 	}
+	// A very long one (deep GitLab groups) still fits in a path element.
+	e.Repo = strings.Repeat("group/", 60) + "project"
+	if _, _, err := w.Prepare(context.Background(), "long-name", e, true); err != nil {
+		t.Fatalf("Prepare with a long repo name: %v", err)
+	}
 	mirrors, _ := filepath.Glob(filepath.Join(data, "mirrors", "github", "*.git"))
-	if len(mirrors) != 1 || strings.Contains(filepath.Base(mirrors[0]), "/") {
-		t.Errorf("mirrors %v, want one escaped name under mirrors/github", mirrors)
+	if len(mirrors) != 2 {
+		t.Errorf("mirrors %v, want two escaped names under mirrors/github", mirrors)
 	}
 }
 
