@@ -56,7 +56,9 @@ func (s *sim) provider(t *testing.T) *Provider {
 }
 
 // sandboxDir is where the simulator keeps a sandbox's clone.
-func (s *sim) sandboxDir(name string) string { return filepath.Join(s.state, "sandboxes", name, "clone") }
+func (s *sim) sandboxDir(name string) string {
+	return filepath.Join(s.state, "sandboxes", name, "clone")
+}
 
 // argv returns every logged invocation.
 func (s *sim) argv(t *testing.T) [][]string {
