@@ -329,3 +329,43 @@ func TestAliasBomb(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// TestMergeKeys: YAML merge keys work like in any YAML tool; explicit keys win.
+func TestMergeKeys(t *testing.T) {
+	src := `
+x-defaults: &defaults
+  container: {image: alpine}
+  timeout: 5m
+steps:
+  - id: a
+    <<: *defaults
+    run: echo a
+  - id: b
+    <<: [*defaults]
+    timeout: 1m
+    run: echo b
+`
+	_, err := Parse("merge.yaml", []byte(src))
+	if err == nil || err.Error() != `merge.yaml:2:1: unknown field "x-defaults" in workflow` {
+		t.Fatalf("got %v", err)
+	}
+	// anchors defined inside a known field
+	src = `
+env: [{A: "1"}]
+steps:
+  - id: a
+    <<: &defaults {container: {image: alpine}, timeout: 5m}
+    run: echo a
+  - id: b
+    <<: [*defaults]
+    timeout: 1m
+    run: echo b
+`
+	w, err := Parse("merge.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Steps[0].Container == nil || w.Steps[0].Timeout != 5*time.Minute || w.Steps[1].Container == nil || w.Steps[1].Timeout != time.Minute {
+		t.Errorf("merged steps: %+v", w.Steps)
+	}
+}

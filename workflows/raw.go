@@ -250,8 +250,8 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 		return false
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+	for _, e := range r.entries(n, what) {
+		k, v := e[0], e[1]
 		if k.Kind != yaml.ScalarNode {
 			r.errf(k, "%s: keys must be strings", what)
 			continue
@@ -271,6 +271,49 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 	return true
 }
 
+// entries lists a mapping's key/value pairs with YAML merge keys
+// (`<<: *defaults`) resolved: explicit keys win over merged ones and, among
+// merged mappings, the first wins.
+func (r *reader) entries(n *yaml.Node, what string) [][2]*yaml.Node {
+	var explicit, merged [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
+			explicit = append(explicit, [2]*yaml.Node{k, v})
+			continue
+		}
+		srcs := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			srcs = v.Content
+		}
+		for _, src := range srcs {
+			src = deref(src)
+			if src.Kind != yaml.MappingNode {
+				r.errf(src, "%s: << merges a mapping or a list of mappings, got %s", what, kindName(src))
+				continue
+			}
+			if r.depth >= maxDepth || !r.visit(src) {
+				return nil
+			}
+			r.depth++
+			merged = append(merged, r.entries(src, what)...)
+			r.depth--
+		}
+	}
+	have := map[string]bool{}
+	for _, e := range explicit {
+		have[e[0].Value] = true
+	}
+	out := explicit
+	for _, e := range merged {
+		if !have[e[0].Value] {
+			have[e[0].Value] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // pairs walks a mapping whose keys are names (env, harnesses, with).
 func (r *reader) pairs(n *yaml.Node, what string, f func(k, v *yaml.Node)) {
 	n = deref(n)
@@ -282,8 +325,8 @@ func (r *reader) pairs(n *yaml.Node, what string, f func(k, v *yaml.Node)) {
 		return
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+	for _, e := range r.entries(n, what) {
+		k, v := e[0], e[1]
 		if k.Kind != yaml.ScalarNode {
 			r.errf(k, "%s: keys must be strings", what)
 			continue
