@@ -283,6 +283,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		return
 	}
 	log := c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", md.NumDelivered)
+	if err := c.q.reconcile(c.handlerCtx, req, log); err != nil {
+		log.Warn("reconciling run request with its delivery; will retry", "err", err)
+		_ = msg.NakWithDelay(c.backoff(md.NumDelivered))
+		return
+	}
 
 	ctx, cancel := context.WithCancelCause(c.handlerCtx)
 	defer cancel(nil)
@@ -328,6 +333,55 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 		log.Warn("run failed, will retry", "err", herr, "after", delay)
 		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// reconcile makes req agree with what ingress told the forge. A Publish
+// that failed (answered 503) may still have landed its message; its retry
+// then wrote the delivery key with a new run id and its own message was
+// dropped as a duplicate of the first. The delivery key is the truth: the
+// request takes its run id, and the orphan record of the failed attempt is
+// removed if it never started. Finally the run's record is created if no
+// write of it landed.
+func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
+	defer cancel()
+	delivery := req.Event.DeliveryID
+	if delivery == "" {
+		delivery = req.ID
+	}
+	e, err := q.delKV.Get(ctx, deliveryKVKey(req.Event.Forge, delivery, req.Workflow))
+	switch {
+	case err == nil:
+		if id := string(e.Value()); id != req.ID && checkID(id) == nil {
+			log.Info("run request superseded by a retried publish", "now", id)
+			q.removeOrphan(ctx, req.ID, log)
+			req.ID = id
+		}
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		// Expired (older than DeliveryTTL) or a failed publish nobody
+		// retried: the event is real, run it under its own id.
+	default:
+		return fmt.Errorf("reading delivery of run %s: %w", req.ID, err)
+	}
+	if _, _, err := q.runs.Get(ctx, req.ID); errors.Is(err, ErrNotFound) {
+		if _, err := q.runs.Create(ctx, newQueuedRecord(req)); err != nil && !errors.Is(err, ErrConflict) {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// removeOrphan deletes the record of a superseded run id if it never started.
+func (q *Queue) removeOrphan(ctx context.Context, id string, log *slog.Logger) {
+	rec, rev, err := q.runs.Get(ctx, id)
+	if err != nil || rec.Status != workflows.StatusQueued {
+		return
+	}
+	if err := q.runsKV.Delete(ctx, id, jetstream.LastRevision(rev)); err != nil {
+		log.Warn("removing superseded run record", "orphan", id, "err", err)
 	}
 }
 

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +201,76 @@ func TestPublishDedupe(t *testing.T) {
 	// The replayed message is a harmless copy for the same run id.
 	if got := streamMsgs(t, q); got != 1 {
 		t.Fatalf("stream has %d messages after the replay, want 1 (the window has passed)", got)
+	}
+}
+
+// A publish that failed after its message landed, then a retry of the same
+// delivery: the retry's run id wins, the stream message of the first
+// attempt runs under it, and the first attempt's record disappears.
+func TestReconcileSupersededAttempt(t *testing.T) {
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 20*time.Second)
+	first := testRequest("retried")
+	first.ID, first.V, first.Attempt, first.CreatedAt = NewRunID(), WireVersion, 1, time.Now().UTC()
+	// What the failed attempt left behind: its message and record, but no
+	// delivery key (Publish removed it when it reported the failure).
+	if err := q.publishAndRecord(ctx, first, DeliveryKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
+		t.Fatal(err)
+	}
+	retry := *first
+	retry.ID = ""
+	res, err := q.Publish(ctx, &retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicate || res.RunID == first.ID {
+		t.Fatalf("retry result %+v; want a fresh run id", res)
+	}
+	if n := streamMsgs(t, q); n != 1 {
+		t.Fatalf("stream has %d messages, want 1 (the retry's is a duplicate)", n)
+	}
+	got := make(chan *Delivery, 1)
+	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+		got <- d
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx) }()
+	d := <-got
+	if d.Request.ID != res.RunID {
+		t.Fatalf("handler got run %s, want the retry's %s", d.Request.ID, res.RunID)
+	}
+	if _, _, err := q.Runs().Get(ctx, first.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("first attempt's record: %v, want ErrNotFound", err)
+	}
+	if _, _, err := q.Runs().Get(ctx, res.RunID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A message whose record never landed still reaches the handler with a record.
+func TestReconcileCreatesMissingRecord(t *testing.T) {
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 20*time.Second)
+	req := testRequest("norecord")
+	req.ID, req.V, req.Attempt = NewRunID(), WireVersion, 1
+	data, _ := json.Marshal(req)
+	if _, err := q.js.Publish(ctx, runsSubjectPrefix+req.Workflow, data); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+		_, _, err := q.Runs().Get(ctx, d.Request.ID)
+		got <- err
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx) }()
+	if err := <-got; err != nil {
+		t.Fatalf("record in handler: %v", err)
 	}
 }

@@ -242,7 +242,8 @@ func (q *Queue) setup(ctx context.Context) error {
 	for _, s := range steps {
 		backoff := 50 * time.Millisecond
 		for {
-			attemptCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			// Short attempts: without a meta leader a request gets no answer.
+			attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err := s.do(attemptCtx)
 			cancel()
 			if err == nil {

@@ -81,7 +81,9 @@ type PublishResult struct {
 // and creates the queued run record. A delivery seen before maps to its
 // existing run id (req.ID is set to it) and Duplicate is true. On any error
 // nothing is left half-done that would make a retry misread the delivery;
-// the caller answers 503.
+// the caller answers 503. (A failed publish whose message landed anyway is
+// reconciled by the consumer with the delivery key a retry writes: see
+// Queue.reconcile.)
 //
 // An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
 // id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
@@ -115,7 +117,13 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 	switch {
 	case err == nil:
 	case errors.Is(err, jetstream.ErrKeyExists):
+		// A replica that serves the read may lag the one that refused
+		// the create by a moment.
 		e, gerr := q.delKV.Get(ctx, kvKey)
+		for i := 0; i < 5 && errors.Is(gerr, jetstream.ErrKeyNotFound) && ctx.Err() == nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+			e, gerr = q.delKV.Get(ctx, kvKey)
+		}
 		if gerr != nil {
 			return PublishResult{}, fmt.Errorf("publishing run for delivery %s: reading delivery: %w", dkey, gerr)
 		}

@@ -1,0 +1,242 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// freeAddrs returns n loopback addresses that were free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return out
+}
+
+// startCluster starts three embedded nodes with routes to each other.
+func startCluster(t *testing.T) ([]*Queue, string) {
+	t.Helper()
+	clientAddrs, routeAddrs := freeAddrs(t, 3), freeAddrs(t, 3)
+	nodes := make([]*Queue, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		var routes []string
+		for j, a := range routeAddrs {
+			if j != i {
+				routes = append(routes, "nats-route://"+a)
+			}
+		}
+		cfg := Config{
+			DataDir: t.TempDir(), Listen: clientAddrs[i],
+			ServerName: fmt.Sprintf("n%d", i+1), ClusterName: "hookrun-test",
+			ClusterListen: routeAddrs[i], Routes: routes, Replicas: 3,
+			Logger: testLogger(t),
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			nodes[i], errs[i] = Open(ctx, cfg) // all at once: setup needs a quorum
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	for _, n := range nodes {
+		t.Cleanup(func() { _ = n.Close() })
+	}
+	var urls []string
+	for _, a := range clientAddrs {
+		urls = append(urls, "nats://"+a)
+	}
+	return nodes, strings.Join(urls, ",")
+}
+
+// Three nodes at R3; the node leading HOOKRUN_RUNS is shut down while
+// 2,000 runs are published and consumed by two runners.
+func TestClusterNodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test skipped in -short mode")
+	}
+	const total = 2000
+	began := time.Now()
+	nodes, urls := startCluster(t)
+	t.Logf("cluster up in %s", time.Since(began))
+	ctx := testCtx(t, 60*time.Second)
+
+	client := func() *Queue {
+		return openTest(t, Config{URL: urls, Replicas: 3, PublishTimeout: 2 * time.Second})
+	}
+	pub := client()
+
+	var (
+		mu           sync.Mutex
+		completions  = map[string]int{}
+		alreadyDone  atomic.Int32
+		handlerCalls atomic.Int32
+		allDone      = make(chan struct{})
+	)
+	handler := func(q *Queue) Handler {
+		return func(ctx context.Context, d *Delivery) error {
+			handlerCalls.Add(1)
+			for {
+				rec, rev, err := q.Runs().Get(ctx, d.Request.ID)
+				if errors.Is(err, ErrNotFound) {
+					return Retry(err, 100*time.Millisecond) // the record write is still on its way
+				}
+				if err != nil {
+					return err
+				}
+				if rec.Status.Terminal() {
+					alreadyDone.Add(1) // a redelivery of a finished run: skip it
+					return nil
+				}
+				now := time.Now().UTC()
+				rec.Status, rec.FinishedAt = workflows.StatusSucceeded, &now
+				_, err = q.Runs().Update(ctx, rec, rev)
+				if errors.Is(err, ErrConflict) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				completions[d.Request.ID]++
+				if len(completions) == total {
+					close(allDone)
+				}
+				mu.Unlock()
+				return nil
+			}
+		}
+	}
+	ccfg := ConsumerConfig{AckWait: 2 * time.Second, Concurrency: 16, MaxAckPending: 64, MaxDeliver: 50,
+		Backoff: []time.Duration{100 * time.Millisecond}, FetchWait: 500 * time.Millisecond}
+	for range 2 {
+		r := client()
+		c, err := r.Consume(ctx, ccfg, handler(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+	}
+
+	// Find and kill the stream leader once a quarter is published.
+	info, err := pub.runsS.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := info.Cluster.Leader
+	var victim *Queue
+	for _, n := range nodes {
+		if n.cfg.ServerName == leader {
+			victim = n
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no node named %q leads %s", leader, StreamRuns)
+	}
+
+	var (
+		published = make(map[string]bool, total)
+		pubMu     sync.Mutex
+		count     atomic.Int32
+		retries   atomic.Int32
+		killed    = make(chan time.Time, 1)
+		pwg       sync.WaitGroup
+	)
+	work := make(chan *RunRequest)
+	for range 16 {
+		pwg.Add(1)
+		go func() {
+			defer pwg.Done()
+			for req := range work {
+				for {
+					r := *req
+					res, err := pub.Publish(ctx, &r)
+					if err == nil {
+						pubMu.Lock()
+						published[res.RunID] = true
+						pubMu.Unlock()
+						break
+					}
+					if ctx.Err() != nil {
+						t.Errorf("publishing: %v", err)
+						return
+					}
+					retries.Add(1) // ingress would answer 503; the forge retries
+					time.Sleep(50 * time.Millisecond)
+				}
+				if count.Add(1) == total/4 {
+					go func() {
+						_ = victim.Close()
+						killed <- time.Now()
+					}()
+				}
+			}
+		}()
+	}
+	for range total {
+		work <- testRequest("cluster")
+	}
+	close(work)
+	pwg.Wait()
+	t.Logf("published %d in %s (%d retried publishes); node %s killed", total, time.Since(began), retries.Load(), leader)
+	<-killed
+	if len(published) != total {
+		t.Fatalf("%d distinct run ids for %d deliveries", len(published), total)
+	}
+
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		mu.Lock()
+		t.Fatalf("completed %d of %d", len(completions), total)
+	}
+	mu.Lock()
+	for id := range published {
+		if completions[id] != 1 {
+			t.Errorf("run %s completed %d times", id, completions[id])
+		}
+	}
+	mu.Unlock()
+	// Every message acked: the work queue drains.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := pub.runsS.Info(ctx)
+		if err == nil && info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream not drained: %+v %v", info.State, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("all %d consumed and acked in %s; %d handler calls, %d redeliveries of finished runs",
+		total, time.Since(began), handlerCalls.Load(), alreadyDone.Load())
+}
