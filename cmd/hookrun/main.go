@@ -29,6 +29,9 @@ func commands() []command {
 	return []command{
 		{"validate", "check workflow files and print every problem as file:line:col: message", cmdValidate},
 		{"schema", "print the JSON Schema (draft 2020-12) of the workflow format", cmdSchema},
+		{"serve", "run everything in one process: embedded NATS, ingress, API and a runner", cmdServe},
+		{"ingress", "run the webhook ingress and API against an external NATS", cmdIngress},
+		{"runner", "run a runner against an external NATS", cmdRunner},
 		{"run", "run one workflow once on this machine, without a server", cmdRun},
 		{"version", "print the version", cmdVersion},
 	}

@@ -1,0 +1,224 @@
+package ingress
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// RunReader is what the API reads run records through (queue.RunStore).
+type RunReader interface {
+	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
+}
+
+// LogReader is what the API reads step output through (queue.LogStore).
+type LogReader interface {
+	Read(ctx context.Context, runID string) ([]queue.LogLine, error)
+	Follow(ctx context.Context, runID string) (<-chan queue.LogLine, error)
+}
+
+// Canceller asks a run to stop (the runner in `serve`, the run store in
+// `ingress`: the run's claimant sees the request in the record).
+type Canceller interface {
+	Cancel(ctx context.Context, runID string) error
+}
+
+// APIConfig protects /api/v1.
+type APIConfig struct {
+	// Token is the bearer token every /api/v1 request must carry. Empty
+	// disables the API: its routes are not registered.
+	Token string
+	// FollowGrace is how long ?follow=1 keeps streaming after the run ended,
+	// so that its last lines arrive. Default 500ms.
+	FollowGrace time.Duration
+}
+
+// RegisterAPI adds the /api/v1 routes (DESIGN.md §6) to the server:
+// GET /api/v1/runs (?repo=&workflow=&status=&limit=), GET /api/v1/runs/:id,
+// GET /api/v1/runs/:id/logs (text; ?follow=1 streams Server-Sent Events until
+// the run ends), POST /api/v1/runs/:id/cancel.
+func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Canceller) {
+	if cfg.Token == "" {
+		s.logger.Warn("api.token is empty: the /api/v1 routes are disabled")
+		return
+	}
+	if cfg.FollowGrace == 0 {
+		cfg.FollowGrace = 500 * time.Millisecond
+	}
+	a := &api{cfg: cfg, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	g := s.echo.Group("/api/v1", a.auth)
+	g.GET("/runs", a.list)
+	g.GET("/runs/:id", a.get)
+	g.GET("/runs/:id/logs", a.logsHandler)
+	g.POST("/runs/:id/cancel", a.cancelHandler)
+}
+
+type api struct {
+	cfg      APIConfig
+	runs     RunReader
+	logs     LogReader
+	cancel   Canceller
+	tokenSum [32]byte
+}
+
+// auth checks the bearer token in constant time (digests, so that the
+// token's length leaks nothing either).
+func (a *api) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get("Authorization")
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		sum := sha256.Sum256([]byte(token))
+		if !ok || subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) != 1 {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookrun"`)
+			return c.JSON(http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+		}
+		return next(c)
+	}
+}
+
+func (a *api) list(c echo.Context) error {
+	f := queue.ListFilter{
+		Repo:     c.QueryParam("repo"),
+		Workflow: c.QueryParam("workflow"),
+		Status:   workflows.Status(c.QueryParam("status")),
+		Limit:    100,
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return c.JSON(http.StatusBadRequest, map[string]string{"error": "limit must be between 1 and 1000"})
+		}
+		f.Limit = n
+	}
+	recs, err := a.runs.List(c.Request().Context(), f)
+	if err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "listing runs: queue unavailable"})
+	}
+	if recs == nil {
+		recs = []*queue.RunRecord{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"runs": recs})
+}
+
+func (a *api) get(c echo.Context) error {
+	rec, _, err := a.runs.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return runError(c, err)
+	}
+	return c.JSON(http.StatusOK, rec)
+}
+
+func runError(c echo.Context, err error) error {
+	if errors.Is(err, queue.ErrNotFound) {
+		return c.JSON(http.StatusNotFound, map[string]string{"error": "no such run"})
+	}
+	return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queue unavailable"})
+}
+
+func (a *api) cancelHandler(c echo.Context) error {
+	id := c.Param("id")
+	if _, _, err := a.runs.Get(c.Request().Context(), id); err != nil {
+		return runError(c, err)
+	}
+	if err := a.cancel.Cancel(c.Request().Context(), id); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return runError(c, err)
+		}
+		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"id": id, "status": "cancel requested"})
+}
+
+func (a *api) logsHandler(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, _, err := a.runs.Get(ctx, id); err != nil {
+		return runError(c, err)
+	}
+	if c.QueryParam("follow") != "" && c.QueryParam("follow") != "0" {
+		return a.follow(c, id)
+	}
+	lines, err := a.logs.Read(ctx, id)
+	if err != nil {
+		return runError(c, err)
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		writeTextLine(&b, l)
+	}
+	return c.String(http.StatusOK, b.String())
+}
+
+func writeTextLine(b *strings.Builder, l queue.LogLine) {
+	fmt.Fprintf(b, "[%s] ", l.StepID)
+	if l.Stream != queue.StreamStdout {
+		fmt.Fprintf(b, "(%s) ", l.Stream)
+	}
+	b.WriteString(l.Text)
+	b.WriteByte('\n')
+}
+
+// follow streams the run's lines as Server-Sent Events (`event: log`, data a
+// JSON LogLine) until the run reaches a terminal state, then sends
+// `event: end` with the final status.
+func (a *api) follow(c echo.Context, id string) error {
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	lines, err := a.logs.Follow(ctx, id)
+	if err != nil {
+		return runError(c, err)
+	}
+	recs, err := a.runs.Watch(ctx, id)
+	if err != nil {
+		return runError(c, err)
+	}
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	var final workflows.Status
+	var deadline <-chan time.Time
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return nil
+			}
+			data, _ := json.Marshal(l)
+			fmt.Fprintf(w, "event: log\ndata: %s\n\n", data)
+			w.Flush()
+		case rec, ok := <-recs:
+			if !ok {
+				recs = nil
+				continue
+			}
+			if rec.Status.Terminal() && deadline == nil {
+				final = rec.Status
+				deadline = time.After(a.cfg.FollowGrace)
+			}
+		case <-deadline:
+			fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", final)
+			w.Flush()
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
