@@ -56,8 +56,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // serverFlags are the flags that override the configuration file.
 type serverFlags struct {
 	config, listen, dataDir, workflows, natsURL, logLevel, logFormat string
-	insecureNoVerify                                                bool
-	devCurl                                                         string
+	insecureNoVerify                                                 bool
+	devCurl                                                          string
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
