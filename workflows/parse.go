@@ -78,7 +78,12 @@ func Load(paths ...string) ([]*Workflow, error) {
 	}
 	var out []*Workflow
 	byName := map[string]*Workflow{}
+	seenFile := map[string]bool{}
 	for _, f := range files {
+		if seenFile[filepath.Clean(f)] {
+			continue // given twice, e.g. as a file and through its directory
+		}
+		seenFile[filepath.Clean(f)] = true
 		w, err := ParseFile(f)
 		if err != nil {
 			var ps Problems

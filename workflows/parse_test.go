@@ -276,6 +276,18 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLoadSameFileTwice: a file given directly and through its directory
+// is loaded once, not reported as a duplicate name.
+func TestLoadSameFileTwice(t *testing.T) {
+	ws, err := Load("../examples", "../examples/hello.yaml", "../examples/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 5 {
+		t.Errorf("loaded %d workflows, want 5", len(ws))
+	}
+}
+
 // TestExamples: every example loads without a problem (`hookrun validate
 // examples/` exits 0).
 func TestExamples(t *testing.T) {
