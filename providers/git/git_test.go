@@ -44,9 +44,44 @@ func run(t *testing.T, dir string, env []string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+var (
+	sharedOnce sync.Once
+	shared     *upstream
+	sharedRoot string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedRoot != "" {
+		_ = os.RemoveAll(sharedRoot)
+	}
+	os.Exit(code)
+}
+
+// sharedUpstream is one upstream for the tests that only read it.
+func sharedUpstream(t *testing.T) *upstream {
+	t.Helper()
+	sharedOnce.Do(func() {
+		root, err := os.MkdirTemp("", "hookrun-git-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedRoot = root
+		shared = makeUpstream(t, root)
+	})
+	if shared == nil {
+		t.Fatal("creating the shared upstream failed earlier")
+	}
+	return shared
+}
+
 func newUpstream(t *testing.T) *upstream {
 	t.Helper()
-	root := t.TempDir()
+	return makeUpstream(t, t.TempDir())
+}
+
+func makeUpstream(t *testing.T, root string) *upstream {
+	t.Helper()
 	u := &upstream{bare: filepath.Join(root, "upstream.git"), work: filepath.Join(root, "work"), t: t,
 		env: []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
 			"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root}}
@@ -115,7 +150,7 @@ func head(t *testing.T, dir string) (sha string, detached bool) {
 }
 
 func TestPrepareCheckout(t *testing.T) {
-	u := newUpstream(t)
+	u := sharedUpstream(t)
 	comment := prEvent(workflows.GitHub, u.bare, 1, "")
 	comment.Kind, comment.Action = workflows.KindComment, "created"
 	comment.Comment = &workflows.Comment{ID: 1, Body: "/review"}
@@ -248,7 +283,7 @@ func TestPrepareForcePushedHead(t *testing.T) {
 }
 
 func TestPrepareConcurrent(t *testing.T) {
-	u := newUpstream(t)
+	u := sharedUpstream(t)
 	data := t.TempDir()
 	// Two Workspaces on one data dir stand for two runner processes: the
 	// flock serializes them, the in-process lock serializes goroutines.
@@ -338,7 +373,7 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 }
 
 func TestUntrustedInput(t *testing.T) {
-	u := newUpstream(t)
+	u := sharedUpstream(t)
 	data := t.TempDir()
 	w := newWorkspaces(t, data)
 	pwned := filepath.Join(t.TempDir(), "pwned")
@@ -396,11 +431,10 @@ func TestUntrustedInput(t *testing.T) {
 }
 
 func TestPrepareCancelled(t *testing.T) {
-	u := newUpstream(t)
 	w := newWorkspaces(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := w.Prepare(ctx, "r", prEvent(workflows.GitHub, u.bare, 1, u.p1), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
+	if _, _, err := w.Prepare(ctx, "r", prEvent(workflows.GitHub, "/nonexistent/upstream.git", 1, strings.Repeat("a", 40)), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Errorf("Prepare with a cancelled context: %v, want a context error", err)
 	}
 }
@@ -413,7 +447,7 @@ func TestAuthOverHTTP(t *testing.T) {
 	if !exists(backend) {
 		t.Fatalf("git-http-backend not found at %s", backend)
 	}
-	u := newUpstream(t)
+	u := sharedUpstream(t)
 	const token = "ghs_s3cr3tT0ken"
 	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
 	var authorized, refused atomic.Int32
