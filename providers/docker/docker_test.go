@@ -519,3 +519,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("New accepted an invalid config")
 	}
 }
+
+func rootWorkflow() *workflows.Workflow {
+	return &workflows.Workflow{Name: "bench", Container: testImage}
+}
