@@ -1,0 +1,76 @@
+package gitlab
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// DefaultBaseURL is gitlab.com.
+const DefaultBaseURL = "https://gitlab.com/"
+
+// Config says how to reach GitLab and as whom.
+type Config struct {
+	// BaseURL is the instance URL ("https://gitlab.example.com/") or its API
+	// root (".../api/v4/"); "" = gitlab.com. Self-managed instances work the
+	// same way.
+	BaseURL string
+	// Token is a personal, project or group access token with the api scope,
+	// sent as PRIVATE-TOKEN. Never logged.
+	Token string
+	// BotUserID is the user id whose notes may hold a workflow's marker;
+	// 0 = discovered once with GET /user.
+	BotUserID int64
+	// RunURL links the run from the note and the commit status (target_url);
+	// "{run}" is replaced by the run id. "" = no link.
+	RunURL string
+	// MaxWait bounds the total rate-limit wait of one request of a start or
+	// progress report; the final report waits for as long as its context
+	// allows. Default 1m; negative = never wait outside the final report.
+	MaxWait time.Duration
+	// Backoff is the first wait after a 429 that does not say when to retry;
+	// it doubles on each further one. Default 1m.
+	Backoff time.Duration
+	// Transport sends the HTTP requests; nil = a clone of
+	// http.DefaultTransport that waits at most 30 s for response headers.
+	Transport http.RoundTripper
+	// Logger receives retries and fallbacks (never the token); nil = slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = time.Minute
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Minute
+	}
+	if c.Transport == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		c.Transport = tr
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports what is wrong with c (after defaults are set). Errors
+// never include the token.
+func (c *Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("gitlab base_url %q: want an http(s) URL such as %s", c.BaseURL, DefaultBaseURL))
+	}
+	if c.Token == "" {
+		errs = append(errs, errors.New("gitlab: set a token"))
+	}
+	return errors.Join(errs...)
+}

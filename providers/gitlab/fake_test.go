@@ -1,0 +1,375 @@
+package gitlab
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// fakeGitLab is an httptest server that behaves like the parts of the GitLab
+// REST API v4 the reporter uses. It checks method, the URL-encoded project
+// path, the PRIVATE-TOKEN header and the exact JSON body of every request,
+// and records every request so tests can inspect what reached "GitLab".
+type fakeGitLab struct {
+	t       *testing.T
+	srv     *httptest.Server
+	project string // path it serves
+	token   string
+	botID   int64
+	bot     string
+	pageSz  int
+
+	mu       sync.Mutex
+	nextID   int64
+	notes    []*fakeNote
+	statuses []fakeStatus
+	current  map[string]string // sha + name → state (GitLab refuses same-state transitions)
+	requests []fakeRequest
+	limited  map[string]int // "METHOD /path" → answer 429 this many more times
+}
+
+type fakeNote struct {
+	ID       int64
+	MR       bool
+	IID      int64
+	AuthorID int64
+	Username string
+	Body     string
+	System   bool
+	Edits    int
+}
+
+type fakeStatus struct {
+	SHA, State, Name, Description, TargetURL string
+}
+
+type fakeRequest struct {
+	Method, Path, Token, Body string
+	At                        time.Time
+}
+
+func newFakeGitLab(t *testing.T) *fakeGitLab {
+	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
+		pageSz: 3, nextID: 2000, current: map[string]string{}, limited: map[string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeGitLab) seed(mr bool, iid, author int64, username, body string, system bool) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.notes = append(f.notes, &fakeNote{ID: f.nextID, MR: mr, IID: iid, AuthorID: author, Username: username, Body: body, System: system})
+	return f.nextID
+}
+
+func (f *fakeGitLab) limit(methodPath string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limited[methodPath] = n
+}
+
+func (f *fakeGitLab) note(id int64) *fakeNote {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.notes {
+		if n.ID == id {
+			cp := *n
+			return &cp
+		}
+	}
+	return nil
+}
+
+func (f *fakeGitLab) notesBy(author int64) []fakeNote {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeNote
+	for _, n := range f.notes {
+		if n.AuthorID == author {
+			out = append(out, *n)
+		}
+	}
+	return out
+}
+
+func (f *fakeGitLab) allStatuses() []fakeStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.statuses)
+}
+
+func (f *fakeGitLab) allRequests() []fakeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+func (f *fakeGitLab) count(method, pathRE string) int {
+	re := regexp.MustCompile("^" + pathRE + "$")
+	n := 0
+	for _, r := range f.allRequests() {
+		if r.Method == method && re.MatchString(r.Path) {
+			n++
+		}
+	}
+	return n
+}
+
+var (
+	reNotes    = regexp.MustCompile(`^/projects/([^/]+)/(merge_requests|issues)/(\d+)/notes$`)
+	reNote     = regexp.MustCompile(`^/projects/([^/]+)/(merge_requests|issues)/(\d+)/notes/(\d+)$`)
+	reStatuses = regexp.MustCompile(`^/projects/([^/]+)/statuses/([0-9a-f]{40})$`)
+)
+
+func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	path, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v4")
+	f.mu.Lock()
+	f.requests = append(f.requests, fakeRequest{Method: r.Method, Path: path, Token: r.Header.Get("PRIVATE-TOKEN"), Body: string(body), At: time.Now()})
+	key := r.Method + " " + path
+	n := f.limited[key]
+	if n > 0 {
+		f.limited[key] = n - 1
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.fail(w, 404, "404 Not Found", "outside /api/v4: "+r.URL.Path)
+		return
+	}
+	if r.Header.Get("PRIVATE-TOKEN") != f.token {
+		f.fail(w, 401, "401 Unauthorized", "")
+		return
+	}
+	if n > 0 {
+		// GitLab's rate limiter answer (Rack::Attack).
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("RateLimit-Limit", "600")
+		w.Header().Set("RateLimit-Observed", "601")
+		w.Header().Set("RateLimit-Remaining", "0")
+		w.Header().Set("RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(429)
+		io.WriteString(w, "Retry later\n")
+		return
+	}
+	enc := strings.ReplaceAll(f.project, "/", "%2F")
+	projectOK := func(p string) bool {
+		if p != enc {
+			f.fail(w, 404, "404 Project Not Found", "project "+p)
+			return false
+		}
+		return true
+	}
+
+	switch {
+	case path == "/user" && r.Method == "GET":
+		f.json(w, 200, map[string]any{"id": f.botID, "username": f.bot, "name": "hookrun", "state": "active", "bot": true})
+
+	case reNotes.MatchString(path):
+		m := reNotes.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		mr := m[2] == "merge_requests"
+		iid, _ := strconv.ParseInt(m[3], 10, 64)
+		switch r.Method {
+		case "GET":
+			f.list(w, r, mr, iid)
+		case "POST":
+			text, ok := f.noteBody(w, body)
+			if !ok {
+				return
+			}
+			f.mu.Lock()
+			f.nextID++
+			nt := &fakeNote{ID: f.nextID, MR: mr, IID: iid, AuthorID: f.botID, Username: f.bot, Body: text}
+			f.notes = append(f.notes, nt)
+			out := f.noteJSON(nt)
+			f.mu.Unlock()
+			f.json(w, 201, out)
+		default:
+			f.fail(w, 405, "405 Method Not Allowed", "")
+		}
+
+	case reNote.MatchString(path) && r.Method == "PUT":
+		m := reNote.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		mr := m[2] == "merge_requests"
+		iid, _ := strconv.ParseInt(m[3], 10, 64)
+		id, _ := strconv.ParseInt(m[4], 10, 64)
+		text, ok := f.noteBody(w, body)
+		if !ok {
+			return
+		}
+		f.mu.Lock()
+		var nt *fakeNote
+		for _, x := range f.notes {
+			if x.ID == id && x.MR == mr && x.IID == iid {
+				nt = x
+			}
+		}
+		if nt == nil {
+			f.mu.Unlock()
+			f.fail(w, 404, "404 Not found", "")
+			return
+		}
+		if nt.AuthorID != f.botID {
+			f.mu.Unlock()
+			f.fail(w, 403, "403 Forbidden", "editing someone else's note")
+			return
+		}
+		nt.Body = text
+		nt.Edits++
+		out := f.noteJSON(nt)
+		f.mu.Unlock()
+		f.json(w, 200, out)
+
+	case reStatuses.MatchString(path) && r.Method == "POST":
+		m := reStatuses.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		var in struct {
+			State       *string `json:"state"`
+			Name        *string `json:"name"`
+			TargetURL   *string `json:"target_url"`
+			Description *string `json:"description"`
+		}
+		if err := strictJSON(body, &in); err != nil || in.State == nil {
+			f.fail(w, 400, "400 Bad request - state is missing", fmt.Sprintf("%s: %v", body, err))
+			return
+		}
+		if !slices.Contains([]string{"pending", "running", "success", "failed", "canceled", "skipped"}, *in.State) {
+			f.fail(w, 400, "400 Bad request - state does not have a valid value", *in.State)
+			return
+		}
+		st := fakeStatus{SHA: m[2], State: *in.State, Name: "default"}
+		if in.Name != nil {
+			st.Name = *in.Name
+		}
+		if in.Description != nil {
+			st.Description = *in.Description
+		}
+		if in.TargetURL != nil {
+			st.TargetURL = *in.TargetURL
+		}
+		f.mu.Lock()
+		cur := f.current[st.SHA+st.Name]
+		if cur == st.State {
+			f.mu.Unlock()
+			f.fail(w, 400, fmt.Sprintf("Cannot transition status via :enqueue from :%s (Reason(s): Status cannot transition via \"enqueue\")", cur), "")
+			return
+		}
+		f.current[st.SHA+st.Name] = st.State
+		f.statuses = append(f.statuses, st)
+		f.mu.Unlock()
+		f.json(w, 201, map[string]any{"id": len(f.statuses), "sha": st.SHA, "status": st.State, "name": st.Name,
+			"description": st.Description, "target_url": st.TargetURL, "allow_failure": false})
+
+	default:
+		f.fail(w, 404, "404 Not Found", "no route "+r.Method+" "+path)
+	}
+}
+
+// list answers a notes listing with GitLab's offset paging headers.
+func (f *fakeGitLab) list(w http.ResponseWriter, r *http.Request, mr bool, iid int64) {
+	q := r.URL.Query()
+	if q.Get("order_by") != "created_at" || q.Get("sort") != "asc" {
+		f.fail(w, 400, "400 Bad request", "want order_by=created_at&sort=asc, got "+r.URL.RawQuery)
+		return
+	}
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 20
+	}
+	per = min(per, f.pageSz)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	f.mu.Lock()
+	var all []map[string]any
+	for _, n := range f.notes {
+		if n.MR == mr && n.IID == iid {
+			all = append(all, f.noteJSON(n))
+		}
+	}
+	f.mu.Unlock()
+	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	w.Header().Set("X-Page", strconv.Itoa(page))
+	w.Header().Set("X-Per-Page", strconv.Itoa(per))
+	w.Header().Set("X-Total", strconv.Itoa(len(all)))
+	w.Header().Set("X-Total-Pages", strconv.Itoa((len(all)+per-1)/per))
+	if hi < len(all) {
+		w.Header().Set("X-Next-Page", strconv.Itoa(page+1))
+	} else {
+		w.Header().Set("X-Next-Page", "")
+	}
+	f.json(w, 200, append([]map[string]any{}, all[lo:hi]...))
+}
+
+// noteBody checks a create/update body: exactly {"body": "..."}, at most
+// 1,000,000 characters.
+func (f *fakeGitLab) noteBody(w http.ResponseWriter, body []byte) (string, bool) {
+	var in map[string]*string
+	if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
+		f.fail(w, 400, "400 Bad request - body is missing", fmt.Sprintf("%.200s", body))
+		return "", false
+	}
+	if utf8.RuneCountInString(*in["body"]) > 1000000 {
+		f.failJSON(w, 400, map[string]any{"message": map[string]any{"note": []string{"is too long (maximum is 1000000 characters)"}}})
+		return "", false
+	}
+	return *in["body"], true
+}
+
+func (f *fakeGitLab) noteJSON(n *fakeNote) map[string]any {
+	typ := "Issue"
+	if n.MR {
+		typ = "MergeRequest"
+	}
+	return map[string]any{"id": n.ID, "type": nil, "body": n.Body, "attachment": nil, "system": n.System,
+		"author":     map[string]any{"id": n.AuthorID, "username": n.Username, "name": n.Username, "state": "active"},
+		"created_at": "2026-11-29T09:00:00.000Z", "updated_at": "2026-11-29T09:00:00.000Z",
+		"noteable_id": 100 + n.IID, "noteable_type": typ, "noteable_iid": n.IID, "project_id": 5,
+		"resolvable": false, "confidential": false, "internal": false}
+}
+
+func (f *fakeGitLab) json(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeGitLab) fail(w http.ResponseWriter, code int, msg, why string) {
+	if why != "" {
+		f.t.Logf("fake gitlab: %d %s: %s", code, msg, why)
+	}
+	f.json(w, code, map[string]string{"message": msg})
+}
+
+func (f *fakeGitLab) failJSON(w http.ResponseWriter, code int, v any) { f.json(w, code, v) }
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data")
+	}
+	return nil
+}
