@@ -1,5 +1,12 @@
 // Package github reports runs on GitHub with go-github: one sticky comment
-// per workflow and pull request, commit statuses, the eyes reaction, token or
-// GitHub App authentication, and rate-limit retries. It implements
-// contract.Reporter.
+// per workflow and pull request (or issue), commit statuses, the eyes
+// reaction, token or GitHub App authentication, and rate-limit retries. It
+// implements contract.Reporter; cmd builds it with New(Config) and hands it
+// to the engine.
+//
+// The comment is found again by the id the run record keeps
+// (RunReport.Ref.CommentID), else by its hidden marker
+// `<!-- hookrun:<workflow> -->` among the bot's own comments. Rate limits are
+// waited out by providers/internal/ratelimit; the final report waits for as
+// long as its context allows.
 package github

@@ -227,6 +227,15 @@ func TestIssueNotes(t *testing.T) {
 	if n := len(f.allStatuses()); n != 0 {
 		t.Errorf("issue without a SHA got %d statuses", n)
 	}
+
+	// An issue event (not a comment) reports on the issue the same way.
+	opened := &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindIssue, Action: "opened", Repo: "gitlab-org/gitlab-test",
+		Issue: &workflows.Issue{Number: 23, Title: "New API: create/update/delete file"}}
+	y := newRun(t, newReporter(t, f, nil), "run-issue-opened", workflow("triage", "sticky", true), opened)
+	y.must(contract.PhaseStart)
+	if n := f.count("POST", `/projects/gitlab-org%2Fgitlab-test/issues/23/notes`); n != 1 {
+		t.Errorf("issue event: %d notes created", n)
+	}
 }
 
 // TestRestartAndMarkerFallback: a new Reporter with the stored Ref edits the
