@@ -147,7 +147,7 @@ func (x *execution) setSkipped(i int, reason string) {
 	x.states[i].Error = reason
 	x.mu.Unlock()
 	x.stepSysf(x.wf.Steps[i].ID, "skipped: %s", reason)
-	x.changed(i)
+	x.changed()
 }
 
 // runHandlers runs handler_on.success/failure/cancel for status, then
@@ -294,7 +294,7 @@ func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, ex
 	x.states[idx].Status = workflows.StatusRunning
 	x.states[idx].StartedAt = &started
 	x.mu.Unlock()
-	x.changed(idx)
+	x.changed()
 
 	status, exit, attempts, errMsg := x.attempts(ctx, &st, extra)
 
@@ -309,7 +309,7 @@ func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, ex
 	}
 	s.Error = x.red.String(errMsg)
 	x.mu.Unlock()
-	x.changed(idx)
+	x.changed()
 }
 
 // attempts runs the step until it succeeds or its retry policy gives up.

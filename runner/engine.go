@@ -67,22 +67,16 @@ const RunLogStep = "_run"
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
-	Providers        Providers                        // where steps run
-	Logs             LogSink                          // step output; nil: discarded
-	Reporter         contract.Reporter                // where the run is shown; nil: not reported
-	LookupEnv        func(string) (string, bool)      // the runner's environment (secrets, base env); default os.LookupEnv
-	Logger           *slog.Logger                     // operator log; default slog.Default()
-	ProgressInterval time.Duration                    // at most one progress report per run this often; default 2s
-	Grace            time.Duration                    // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
-	HandlerTimeout   time.Duration                    // bound for a handler_on step without its own timeout; default 5m
-	ReportTimeout    time.Duration                    // bound for one Reporter call; default 30s
-	Now              func() time.Time                 // clock; default time.Now
-	OnStep           func(runID string, s StepChange) // optional: called after each step change (e.g. to print it)
-}
-
-// StepChange is one step's new state, passed to EngineConfig.OnStep.
-type StepChange struct {
-	State workflows.StepState
+	Providers        Providers                   // where steps run
+	Logs             LogSink                     // step output; nil: discarded
+	Reporter         contract.Reporter           // where the run is shown; nil: not reported
+	LookupEnv        func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
+	Logger           *slog.Logger                // operator log; default slog.Default()
+	ProgressInterval time.Duration               // at most one progress report per run this often; default 2s
+	Grace            time.Duration               // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
+	HandlerTimeout   time.Duration               // bound for a handler_on step without its own timeout; default 5m
+	ReportTimeout    time.Duration               // bound for one Reporter call; default 30s
+	Now              func() time.Time            // clock; default time.Now
 }
 
 func (c *EngineConfig) setDefaults() {
@@ -508,7 +502,7 @@ func (x *execution) markUnfinished(runStatus workflows.Status) {
 	}
 	x.mu.Unlock()
 	if changed {
-		x.changed(-1)
+		x.changed()
 	}
 }
 
@@ -550,24 +544,15 @@ func (x *execution) isWorkflowVar(name string) bool {
 	return false
 }
 
-// changed records that step i changed (i < 0: several) and tells whoever listens.
-func (x *execution) changed(i int) {
-	if x.spec.OnChange != nil || x.progress != nil || (x.e.cfg.OnStep != nil && i >= 0) {
+// changed tells whoever listens that step states changed.
+func (x *execution) changed() {
+	if x.spec.OnChange != nil {
 		x.mu.Lock()
 		snap := append([]workflows.StepState(nil), x.states...)
-		var one workflows.StepState
-		if i >= 0 && i < len(x.states) {
-			one = x.states[i]
-		}
 		x.mu.Unlock()
-		if x.e.cfg.OnStep != nil && i >= 0 {
-			x.e.cfg.OnStep(x.spec.ID, StepChange{State: one})
-		}
-		if x.spec.OnChange != nil {
-			x.spec.OnChange(snap)
-		}
-		if x.progress != nil {
-			x.progress.notify()
-		}
+		x.spec.OnChange(snap)
+	}
+	if x.progress != nil {
+		x.progress.notify()
 	}
 }

@@ -600,7 +600,9 @@ func (h *heartbeat) beat(ctx context.Context) bool {
 	for range 5 {
 		rec, rev, err := h.r.deps.Runs.Get(ctx, h.id)
 		if err != nil {
-			h.log.Warn("heartbeat: reading run record", "err", err)
+			if ctx.Err() == nil {
+				h.log.Warn("heartbeat: reading run record", "err", err)
+			}
 			return false
 		}
 		if h.check(rec) {

@@ -327,7 +327,10 @@ handler_on:
 	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "slow", Event: *samplePR(), Attempt: 1}
 	errc := make(chan error, 1)
 	go func() { errc <- f.r.Handle(hctx, &queue.Delivery{Request: req, NumDelivered: 1}) }()
-	f.waitRecord(id, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	// The heartbeat writes the step states while the run is in progress.
+	f.waitRecord(id, 10*time.Second, "step slow running in the record", func(r *queue.RunRecord) bool {
+		return r.Status == workflows.StatusRunning && len(r.Steps) == 1 && r.Steps[0].Status == workflows.StatusRunning
+	})
 	for readFile(t, f.tmp, "executions") == "" {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -397,6 +400,30 @@ handler_on:
 	}
 	if err := f.r.Cancel(context.Background(), "01NOPE"); !errors.Is(err, queue.ErrNotFound) {
 		t.Errorf("Cancel of an unknown run = %v, want ErrNotFound", err)
+	}
+}
+
+func TestCancelQueuedRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"count": countingWorkflow}, nil, nil)
+	id := f.publish("count", nil)
+	if err := f.r.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := f.q.Runs().Get(context.Background(), id)
+	if err != nil || rec.Status != workflows.StatusCancelled || !rec.CancelRequested || rec.FinishedAt == nil {
+		t.Fatalf("queued run after Cancel: %+v, %v", rec, err)
+	}
+	f.start()
+	deadline := time.Now().Add(10 * time.Second)
+	for (f.calls.Load() < 1 || f.streamMsgs() != 0) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if f.streamMsgs() != 0 {
+		t.Error("the cancelled run's message was not acked")
+	}
+	if readFile(t, f.tmp, "executions") != "" {
+		t.Error("a run cancelled while queued was executed")
 	}
 }
 
