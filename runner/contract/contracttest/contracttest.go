@@ -36,6 +36,11 @@ type Options struct {
 	// StopWithin is how long Exec may take to return after its context
 	// ends (plus the grace the suite asks for). Default 5s.
 	StopWithin time.Duration
+	// Startup is how long the executor may take before the command runs
+	// (a container to create and start). The suite's timeouts and cancels
+	// come this much later, so that the command has started by then.
+	// Default 0.
+	Startup time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -301,10 +306,10 @@ func (s *suite) stopped(t *testing.T, c *call, want error, within time.Duration)
 }
 
 func (s *suite) timeout(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond+s.opts.Startup)
 	defer cancel()
 	c := s.exec(t, ctx, contract.ExecRequest{Argv: sh("echo started; sleep 30"), Grace: time.Second})
-	s.stopped(t, c, context.DeadlineExceeded, 500*time.Millisecond+s.opts.StopWithin)
+	s.stopped(t, c, context.DeadlineExceeded, 500*time.Millisecond+s.opts.Startup+s.opts.StopWithin)
 	if c.elapsed < 450*time.Millisecond {
 		t.Errorf("Exec returned after %s, before the deadline", c.elapsed)
 	}
@@ -313,11 +318,11 @@ func (s *suite) timeout(t *testing.T) {
 func (s *suite) timeoutIgnoringTerm(t *testing.T) {
 	// SIGTERM is ignored by the shell and inherited by sleep: only the
 	// SIGKILL after Grace stops it.
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond+s.opts.Startup)
 	defer cancel()
 	grace := time.Second
 	c := s.exec(t, ctx, contract.ExecRequest{Argv: sh("trap '' TERM; echo started; sleep 30; echo survived"), Grace: grace})
-	s.stopped(t, c, context.DeadlineExceeded, 500*time.Millisecond+grace+s.opts.StopWithin)
+	s.stopped(t, c, context.DeadlineExceeded, 500*time.Millisecond+s.opts.Startup+grace+s.opts.StopWithin)
 	if strings.Contains(c.stdout.String(), "survived") {
 		t.Errorf("the command ran on after being stopped: %q", c.stdout.String())
 	}
@@ -326,9 +331,9 @@ func (s *suite) timeoutIgnoringTerm(t *testing.T) {
 func (s *suite) cancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(500*time.Millisecond, cancel)
+	time.AfterFunc(500*time.Millisecond+s.opts.Startup, cancel)
 	c := s.exec(t, ctx, contract.ExecRequest{Argv: sh("echo started; sleep 30"), Grace: time.Second})
-	s.stopped(t, c, context.Canceled, 500*time.Millisecond+s.opts.StopWithin)
+	s.stopped(t, c, context.Canceled, 500*time.Millisecond+s.opts.Startup+s.opts.StopWithin)
 }
 
 func (s *suite) alreadyCancelled(t *testing.T) {
