@@ -2,4 +2,41 @@
 // by compare-and-set, heartbeat, workspace, the DAG engine, reporting, ack.
 // It uses executors, sandboxes and reporters only through the interfaces in
 // runner/contract; cmd/hookrun hands it the implementations from providers/.
+//
+// # Engine semantics
+//
+// A step runs when all its dependencies have ended (`graph`), or after the
+// previous step in file order (`chain`), at most max_active_steps at a time.
+// A dependency that failed (or was skipped) skips its dependents unless it
+// has continue_on failed (skipped). A run fails when a step failed without
+// continue_on failed, or on the run timeout; it is cancelled when its
+// context is cancelled (Runner.Cancel, a newer run of the same concurrency
+// group). handler_on success/failure/cancel then exit run afterwards with
+// HOOKRUN_RUN_STATUS, even after a cancel or timeout (bounded by their own
+// timeout or EngineConfig.HandlerTimeout); a handler's failure is recorded
+// in its step state but does not change the run's status. A run stopped
+// because the runner shuts down or lost its claim (ErrAbandoned) runs no
+// handler and sends no final report: another runner executes it again.
+//
+// # Environment
+//
+// A step's environment is built in this order, a later name replacing an
+// earlier one: PATH, HOME, LANG, TMPDIR and USER from the runner's
+// environment (host steps only: containers and sandboxes bring their own);
+// the workflow's env, then params; the event's HOOKRUN_* variables and
+// HOOKRUN_RUN_ID, HOOKRUN_WORKFLOW, HOOKRUN_WORKSPACE, HOOKRUN_EVENT_PATH,
+// HOOKRUN_SANDBOX (so a workflow cannot override them); the outputs of
+// earlier steps; the step's env (for a step container, its container env
+// first); HOOKRUN_RUN_STATUS for handlers; the secrets. Nothing else of the
+// runner's environment is passed on.
+//
+// Values written by the workflow author (env, params, container env) may
+// reference, as ${NAME}, any variable set before them, and also the HOOKRUN_*
+// variables; the substitution is workflows.Expand: no shell, values are not
+// expanded again, unknown names stay as written. Event text and outputs are
+// data and are never expanded. `run:` is executed as ["sh", "-c", run], so
+// "$VAR" there is the shell's business. Secrets cannot be referenced by
+// ${NAME} (steps read them from the environment), and every secret value is
+// replaced by *** in logs, outputs, step and run errors, the report body
+// and therefore the run record.
 package runner

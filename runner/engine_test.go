@@ -118,10 +118,13 @@ steps:
   - id: second-time
     run: 'n=$(cat cnt 2>/dev/null || echo 0); n=$((n+1)); echo $n > cnt; [ "$n" -ge 2 ]'
     retry_policy: {limit: 3, interval: 10ms, backoff: 2}
+  - id: backoff
+    run: "exit 1"
+    retry_policy: {limit: 4, interval: 10ms, backoff: 3, max_interval: 50ms}
 `,
 			wantStatus: failed,
-			wantSteps:  map[string]workflows.Status{"always": failed, "other-code": failed, "second-time": succeeded},
-			wantAtt:    map[string]int{"always": 3, "other-code": 1, "second-time": 2},
+			wantSteps:  map[string]workflows.Status{"always": failed, "other-code": failed, "second-time": succeeded, "backoff": failed},
+			wantAtt:    map[string]int{"always": 3, "other-code": 1, "second-time": 2, "backoff": 5},
 			wantExit:   map[string]int{"always": 2, "other-code": 2, "second-time": 0},
 			check: func(t *testing.T, res *runner.Result, sink *memSink, dir string) {
 				if got := strings.Count(readFile(t, dir, "always"), "x"); got != 3 {
@@ -132,6 +135,16 @@ steps:
 				}
 				if !strings.Contains(sink.text("always", "system"), "attempt 3 of 3") {
 					t.Errorf("system log lacks the retry line:\n%s", sink.all())
+				}
+				// Intervals: 10ms, ×3 = 30ms, ×3 = 90ms capped at 50ms, 50ms.
+				var waits []string
+				for _, line := range strings.Split(sink.text("backoff", "system"), "\n") {
+					if _, after, ok := strings.Cut(line, " in "); ok && strings.HasPrefix(line, "attempt ") {
+						waits = append(waits, after)
+					}
+				}
+				if strings.Join(waits, ",") != "10ms,30ms,50ms,50ms" {
+					t.Errorf("retry waits = %v, want 10ms,30ms,50ms,50ms", waits)
 				}
 			},
 		},
@@ -223,6 +236,30 @@ steps:
 					t.Errorf("outputs = %+v", res.Outputs)
 				}
 			},
+		},
+		{
+			name: "params are env, may reference workflow env, and step env overrides them",
+			yaml: `
+env:
+  - BASE: /srv
+params: "TARGET=staging DIR=${BASE}/app"
+steps:
+  - {id: a, run: 'printf "%s %s\n" "$TARGET" "$DIR" >> order'}
+  - {id: b, env: [{TARGET: prod}], run: 'printf "%s\n" "$TARGET" >> order', depends: [a]}
+`,
+			wantStatus: succeeded,
+			wantOrder:  "staging /srv/app\nprod\n",
+		},
+		{
+			name: "a workflow cannot override HOOKRUN_ variables",
+			yaml: `
+env:
+  - HOOKRUN_PR_NUMBER: "999"
+steps:
+  - {id: a, run: 'printf "%s\n" "$HOOKRUN_PR_NUMBER" >> order'}
+`,
+			wantStatus: succeeded,
+			wantOrder:  "7\n",
 		},
 		{
 			name: "unknown variables in env stay as written",
