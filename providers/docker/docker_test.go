@@ -72,6 +72,9 @@ func TestConformancePerStep(t *testing.T) {
 			req.Workspace = root // the host path; Dir is the path inside
 			req.Container = testImage
 		},
+		// Creating and starting a container takes 0.3-1 s here, several
+		// seconds when the machine is busy.
+		Startup:    4 * time.Second,
 		StopWithin: 10 * time.Second,
 	})
 }
@@ -82,6 +85,7 @@ func TestConformanceRoot(t *testing.T) {
 	s := openRoot(t, d, runPrefix+"root", root, testImage)
 	contracttest.Run(t, func(t *testing.T) contract.Executor { return s }, contracttest.Options{
 		Workspace:  ws,
+		Startup:    time.Second, // an exec starts in tens of milliseconds, more when busy
 		StopWithin: 10 * time.Second,
 	})
 	// The container survived every timeout and cancel of the suite.

@@ -41,6 +41,9 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 	}
 	c := req.Workflow.Container
 	if err := d.ensureImage(ctx, c.Image, c.PullPolicy, req.Stdout); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
 	binds, err := d.binds(c.Volumes, req.Workspace)

@@ -34,6 +34,9 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 		return done(fmt.Errorf("running step %s in a container: empty command", req.StepID))
 	}
 	if err := d.ensureImage(ctx, c.Image, c.PullPolicy, nil); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
 	if err := ctx.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,10 +112,14 @@ func TestLifecycle(t *testing.T) {
 		{
 			name: "run cancelled mid-step",
 			steps: func(t *testing.T, s *Session) {
+				// Cancelled once the agent has committed and goes on working.
 				ctx, cancel := context.WithCancel(context.Background())
-				time.AfterFunc(300*time.Millisecond, cancel)
-				res, _, _, err := step(t, ctx, s, contract.ExecRequest{StepID: "agent", Grace: 200 * time.Millisecond,
-					Argv: []string{"sh", "-c", commitScript + " && sleep 30"}})
+				defer cancel()
+				out := &cancelOnWrite{cancel: cancel}
+				res, err := s.Exec(ctx, contract.ExecRequest{RunID: s.runID, StepID: "agent", Grace: 200 * time.Millisecond,
+					Env:    []workflows.EnvVar{{Name: "PATH", Value: os.Getenv("PATH")}},
+					Argv:   []string{"sh", "-c", commitScript + " && echo committed && sleep 30"},
+					Stdout: out})
 				if !errors.Is(err, context.Canceled) || res.ExitCode != -1 {
 					t.Fatalf("exit %d, err %v", res.ExitCode, err)
 				}
@@ -351,4 +356,18 @@ func TestClassify(t *testing.T) {
 	if err := classifyExec("ERROR: file not found", "hookrun-r"); err != nil {
 		t.Errorf("classifyExec took a step's output for sbx's: %v", err)
 	}
+}
+
+// cancelOnWrite cancels a context at the first write.
+type cancelOnWrite struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	cancel func()
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
