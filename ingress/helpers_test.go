@@ -59,7 +59,9 @@ func openQueue(t testing.TB, dir string) *queue.Queue {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: dir, Listen: "127.0.0.1:0",
+	// Generous publish timeout: these tests check what is persisted, and
+	// `make test` runs them beside every other package on two cores.
+	q, err := queue.Open(ctx, queue.Config{DataDir: dir, Listen: "127.0.0.1:0", PublishTimeout: 30 * time.Second,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening queue: %v", err)
@@ -178,6 +180,9 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 		cfg.GitHub = GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}
 		cfg.GitLab = GitLabConfig{Enabled: true, Tokens: []string{testGitLabToken}}
 	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = 30 * time.Second // see openQueue
+	}
 	s, err := New(cfg, pub, set, logger)
 	if err != nil {
 		t.Fatal(err)
@@ -211,24 +216,29 @@ type answer struct {
 
 func (e *testEnv) do(t testing.TB, path string, header http.Header, body io.Reader) answer {
 	t.Helper()
+	// Errorf, not Fatalf: load tests call this from many goroutines. A
+	// failed request answers Code 0, which no test accepts.
 	req, err := http.NewRequest(http.MethodPost, e.http.URL+path, body)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("building request: %v", err)
+		return answer{}
 	}
 	req.Header = header
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.http.Client().Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+		t.Errorf("POST %s: %v", path, err)
+		return answer{}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("reading answer: %v", err)
+		return answer{}
 	}
 	a := answer{Code: resp.StatusCode, Raw: string(raw)}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("POST %s: %d answer is not JSON: %q", path, resp.StatusCode, raw)
+		t.Errorf("POST %s: %d answer is not JSON: %q", path, resp.StatusCode, raw)
 	}
 	return a
 }

@@ -367,3 +367,22 @@ func fuzzNormalize(f *testing.F, forge workflows.Forge, events []string) {
 func FuzzNormalizeGitHub(f *testing.F) { fuzzNormalize(f, workflows.GitHub, githubFuzzEvents) }
 
 func FuzzNormalizeGitLab(f *testing.F) { fuzzNormalize(f, workflows.GitLab, gitlabFuzzEvents) }
+
+// A comment on a pull request: GitHub's issue_comment payload names the PR
+// (issue.pull_request) but not its head, so the event carries the PR number
+// and title, no head SHA, and is treated as coming from a fork.
+func TestNormalizeGitHubPullRequestComment(t *testing.T) {
+	e, err := Normalize(workflows.GitHub, "issue_comment", prComment(t, "/review now", "MEMBER"), "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.PullRequest == nil || e.Issue != nil {
+		t.Fatalf("pull request %+v, issue %+v: want only the pull request", e.PullRequest, e.Issue)
+	}
+	want(t, "number", e.PullRequest.Number, 1)
+	want(t, "head sha", e.HeadSHA(), "")
+	want(t, "fork", e.PullRequest.Fork, true)
+	want(t, "association", e.AuthorAssociation, "MEMBER")
+	want(t, "comment", e.CommentBody(), "/review now")
+	want(t, "pr title env", e.Title(), "Spelling error in the README file")
+}

@@ -1,0 +1,156 @@
+package ingress
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// touch moves a file's mtime forward so a change is seen even on file
+// systems with coarse timestamps.
+func touch(t *testing.T, path string, step int) {
+	t.Helper()
+	ts := time.Now().Add(time.Duration(step) * time.Second)
+	if err := os.Chtimes(path, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func names(ws []*workflows.Workflow) string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Name+"@"+filepath.Base(w.File))
+	}
+	return strings.Join(out, ",")
+}
+
+func reload(t *testing.T, s *WorkflowSet) {
+	t.Helper()
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWorkflowSetReload(t *testing.T) {
+	dir := t.TempDir()
+	logger, logs := newLogger()
+	a := writeFile(t, dir, "a.yaml", prWorkflow)
+	writeFile(t, dir, "broken.yml", "name: broken\nsteps:\n  - id: x\n    action: shell.run\n")
+	writeFile(t, dir, "notes.txt", "not a workflow")
+	writeFile(t, dir, ".hidden.yaml", "name: [")
+	s, err := NewWorkflowSet(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(s.Workflows()); got != "pr-check@a.yaml" {
+		t.Fatalf("initial workflows %q", got)
+	}
+	if !regexp.MustCompile(`workflow file invalid; it is not active.*problem=".*broken\.yml:4:13: step \\"x\\": unknown action`).MatchString(logs.String()) {
+		t.Fatalf("invalid file at start not logged with file:line:col:\n%s", logs)
+	}
+	good := s.Workflows()[0]
+
+	// Edited to be invalid: the last good version stays, the problem is logged.
+	if err := os.WriteFile(a, []byte(strings.Replace(prWorkflow, "run: make check", "action: shell.run", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, a, 1)
+	reload(t, s)
+	if ws := s.Workflows(); len(ws) != 1 || ws[0] != good {
+		t.Fatalf("after an invalid edit: %q, want the last good version kept", names(ws))
+	}
+	if !regexp.MustCompile(`workflow file invalid; keeping its last good version.*problem=".*a\.yaml:7:13: step \\"check\\": unknown action`).MatchString(logs.String()) {
+		t.Fatalf("file:line:col problem not logged:\n%s", logs)
+	}
+
+	// Fixed: the new version replaces the old one.
+	if err := os.WriteFile(a, []byte(strings.Replace(prWorkflow, "[opened, synchronize]", "[opened]", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, a, 2)
+	reload(t, s)
+	ws := s.Workflows()
+	if len(ws) != 1 || ws[0] == good || ws[0].Digest == good.Digest || len(ws[0].On[0].Actions) != 1 {
+		t.Fatalf("after a fix: %q, want the new version", names(ws))
+	}
+
+	// Unchanged content with a new mtime does not reload.
+	touch(t, a, 3)
+	reload(t, s)
+	if s.Workflows()[0] != ws[0] {
+		t.Fatal("touching a file without changing it reloaded it")
+	}
+
+	// A second file with the same name: the first file (by name) wins.
+	b := writeFile(t, dir, "b.yaml", prWorkflow)
+	reload(t, s)
+	if got := names(s.Workflows()); got != "pr-check@a.yaml" {
+		t.Fatalf("with a duplicate: %q", got)
+	}
+	mustContain(t, logs.String(), "duplicate workflow name")
+
+	// Deleted: dropped (and the duplicate takes over).
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, s)
+	if got := names(s.Workflows()); got != "pr-check@b.yaml" {
+		t.Fatalf("after deleting a.yaml: %q", got)
+	}
+	if err := os.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, s)
+	if ws := s.Workflows(); ws == nil || len(ws) != 0 {
+		t.Fatalf("after deleting every file: %q", names(ws))
+	}
+}
+
+func TestWorkflowSetMissingDir(t *testing.T) {
+	if _, err := NewWorkflowSet(filepath.Join(t.TempDir(), "nope"), nil); err == nil {
+		t.Fatal("NewWorkflowSet on a missing directory succeeded")
+	}
+}
+
+// Workflows is read lock-free while Reload swaps the slice.
+func TestWorkflowSetConcurrentReads(t *testing.T) {
+	dir := t.TempDir()
+	p := writeFile(t, dir, "pr.yaml", prWorkflow)
+	s, err := NewWorkflowSet(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if ws := s.Workflows(); len(ws) != 1 || ws[0].Name != "pr-check" {
+					t.Errorf("read %q mid-reload", names(ws))
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		content := strings.Replace(prWorkflow, "make check", "make check-"+string(rune('a'+i)), 1)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		touch(t, p, i+1)
+		reload(t, s)
+	}
+	close(stop)
+	wg.Wait()
+}
