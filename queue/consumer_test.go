@@ -51,6 +51,7 @@ func waitEmpty(t *testing.T, q *Queue, d time.Duration) {
 }
 
 func TestDeadConsumerRedelivered(t *testing.T) {
+	t.Parallel()
 	const ackWait = time.Second
 	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
@@ -104,6 +105,7 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 }
 
 func TestHeartbeatPreventsRedelivery(t *testing.T) {
+	t.Parallel()
 	const ackWait = time.Second
 	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
@@ -122,7 +124,7 @@ func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	// Two runners compete on the durable; only heartbeats keep the second
 	// from getting the run while the first works on it.
 	for _, q := range []*Queue{srv, openRemote(t, srv)} {
-		c, err := q.Consume(ctx, ConsumerConfig{AckWait: ackWait, Concurrency: 2}, h)
+		c, err := q.Consume(ctx, ConsumerConfig{AckWait: ackWait, Concurrency: 2, FetchWait: 200 * time.Millisecond}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,6 +139,7 @@ func TestHeartbeatPreventsRedelivery(t *testing.T) {
 }
 
 func TestHandlerResults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		results    []error // per delivery; nil after the list ends
@@ -168,7 +171,7 @@ func TestHandlerResults(t *testing.T) {
 				calls []time.Time
 			)
 			finished := make(chan struct{})
-			c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, MaxDeliver: tt.maxDeliver, Backoff: []time.Duration{20 * time.Millisecond}},
+			c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, MaxDeliver: tt.maxDeliver, Backoff: []time.Duration{20 * time.Millisecond}, FetchWait: 200 * time.Millisecond},
 				func(ctx context.Context, d *Delivery) error {
 					mu.Lock()
 					defer mu.Unlock()
@@ -223,6 +226,7 @@ var errPanic = errors.New("panic")
 // A run whose every runner died never reaches a handler result; the
 // max-deliveries advisory still fails it.
 func TestMaxDeliveriesAdvisory(t *testing.T) {
+	t.Parallel()
 	const ackWait = 500 * time.Millisecond
 	cfg := ConsumerConfig{AckWait: ackWait, MaxDeliver: 2}
 	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
@@ -270,6 +274,7 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 }
 
 func TestUndecodableTermed(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	for _, body := range []string{`{not json`, `{"v":99,"id":"01J","workflow":"x"}`} {
@@ -293,6 +298,7 @@ func TestUndecodableTermed(t *testing.T) {
 }
 
 func TestCloseHandsRunBack(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	res, err := q.Publish(ctx, testRequest("handback"))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDeliveryKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		forge              workflows.Forge
 		delivery, workflow string
@@ -42,6 +43,7 @@ func TestDeliveryKey(t *testing.T) {
 }
 
 func TestNewRunIDSortable(t *testing.T) {
+	t.Parallel()
 	prev := NewRunID()
 	for range 1000 {
 		id := NewRunID()
@@ -54,6 +56,7 @@ func TestNewRunIDSortable(t *testing.T) {
 
 // Survival: run requests outlive the embedded server.
 func TestRestartSurvival(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := testCtx(t, 30*time.Second)
 	const n = 50
@@ -114,9 +117,11 @@ func TestRestartSurvival(t *testing.T) {
 // Dedupe: one delivery published 1,000 times at once is one message and one
 // run; a replay after the duplicate window maps to the same run.
 func TestPublishDedupe(t *testing.T) {
+	t.Parallel()
 	const window = 2 * time.Second
-	q := openTest(t, Config{DuplicateWindow: window})
-	ctx := testCtx(t, 30*time.Second)
+	// Generous timeout: this is about dedupe, not latency, on a loaded machine.
+	q := openTest(t, Config{DuplicateWindow: window, PublishTimeout: 30 * time.Second})
+	ctx := testCtx(t, 60*time.Second)
 	base := testRequest("dedupe")
 
 	const n = 1000
@@ -208,6 +213,7 @@ func TestPublishDedupe(t *testing.T) {
 // delivery: the retry's run id wins, the stream message of the first
 // attempt runs under it, and the first attempt's record disappears.
 func TestReconcileSupersededAttempt(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	first := testRequest("retried")
@@ -252,6 +258,7 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 
 // A message whose record never landed still reaches the handler with a record.
 func TestReconcileCreatesMissingRecord(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	req := testRequest("norecord")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPublishConsumeAck(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	req := testRequest("pr-review")
@@ -54,6 +55,7 @@ func TestPublishConsumeAck(t *testing.T) {
 }
 
 func TestConcurrentCAS(t *testing.T) {
+	t.Parallel()
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	rs := q.Runs()
