@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -163,6 +164,34 @@ func BenchmarkPlainLoopChain10(b *testing.B) {
 			if err := exec.Command("sh", "-c", "true").Run(); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// noopExec does nothing: it isolates the engine's own per-step cost.
+type noopExec struct{}
+
+func (noopExec) Exec(context.Context, contract.ExecRequest) (contract.ExecResult, error) {
+	return contract.ExecResult{}, nil
+}
+
+// go test -run '^$' -bench 'EngineOverhead' -benchmem ./runner/
+func BenchmarkEngineOverheadChain10(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("type: chain\nsteps:\n")
+	for i := range 10 {
+		sb.WriteString("  - {id: s" + strconv.Itoa(i) + ", run: 'true'}\n")
+	}
+	w := parse(b, sb.String())
+	eng, err := runner.NewEngine(runner.EngineConfig{Providers: runner.Providers{Host: noopExec{}}, Logs: newMemSink()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := samplePR()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := eng.Run(context.Background(), runner.RunSpec{ID: "bench", Workflow: w, Event: ev}); res.Status != succeeded {
+			b.Fatal(res.Error)
 		}
 	}
 }

@@ -356,6 +356,44 @@ handler_on:
 	}
 }
 
+func TestLostClaimStopsExecution(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"slow": `
+name: slow
+steps:
+  - {id: slow, run: 'sleep 5; echo finished >> $TMP/executions'}
+`}, nil, nil)
+	ctx := context.Background()
+	id := f.publish("slow", nil)
+	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "slow", Event: *samplePR(), Attempt: 1}
+	errc := make(chan error, 1)
+	go func() { errc <- f.r.Handle(ctx, &queue.Delivery{Request: req, NumDelivered: 1}) }()
+	f.waitRecord(id, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	// Another runner took the run over (we looked dead to it).
+	if _, err := f.q.Runs().Modify(ctx, id, func(r *queue.RunRecord) bool {
+		r.Claimant, r.Attempt, r.HeartbeatAt = "runner-b", r.Attempt+1, time.Now().UTC()
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Handle = %v, want nil (the other runner owns the run now)", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the runner kept executing a run it lost")
+	}
+	rec, _, _ := f.q.Runs().Get(ctx, id)
+	if rec.Claimant != "runner-b" || rec.Status != workflows.StatusRunning || rec.Attempt != 2 {
+		t.Errorf("record overwritten by the loser: claimant %q status %s attempt %d", rec.Claimant, rec.Status, rec.Attempt)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if readFile(t, f.tmp, "executions") != "" {
+		t.Error("the lost run's step was not stopped")
+	}
+}
+
 func TestCancelAndConcurrencyGroup(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"pr": `
