@@ -7,7 +7,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/hookrun/hookrun/providers/docker/internal/dockertest"
+	"github.com/hookrun/hookrun/providers/docker/dockertest"
 	"github.com/hookrun/hookrun/runner/contract"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
-	"github.com/hookrun/hookrun/providers/docker/internal/dockertest"
+	"github.com/hookrun/hookrun/providers/docker/dockertest"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/runner/contract/contracttest"
 	"github.com/hookrun/hookrun/workflows"

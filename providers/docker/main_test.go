@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/providers/docker/internal/dockertest"
+	"github.com/hookrun/hookrun/providers/docker/dockertest"
 )
 
 // runPrefix starts every run id these tests use, so the leftover check

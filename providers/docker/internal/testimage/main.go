@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/hookrun/hookrun/providers/docker/internal/dockertest"
+	"github.com/hookrun/hookrun/providers/docker/dockertest"
 )
 
 func main() {
