@@ -2,4 +2,27 @@
 // a fresh container per step, or execs inside one root container kept alive
 // for the whole run. It implements contract.Executor and contract.Sandbox and
 // removes orphaned containers labelled hookrun.run.
+//
+// Every container is labelled hookrun.run=<run id> (and hookrun.step for a
+// step container), runs with no-new-privileges, docker-init as PID 1, and the
+// memory, CPU and PID limits of the workflow, else of the server (Config).
+// The run's workspace is bind-mounted at /workspace unless a volume targets
+// it. Volume sources are host paths, relative ones resolved against the
+// workspace; named volumes are not supported (they would outlive the run and
+// be shared between runs). A volume exposing the engine's socket (the
+// socket itself, or a directory above it) is refused unless
+// Config.AllowDockerSocket is set.
+//
+// In the root container a step runs as `sh -c WRAPPER PIDFILE ARGV...`: the
+// wrapper records the pid of the exec's process (which docker exec makes
+// the leader of its own session and process group) and runs ARGV unchanged
+// as "$@", so ARGV is never parsed as shell source. On timeout or cancel a
+// second exec sends SIGTERM, then SIGKILL after the grace period, to that
+// process group; the container stays for the next step. The root image must
+// therefore have a POSIX sh, kill and cat.
+//
+// Pull policies: never (an absent image is an error), missing (default:
+// pull when absent), always (pull every time; fails when the registry
+// cannot be reached). Pulls are bounded by Config.PullTimeout; errors name
+// the image and the policy.
 package docker

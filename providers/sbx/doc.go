@@ -2,4 +2,37 @@
 // run: `sbx create --clone`, steps through `sbx exec`, the agent's commits
 // collected from the sandbox-<name> git remote, `sbx rm --force` always.
 // It implements contract.Sandbox.
+//
+// Lifecycle of run R (DESIGN.md §4):
+//
+//	Open:  sbx rm --force hookrun-R                 (a leftover; "not found" is fine)
+//	       sbx create --name hookrun-R --clone --no-progress AGENT WORKSPACE
+//	Exec:  sbx exec [-i] [-w DIR] -e NAME... hookrun-R ARGV...
+//	Close: git -C WORKSPACE fetch sandbox-hookrun-R
+//	       git -C WORKSPACE branch --no-track -f hookrun/R sandbox-hookrun-R/BRANCH
+//	       sbx rm --force hookrun-R                 (always, also after failures and cancel)
+//	       git -C WORKSPACE remote remove sandbox-hookrun-R   (when sbx left it)
+//
+// BRANCH is the sandbox's current branch as its remote advertises it
+// (`git ls-remote --symref`); when the sandbox is on a detached HEAD, that
+// commit is fetched and hookrun/R points at it.
+//
+// Environment variables reach the sandbox by bare name (`-e NAME`), their
+// values set in the sbx process's own environment, so no value is ever on a
+// command line. Secrets (ExecRequest.SecretNames) are not forwarded into the
+// sandbox at all: an agent in a sandbox authenticates through sbx's own
+// credential proxy (`sbx secret`), and hookrun keeps the runner's secrets
+// out of the microVM. Host-specific variables (PATH, HOME, ...) are not
+// forwarded either: the sandbox has its own.
+//
+// ExecRequest.Dir is a path inside the sandbox; "" runs in the sandbox's
+// default directory (the clone).
+//
+// Known sbx failures (not signed in, not logged in, global network policy
+// not initialized, sandbox exists, sandbox not found) are returned as errors
+// wrapping ErrNotSignedIn, ErrNotLoggedIn, ErrPolicyNotInitialized,
+// ErrSandboxExists and ErrSandboxNotFound, whose text says the fix.
+//
+// The tests run against a simulator (internal/sbxsim) that implements the
+// same commands on plain directories and git clones.
 package sbx
