@@ -213,10 +213,9 @@ func (x *execution) handlerContext(ctx context.Context, timeout time.Duration) (
 
 // route is where a step runs.
 type route struct {
-	exec      contract.Executor
-	host      bool // host paths and the base environment
-	container bool // the workspace is at /workspace
-	err       error
+	exec  contract.Executor
+	place place
+	err   error
 }
 
 // routeFor picks the executor of a step: its own container; a harness whose
@@ -228,29 +227,32 @@ func (x *execution) routeFor(st *workflows.Step) route {
 		if p.Containers == nil {
 			return route{err: fmt.Errorf("step %s has its own container but this runner has no container executor configured", st.ID)}
 		}
-		return route{exec: p.Containers, container: true}
+		return route{exec: p.Containers, place: placeContainer}
 	}
 	if st.Harness != nil {
 		if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok && h.Binary == "sbx" {
-			return route{exec: p.Host, host: true}
+			return route{exec: p.Host, place: placeHost}
 		}
 	}
 	if x.session != nil {
-		return route{exec: x.session, host: x.sessionKind == "sandbox", container: x.sessionKind == "container"}
+		if x.sessionKind == "sandbox" {
+			return route{exec: x.session, place: placeSandbox}
+		}
+		return route{exec: x.session, place: placeContainer}
 	}
-	return route{exec: p.Host, host: true}
+	return route{exec: p.Host, place: placeHost}
 }
 
 // stepDir resolves a step's working_dir for its route.
 func (x *execution) stepDir(st *workflows.Step, r route) string {
 	wd := st.WorkingDir
-	switch {
-	case r.container:
+	switch r.place {
+	case placeContainer:
 		if wd == "" || path.IsAbs(wd) {
 			return wd
 		}
 		return path.Join(containerWorkspace, wd)
-	case r.exec == x.e.cfg.Providers.Host:
+	case placeHost:
 		if filepath.IsAbs(wd) {
 			return wd
 		}
@@ -271,12 +273,12 @@ func (x *execution) stepDir(st *workflows.Step, r route) string {
 // (HOOKRUN_RUN_STATUS for handlers), then the secrets. It also returns the
 // lookup for harness prompts, which does not resolve secrets.
 func (x *execution) stepEnv(st *workflows.Step, r route, extra []workflows.EnvVar) ([]workflows.EnvVar, func(string) (string, bool)) {
-	pre := x.prefix(r.host)
+	pre := x.prefix(r.place)
 	x.mu.Lock()
 	l := pre.clone(len(x.outputs) + len(st.Env) + len(extra) + len(x.secrets))
 	l.setAll(x.outputs)
 	x.mu.Unlock()
-	if r.container && st.Container != nil {
+	if r.place == placeContainer && st.Container != nil {
 		l.expandAll(st.Container.Env)
 	}
 	l.expandAll(st.Env)
@@ -378,7 +380,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return x.stopped(ctx, nil, st), exit, attempt - 1, x.stoppedMsg(ctx, nil, st)
+				return x.stopped(ctx), exit, attempt - 1, x.stoppedMsg(ctx, st)
 			case <-t.C:
 			}
 			if rp := st.RetryPolicy; rp.Backoff > 1 {
@@ -406,7 +408,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 			cancel()
 			status, errMsg = workflows.StatusSucceeded, ""
 		case sctx.Err() != nil:
-			status, errMsg = x.stopped(sctx, err, st), x.stoppedMsg(sctx, err, st)
+			status, errMsg = x.stopped(sctx), x.stoppedMsg(sctx, st)
 			cancel()
 		case err != nil:
 			cancel()
@@ -461,7 +463,7 @@ func (x *execution) retryable(st *workflows.Step, code int) bool {
 
 // stopped classifies a step stopped by its context: a step or run timeout
 // is a failure, anything else (API cancel, newer run, shutdown) a cancel.
-func (x *execution) stopped(ctx context.Context, _ error, _ *workflows.Step) workflows.Status {
+func (x *execution) stopped(ctx context.Context) workflows.Status {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errStepTimeout), errors.Is(cause, errRunTimeout):
 		return workflows.StatusFailed
@@ -470,7 +472,7 @@ func (x *execution) stopped(ctx context.Context, _ error, _ *workflows.Step) wor
 	}
 }
 
-func (x *execution) stoppedMsg(ctx context.Context, _ error, st *workflows.Step) string {
+func (x *execution) stoppedMsg(ctx context.Context, st *workflows.Step) string {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errStepTimeout):
 		if st.Timeout > 0 {

@@ -193,9 +193,8 @@ type execution struct {
 	sessionKind string // "container", "sandbox" or ""
 	sandboxName string
 
-	prefixHost      *envList // base + workflow env + params + event + run vars, host paths
-	prefixContainer *envList // the same without the base, container paths
-	prefixOnce      sync.Once
+	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
+	prefixOnce sync.Once
 
 	sys io.WriteCloser // run-level system log
 
@@ -209,6 +208,10 @@ type execution struct {
 // failures of steps, sandboxes and executors are the run's failure and are
 // described in Result.Error and the step states.
 func (e *Engine) Run(ctx context.Context, spec RunSpec) *Result {
+	if spec.Workflow == nil {
+		now := e.cfg.Now().UTC()
+		return &Result{Status: workflows.StatusFailed, Error: "running: no workflow", StartedAt: now, FinishedAt: now}
+	}
 	x := &execution{e: e, spec: spec, wf: spec.Workflow, ev: spec.Event}
 	if x.ev == nil {
 		x.ev = &workflows.Event{}
@@ -376,21 +379,24 @@ func (x *execution) writeEventFile() error {
 // openSession opens the workflow's sandbox or root container, if any.
 func (x *execution) openSession(ctx context.Context) error {
 	var sb contract.Sandbox
+	var what string
+	pl := placeContainer
 	switch {
 	case x.wf.Sandbox != nil:
 		if x.e.cfg.Providers.SBX == nil {
 			return fmt.Errorf("opening sandbox: this runner has no %q sandbox provider configured", x.wf.Sandbox.Provider)
 		}
-		sb, x.sessionKind, x.sandboxName = x.e.cfg.Providers.SBX, "sandbox", "hookrun-"+x.spec.ID
+		sb, what, x.sessionKind, x.sandboxName = x.e.cfg.Providers.SBX, "sandbox", "sandbox", "hookrun-"+x.spec.ID
+		pl = placeSandbox
 	case x.wf.Container != nil:
 		if x.e.cfg.Providers.RootContainer == nil {
 			return errors.New("opening root container: this runner has no container provider configured")
 		}
-		sb, x.sessionKind = x.e.cfg.Providers.RootContainer, "container"
+		sb, what, x.sessionKind = x.e.cfg.Providers.RootContainer, "root container", "container"
 	default:
 		return nil
 	}
-	env := x.prefix(false)
+	env := x.prefix(pl)
 	s, err := sb.Open(ctx, contract.OpenRequest{
 		RunID:     x.spec.ID,
 		Workspace: x.spec.Workspace,
@@ -401,7 +407,7 @@ func (x *execution) openSession(ctx context.Context) error {
 	})
 	if err != nil {
 		x.sessionKind, x.sandboxName = "", ""
-		return fmt.Errorf("opening %s: %w", map[bool]string{true: "sandbox", false: "root container"}[x.wf.Sandbox != nil], err)
+		return fmt.Errorf("opening %s: %w", what, err)
 	}
 	x.session = s
 	return nil
@@ -420,32 +426,38 @@ func (x *execution) closeSession(ctx context.Context) {
 	}
 }
 
-// prefix returns the environment every step of the run starts from. For
-// host steps it begins with the minimal base taken from the runner's
-// environment; inside containers and sandboxes the image provides PATH and
-// HOME, and the workspace is at /workspace.
-func (x *execution) prefix(host bool) *envList {
+// place is where a step runs, as far as its environment is concerned.
+type place int
+
+const (
+	placeHost      place = iota // host paths, the base environment
+	placeContainer              // the workspace is at /workspace; the image brings PATH and HOME
+	placeSandbox                // host paths (sbx clones the workspace at its path); the VM brings PATH and HOME
+	placeCount
+)
+
+// prefix returns the environment every step of the run at p starts from.
+func (x *execution) prefix(p place) *envList {
 	x.prefixOnce.Do(func() {
-		x.prefixHost = x.buildPrefix(true)
-		x.prefixContainer = x.buildPrefix(false)
+		for i := range x.prefixes {
+			x.prefixes[i] = x.buildPrefix(place(i))
+		}
 	})
-	if host {
-		return x.prefixHost
-	}
-	return x.prefixContainer
+	return x.prefixes[p]
 }
 
-func (x *execution) buildPrefix(host bool) *envList {
+func (x *execution) buildPrefix(p place) *envList {
 	evEnv := x.ev.Env()
 	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(evEnv) + 6)
 	workspace := x.spec.Workspace
-	if host {
+	host := p != placeContainer
+	if p == placeHost {
 		for _, n := range baseEnvNames {
 			if v, ok := x.e.cfg.LookupEnv(n); ok {
 				l.set(n, v)
 			}
 		}
-	} else if workspace != "" {
+	} else if p == placeContainer && workspace != "" {
 		workspace = containerWorkspace
 	}
 	run := newEnvList(len(evEnv) + 6)
@@ -509,7 +521,7 @@ func (x *execution) markUnfinished(runStatus workflows.Status) {
 // reportLookup resolves ${NAME} in report.body: step outputs, the run's
 // HOOKRUN_* variables and HOOKRUN_RUN_STATUS. Secrets are not resolvable.
 func (x *execution) reportLookup(status workflows.Status) func(string) (string, bool) {
-	l := x.prefix(true).clone(len(x.outputs) + 1)
+	l := x.prefix(placeHost).clone(len(x.outputs) + 1)
 	x.mu.Lock()
 	l.setAll(x.outputs)
 	x.mu.Unlock()

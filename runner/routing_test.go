@@ -176,6 +176,16 @@ steps:
 		if got := sbx.session.steps(); !slices.Equal(got, []string{"in-box"}) {
 			t.Errorf("sandbox ran %v", got)
 		}
+		inBox, _ := sbx.session.req("in-box")
+		if _, ok := envOf(inBox, "PATH"); ok {
+			t.Error("the host PATH was passed into the sandbox")
+		}
+		if v, _ := envOf(inBox, "HOOKRUN_WORKSPACE"); v != dir || inBox.Dir != "" {
+			t.Errorf("sandbox step: HOOKRUN_WORKSPACE %q dir %q, want the host workspace %q and the sandbox's own dir", v, inBox.Dir, dir)
+		}
+		if got := sbx.opened[0].Env; slices.ContainsFunc(got, func(v workflows.EnvVar) bool { return v.Name == "PATH" || v.Value == "/workspace" }) {
+			t.Errorf("sandbox open env has host PATH or container paths: %v", got)
+		}
 		req, ok := hostRec.req("agent")
 		if !ok {
 			t.Fatalf("the sbx harness did not run on the host (host ran %v)", hostRec.steps())
