@@ -397,7 +397,11 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 		var res contract.ExecResult
 		var err error
 		if st.Action == workflows.ActionHarnessRun {
-			res, err = x.e.cfg.Providers.Harness.RunHarness(sctx, r.exec, req, x.wf, st.Harness, lookup)
+			var exec contract.Executor = r.exec
+			if capture != nil {
+				exec = resetOnExec{exec, capture} // a fallback's output replaces the failed attempt's
+			}
+			res, err = x.e.cfg.Providers.Harness.RunHarness(sctx, exec, req, x.wf, st.Harness, lookup)
 		} else {
 			res, err = r.exec.Exec(sctx, req)
 		}
@@ -486,6 +490,18 @@ func (x *execution) stoppedMsg(ctx context.Context, st *workflows.Step) string {
 	default:
 		return "cancelled"
 	}
+}
+
+// resetOnExec empties the output capture before each command, so that the
+// output of a harness step is the one of the provider that ran last.
+type resetOnExec struct {
+	contract.Executor
+	capture *cappedBuffer
+}
+
+func (e resetOnExec) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	e.capture.Reset()
+	return e.Executor.Exec(ctx, req)
 }
 
 // cappedBuffer keeps the first limit bytes written to it.

@@ -256,7 +256,7 @@ func TestHarnessStepsWithFallbackAndUntrustedPrompt(t *testing.T) {
 	ev.PullRequest.Title = "$(touch /tmp/pwned-harness) `id`"
 	res, sink, _ := runWorkflow(t, `
 harnesses:
-  broken: {binary: "false"}
+  broken: {binary: sh, prefix_args: [-c, "echo partial answer; exit 1", sh]}
   echoer: {binary: printf, prefix_args: ["%s\n"]}
 steps:
   - id: review
