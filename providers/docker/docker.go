@@ -318,6 +318,19 @@ func waitDone(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
+// insideDir resolves a step's directory inside a container: "" is def, a
+// relative path is taken from the workspace mount.
+func insideDir(dir, def string) string {
+	switch {
+	case dir == "":
+		return def
+	case path.IsAbs(dir):
+		return path.Clean(dir)
+	default:
+		return path.Join(WorkspaceMount, dir)
+	}
+}
+
 // containerName makes a Docker container name from a run id.
 func containerName(runID string) string {
 	var b strings.Builder

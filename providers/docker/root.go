@@ -117,10 +117,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
-	dir := req.Dir
-	if dir == "" {
-		dir = workingDir(s.c)
-	}
+	dir := insideDir(req.Dir, workingDir(s.c))
 	pidFile := "/tmp/.hookrun-exec-" + randomID()
 	cmd := append([]string{"sh", "-c", execWrapper, pidFile}, req.Argv...)
 

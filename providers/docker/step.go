@@ -153,10 +153,7 @@ func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *conta
 	if err != nil {
 		return nil, nil, err
 	}
-	dir := req.Dir
-	if dir == "" {
-		dir = workingDir(c)
-	}
+	dir := insideDir(req.Dir, workingDir(c))
 	cfg := &container.Config{
 		Image:        c.Image,
 		Cmd:          req.Argv,
