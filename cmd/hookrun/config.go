@@ -26,6 +26,7 @@ type Config struct {
 	Runner    RunnerConfig  `yaml:"runner"`
 	API       APIConfig     `yaml:"api"`
 	Log       LogConfig     `yaml:"log"`
+	RunURL    string        `yaml:"run_url"`        // link from comments and statuses to a run; "{run}" is replaced by its id; empty: no link
 	Shutdown  time.Duration `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
 
 	// InsecureNoVerify accepts webhooks without a configured secret (flag

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
@@ -36,7 +37,7 @@ func (f forgeReporters) Report(ctx context.Context, r *contract.RunReport) (cont
 func newReporter(cfg *Config, logger *slog.Logger) (contract.Reporter, error) {
 	reps := forgeReporters{}
 	if cfg.GitHub.Token != "" || cfg.GitHub.AppID != 0 {
-		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, Logger: logger}
+		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger}
 		if cfg.GitHub.PrivateKeyFile != "" {
 			key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
 			if err != nil {
@@ -49,6 +50,13 @@ func newReporter(cfg *Config, logger *slog.Logger) (contract.Reporter, error) {
 			return nil, fmt.Errorf("configuring github reporter: %w", err)
 		}
 		reps[workflows.GitHub] = rep
+	}
+	if cfg.GitLab.Token != "" {
+		rep, err := gitlab.New(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("configuring gitlab reporter: %w", err)
+		}
+		reps[workflows.GitLab] = rep
 	}
 	if len(reps) == 0 {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
