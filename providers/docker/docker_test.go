@@ -159,6 +159,13 @@ func TestRootKeepsFilesAndSurvivesTimeout(t *testing.T) {
 	if stdout != "kept\n1\n" {
 		t.Errorf("read: stdout %q, want %q (the file kept, only the keep-alive's sleep left)", stdout, "kept\n1\n")
 	}
+
+	// A step with its own container does not run in the root container.
+	res, stdout, _, err = run(t, context.Background(), s, contract.ExecRequest{RunID: runID, StepID: "own", Workspace: ws, Container: testImage,
+		Argv: []string{"sh", "-c", "cat /tmp/state 2>/dev/null || echo fresh; cat /workspace/env.txt"}})
+	if err != nil || res.ExitCode != 0 || stdout != "fresh\nyes\n" {
+		t.Errorf("own container: exit %d, err %v, stdout %q; want a fresh container with the workspace", res.ExitCode, err, stdout)
+	}
 }
 
 func TestRootCloseRemovesContainer(t *testing.T) {

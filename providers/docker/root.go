@@ -99,12 +99,15 @@ type Session struct {
 // ID is the container's id.
 func (s *Session) ID() string { return s.id }
 
-// Exec runs req as an exec in the root container (req.Container is
-// ignored: a step with its own container goes to Docker.Exec). The exit code
-// comes from exec inspect. When ctx ends first, the exec's process group gets
-// SIGTERM, then SIGKILL after the grace period; the container stays for the
-// next step.
+// Exec runs req as an exec in the root container; a step with its own
+// container (req.Container set) gets a fresh one instead (Docker.Exec). The
+// exit code comes from exec inspect. When ctx ends first, the exec's process
+// group gets SIGTERM, then SIGKILL after the grace period; the container
+// stays for the next step.
 func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	if req.Container != nil {
+		return s.d.Exec(ctx, req)
+	}
 	start := time.Now()
 	res := contract.ExecResult{ExitCode: -1}
 	done := func(err error) (contract.ExecResult, error) {
