@@ -3,6 +3,24 @@
 // It uses executors, sandboxes and reporters only through the interfaces in
 // runner/contract; cmd/hookrun hands it the implementations from providers/.
 //
+// # Lifecycle
+//
+// Runner.Handle, the queue consumer's handler, reads the run record
+// (creating it queued if absent). A terminal record is acked and skipped. A
+// record running under another claimant whose heartbeat is fresher than
+// StaleAfter is retried after StaleAfter (on the last delivery before the
+// queue would give up, acked instead: the claimant finishes it); a stale one
+// is taken over with attempt+1. The claim is a compare-and-set (status
+// running, claimant, attempt, heartbeat). While the run executes, a
+// heartbeat refreshes HeartbeatAt and the step states every
+// HeartbeatInterval and a watch on the record acts at once on
+// CancelRequested (cancel the run) or another claimant (stop: the run was
+// lost). A workspace that cannot be prepared hands the run back (queued)
+// and naks it with PrepareRetry. On shutdown the run is stopped, handed back
+// (queued, attempt kept) and nak'ed for another runner. With
+// concurrency.cancel_in_progress, older unfinished runs of the same group
+// get CancelRequested (queued ones are cancelled at once).
+//
 // # Engine semantics
 //
 // A step runs when all its dependencies have ended (`graph`), or after the

@@ -192,6 +192,14 @@ func (r *Runner) Cancel(ctx context.Context, runID string) error {
 	return fmt.Errorf("cancelling run %s: %w", runID, queue.ErrConflict)
 }
 
+// maxDeliver is the consumer's MaxDeliver (the queue's default when unset).
+func (r *Runner) maxDeliver() int {
+	if r.cfg.Consumer.MaxDeliver > 0 {
+		return r.cfg.Consumer.MaxDeliver
+	}
+	return 5
+}
+
 func (r *Runner) now() time.Time { return r.cfg.Now().UTC() }
 
 // storeCtx is a context for record writes that must happen even though ctx
@@ -209,7 +217,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	req := d.Request
 	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
 	for range 10 {
-		err := r.handleOnce(ctx, req, log)
+		err := r.handleOnce(ctx, d, log)
 		if !errors.Is(err, errRetryClaim) {
 			return err
 		}
@@ -217,7 +225,8 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	return queue.Retry(fmt.Errorf("claiming run %s: %w", req.ID, queue.ErrConflict), time.Second)
 }
 
-func (r *Runner) handleOnce(ctx context.Context, req *queue.RunRequest, log *slog.Logger) error {
+func (r *Runner) handleOnce(ctx context.Context, d *queue.Delivery, log *slog.Logger) error {
+	req := d.Request
 	rec, rev, err := r.deps.Runs.Get(ctx, req.ID)
 	if errors.Is(err, queue.ErrNotFound) {
 		rec = newRecord(req)
@@ -236,6 +245,14 @@ func (r *Runner) handleOnce(ctx context.Context, req *queue.RunRequest, log *slo
 	case rec.Status == workflows.StatusRunning && rec.Claimant != "" && r.now().Sub(rec.HeartbeatAt) < r.cfg.StaleAfter:
 		if rec.Claimant == r.cfg.ID && !r.isActive(req.ID) {
 			break // our own claim from before a restart with the same id: take it back
+		}
+		if d.NumDelivered+1 >= uint64(r.maxDeliver()) {
+			// Another nak would make the queue give up and mark the run
+			// failed under its live claimant. The claimant holds its own
+			// message (this is a duplicate, or the claimant's ack will
+			// fail harmlessly) and finishes the record itself.
+			log.Warn("run is still executing elsewhere; leaving it to its claimant", "claimant", rec.Claimant)
+			return nil
 		}
 		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
 		return queue.Retry(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)

@@ -298,6 +298,14 @@ func TestFreshClaimOfAnotherRunnerIsLeftAlone(t *testing.T) {
 	if readFile(t, f.tmp, "executions") != "" {
 		t.Fatal("the run was executed although another runner holds a fresh claim")
 	}
+	// On the last delivery before the queue would give up (and mark the
+	// run failed under its live claimant) the delivery is acked instead.
+	if err := f.r.Handle(ctx, &queue.Delivery{Request: req, NumDelivered: 4}); err != nil {
+		t.Errorf("Handle on delivery 4 of 5 = %v, want nil (ack, leave the run to runner-b)", err)
+	}
+	if got, _, _ := f.q.Runs().Get(ctx, id); got.Status != workflows.StatusRunning || got.Claimant != "runner-b" {
+		t.Errorf("record changed: %s %s", got.Status, got.Claimant)
+	}
 	// runner-b stops heartbeating: the next delivery takes the run over.
 	rec.HeartbeatAt = now.Add(-time.Minute)
 	if _, err := f.q.Runs().Update(ctx, rec, rev); err != nil {
