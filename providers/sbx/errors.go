@@ -28,20 +28,23 @@ var patterns = []struct {
 	{[]string{"not found", "no such sandbox", "does not exist"}, ErrSandboxNotFound},
 }
 
-// classify returns the known error sbx's output describes, or nil. Only the
-// lines sbx marks as errors are read, so a step's own output is not taken
-// for an sbx failure.
+// classify returns the known error sbx's output describes, or nil. Every
+// line counts: sbx prints some failures with an "ERROR:" prefix and some
+// (the expired session) without.
 func classify(out string) error {
 	for _, line := range strings.Split(out, "\n") {
-		l := strings.ToLower(strings.TrimSpace(line))
-		if !strings.HasPrefix(l, "error:") {
-			continue
+		if err := match(strings.ToLower(line)); err != nil {
+			return err
 		}
-		for _, p := range patterns {
-			for _, f := range p.fragments {
-				if strings.Contains(l, f) {
-					return p.err
-				}
+	}
+	return nil
+}
+
+func match(l string) error {
+	for _, p := range patterns {
+		for _, f := range p.fragments {
+			if strings.Contains(l, f) {
+				return p.err
 			}
 		}
 	}
@@ -49,12 +52,15 @@ func classify(out string) error {
 }
 
 // classifyExec is classify for `sbx exec`, whose stderr is mostly the
-// step's own: only a last line of the "ERROR: ..." form counts, and "not
-// found" only when it names the sandbox.
+// step's own: only the last line counts, it must be of sbx's "ERROR: ..."
+// form (or sbx's session message), and "not found" must name the sandbox.
 func classifyExec(stderr, sandbox string) error {
-	last := lastLine(stderr)
-	err := classify(last)
-	if errors.Is(err, ErrSandboxNotFound) && !strings.Contains(last, sandbox) {
+	last := strings.ToLower(lastLine(stderr))
+	if !strings.HasPrefix(last, "error:") && !strings.Contains(last, "no valid user session") {
+		return nil
+	}
+	err := match(last)
+	if errors.Is(err, ErrSandboxNotFound) && !strings.Contains(last, strings.ToLower(sandbox)) {
 		return nil
 	}
 	return err

@@ -344,7 +344,8 @@ func TestClassify(t *testing.T) {
 		{"ERROR: default policy is already set; use \"sbx policy reset\" first to change it", nil},
 		{`ERROR: sandbox "x" already exists`, ErrSandboxExists},
 		{`ERROR: sandbox "x" not found`, ErrSandboxNotFound},
-		{"some step output mentioning not found", nil},
+		{"list local sandboxes: list runtimes: request failed: 401 Unauthorized: docker session has expired\nno valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+		{"ERROR: your Docker session could not be refreshed due to a network issue; this should resolve automatically, try again shortly", nil},
 		{"", nil},
 	}
 	for _, tt := range tests {
@@ -352,9 +353,21 @@ func TestClassify(t *testing.T) {
 			t.Errorf("classify(%q) = %v, want %v", tt.out, got, tt.want)
 		}
 	}
-	// A step's own "ERROR: ... not found" is its exit code, not a missing sandbox.
-	if err := classifyExec("ERROR: file not found", "hookrun-r"); err != nil {
-		t.Errorf("classifyExec took a step's output for sbx's: %v", err)
+	// In sbx exec's stderr, mostly the step's own, only sbx's last-line
+	// error form counts.
+	execTests := []struct {
+		stderr string
+		want   error
+	}{
+		{"ERROR: file not found", nil}, // the step's, not a missing sandbox
+		{"warning: not signed in to the package registry\ndone", nil},
+		{`ERROR: sandbox "hookrun-r" not found`, ErrSandboxNotFound},
+		{"some output\nno valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+	}
+	for _, tt := range execTests {
+		if got := classifyExec(tt.stderr, "hookrun-r"); !errors.Is(got, tt.want) || (tt.want == nil && got != nil) {
+			t.Errorf("classifyExec(%q) = %v, want %v", tt.stderr, got, tt.want)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ import (
 )
 
 var failTexts = map[string]string{
-	"not-signed-in": "ERROR: no valid user session found, please sign in to Docker to proceed",
+	"not-signed-in": "list local sandboxes: list runtimes: request failed: 401 Unauthorized: docker session has expired\nno valid user session found, please sign in to Docker to proceed",
 	"not-logged-in": "ERROR: user is not authenticated to Docker",
 	"policy":        `ERROR: the global network policy is not initialized; run "sbx policy init" to choose one`,
 	"exists":        `ERROR: sandbox %q already exists`,
