@@ -262,6 +262,15 @@ steps:
 			wantOrder:  "7\n",
 		},
 		{
+			name: "the raw payload is at HOOKRUN_EVENT_PATH",
+			yaml: `
+steps:
+  - {id: a, run: 'cat "$HOOKRUN_EVENT_PATH" > order; test "$HOOKRUN_EVENT_PATH" = "$HOOKRUN_WORKSPACE/.hookrun/event.json"'}
+`,
+			wantStatus: succeeded,
+			wantOrder:  `{"action":"opened","number":7}`,
+		},
+		{
 			name: "unknown variables in env stay as written",
 			yaml: `
 env:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"text/tabwriter"
@@ -104,6 +105,10 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		return ExitUsage
 	}
 	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
+	// Leave the user's directory as it was: drop the event file (and its
+	// directory when nothing else is in it).
+	_ = os.Remove(filepath.Join(dir, ".hookrun", "event.json"))
+	_ = os.Remove(filepath.Join(dir, ".hookrun"))
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
