@@ -214,14 +214,12 @@ report:
 		}
 	}
 	progress := 0
-	var prev time.Time
 	for i, r := range reports[1:] {
 		if r.Ref.CommentID != 42 {
 			t.Errorf("report %d carries ref %+v, want the comment id from the start report", i+1, r.Ref)
 		}
 		if r.Phase == contract.PhaseProgress {
 			progress++
-			_ = prev
 		}
 	}
 	// 8 steps of 0.1 s = 16 changes in ~0.9 s; at most one progress report per 0.3 s.
