@@ -239,29 +239,42 @@ func (q *Queue) setup(ctx context.Context) error {
 			return err
 		}},
 	}
-	for _, s := range steps {
-		backoff := 50 * time.Millisecond
-		for {
-			// Short attempts: without a meta leader a request gets no answer.
-			attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := s.do(attemptCtx)
-			cancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w", s.what, err)
-			}
-			q.log.Debug("jetstream not ready, retrying", "step", s.what, "err", err)
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s: %w", s.what, err)
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, time.Second)
-		}
+	// Concurrently: at R3 each asset waits for its own raft group.
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = q.retry(ctx, s.what, s.do)
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// retry calls do with short attempts until it succeeds or ctx ends.
+func (q *Queue) retry(ctx context.Context, what string, do func(context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	for {
+		// Short attempts: without a meta leader a request gets no answer.
+		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := do(attemptCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		q.log.Debug("jetstream not ready, retrying", "step", what, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // Ready reports whether JetStream answers (for /readyz).

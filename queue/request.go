@@ -80,10 +80,11 @@ type PublishResult struct {
 // (create-only), puts req on HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey
 // and creates the queued run record. A delivery seen before maps to its
 // existing run id (req.ID is set to it) and Duplicate is true. On any error
-// nothing is left half-done that would make a retry misread the delivery;
-// the caller answers 503. (A failed publish whose message landed anyway is
-// reconciled by the consumer with the delivery key a retry writes: see
-// Queue.reconcile.)
+// the caller answers 503; a retry of the same delivery completes the work
+// under the same run id (the delivery key is removed only when the message
+// is known not to be stored). Should a message land after its key was
+// removed, the consumer reconciles it with the key a retry wrote (see
+// Queue.reconcile).
 //
 // An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
 // id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
@@ -134,9 +135,14 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 	}
 
 	if err := q.publishAndRecord(ctx, req, dkey); err != nil {
-		if !dup {
-			// Best effort, with the revision we created: a retry must not
-			// find a delivery whose run was never queued.
+		var nf notStoredError
+		if !dup && errors.As(err, &nf) {
+			// Best effort, with the revision we created: the message is
+			// known not to be stored, so a retry starts afresh. When the
+			// outcome is unknown (a timeout) the key stays: a retry then
+			// takes the duplicate path, which republishes under the same
+			// Nats-Msg-Id and creates the record if absent, completing
+			// whatever this attempt left half-done with the same run id.
 			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
 			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(rev)); derr != nil {
 				q.log.Warn("removing delivery key after failed publish", "run", req.ID, "err", derr)
@@ -160,7 +166,7 @@ func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey stri
 	msg.Header.Set(jetstream.MsgIDHeader, dkey)
 	fut, err := q.js.PublishMsgAsync(msg, jetstream.WithExpectStream(StreamRuns))
 	if err != nil {
-		return fmt.Errorf("publishing run %s: %w", req.ID, err)
+		return notStoredError{fmt.Errorf("publishing run %s: %w", req.ID, err)}
 	}
 
 	var recErr error
@@ -171,7 +177,11 @@ func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey stri
 	select {
 	case <-fut.Ok():
 	case err := <-fut.Err():
-		return errors.Join(fmt.Errorf("publishing run %s: %w", req.ID, err), recErr)
+		err = fmt.Errorf("publishing run %s: %w", req.ID, err)
+		if definitelyNotStored(err) {
+			err = notStoredError{err}
+		}
+		return errors.Join(err, recErr)
 	case <-ctx.Done():
 		return errors.Join(fmt.Errorf("publishing run %s: waiting for ack: %w", req.ID, ctx.Err()), recErr)
 	}
@@ -191,4 +201,18 @@ func newQueuedRecord(req *RunRequest) *RunRecord {
 		HeadSHA:        req.Event.HeadSHA(),
 		CreatedAt:      req.CreatedAt,
 	}
+}
+
+// notStoredError marks a publish failure after which the message is known
+// not to be in the stream.
+type notStoredError struct{ err error }
+
+func (e notStoredError) Error() string { return e.err.Error() }
+func (e notStoredError) Unwrap() error { return e.err }
+
+// definitelyNotStored: the stream refused the message or nobody served it
+// (as opposed to a timeout, after which it may have been stored).
+func definitelyNotStored(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
