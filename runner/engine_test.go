@@ -325,44 +325,72 @@ steps:
 	}
 }
 
+// maxOverlap is the largest number of steps whose [StartedAt, FinishedAt]
+// intervals overlap, as recorded by the engine.
+func maxOverlap(steps []workflows.StepState) int {
+	peak := 0
+	for _, s := range steps {
+		if s.StartedAt == nil {
+			continue
+		}
+		n := 0
+		for _, o := range steps {
+			if o.StartedAt != nil && o.FinishedAt != nil && !o.StartedAt.After(*s.StartedAt) && o.FinishedAt.After(*s.StartedAt) {
+				n++
+			}
+		}
+		peak = max(peak, n)
+	}
+	return peak
+}
+
+// Not parallel with the other tests: it measures wall time, which the
+// issue bounds (two 1 s sleeps in parallel finish in under 1.6 s). On a
+// loaded machine a measurement may be retried twice; every attempt must
+// still show both steps running at the same time.
 func TestParallelSteps(t *testing.T) {
-	t.Parallel()
-	start := time.Now()
-	res, sink, _ := runWorkflow(t, `
+	var elapsed time.Duration
+	for attempt := 1; attempt <= 3; attempt++ {
+		start := time.Now()
+		res, sink, _ := runWorkflow(t, `
 steps:
   - {id: a, run: "sleep 1"}
   - {id: b, run: "sleep 1"}
 `, runOpts{})
-	elapsed := time.Since(start)
-	if res.Status != succeeded {
-		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+		elapsed = time.Since(start)
+		if res.Status != succeeded {
+			t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+		}
+		if n := maxOverlap(res.Steps); n != 2 {
+			t.Fatalf("at most %d steps ran at once, want 2", n)
+		}
+		if elapsed < 1600*time.Millisecond {
+			return
+		}
+		t.Logf("attempt %d: two parallel 1 s sleeps took %s", attempt, elapsed)
 	}
-	if elapsed >= 1600*time.Millisecond {
-		t.Errorf("two parallel 1 s sleeps took %s, want < 1.6 s", elapsed)
-	}
+	t.Errorf("two parallel 1 s sleeps took %s, want < 1.6 s", elapsed)
 }
 
 func TestMaxActiveSteps(t *testing.T) {
 	t.Parallel()
-	// Each step records how many steps run at the same time.
-	res, sink, dir := runWorkflow(t, `
+	res, sink, _ := runWorkflow(t, `
 max_active_steps: 2
 steps:
-  - {id: a, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
-  - {id: b, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
-  - {id: c, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
-  - {id: d, run: "echo x >> active; sleep 0.3; cat active | wc -l >> peaks; sed -i 1d active"}
+  - {id: a, run: "sleep 0.3"}
+  - {id: b, run: "sleep 0.3"}
+  - {id: c, run: "sleep 0.3"}
+  - {id: d, run: "sleep 0.3"}
+  - {id: e, run: "sleep 0.3"}
 `, runOpts{})
 	if res.Status != succeeded {
 		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
 	}
-	for _, line := range strings.Fields(readFile(t, dir, "peaks")) {
-		if line != "1" && line != "2" {
-			t.Errorf("saw %s steps running at once, max_active_steps is 2", line)
-		}
+	if n := maxOverlap(res.Steps); n != 2 {
+		t.Errorf("%d steps ran at once, max_active_steps is 2", n)
 	}
-	if d := res.Duration(); d < 550*time.Millisecond {
-		t.Errorf("4 steps of 0.3 s two at a time took %s, want >= 0.6 s", d)
+	if d := res.Duration(); d < 850*time.Millisecond {
+		t.Errorf("5 steps of 0.3 s two at a time took %s, want >= 0.9 s", d)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 type recReporter struct {
 	mu      sync.Mutex
 	reports []contract.RunReport
+	times   []time.Time
 	ref     contract.ReportRef
 	fail    error
 }
@@ -33,6 +34,7 @@ func (r *recReporter) Report(_ context.Context, rep *contract.RunReport) (contra
 	cp := *rep
 	cp.Steps = append([]workflows.StepState(nil), rep.Steps...)
 	r.reports = append(r.reports, cp)
+	r.times = append(r.times, time.Now())
 	if r.fail != nil {
 		return contract.ReportRef{}, r.fail
 	}
@@ -214,17 +216,25 @@ report:
 		}
 	}
 	progress := 0
+	rep.mu.Lock()
+	times := append([]time.Time(nil), rep.times...)
+	rep.mu.Unlock()
 	for i, r := range reports[1:] {
 		if r.Ref.CommentID != 42 {
 			t.Errorf("report %d carries ref %+v, want the comment id from the start report", i+1, r.Ref)
 		}
 		if r.Phase == contract.PhaseProgress {
 			progress++
+			// Throttled: never closer than the interval to the report before.
+			if gap := times[i+1].Sub(times[i]); gap < 290*time.Millisecond {
+				t.Errorf("progress report %d sent %s after the previous report, want >= 300ms", i+1, gap)
+			}
 		}
 	}
-	// 8 steps of 0.1 s = 16 changes in ~0.9 s; at most one progress report per 0.3 s.
-	if progress < 1 || progress > 4 {
-		t.Errorf("%d progress reports for 16 changes in %s with a 300ms throttle", progress, res.Duration())
+	// 8 steps of 0.1 s make 16 changes; coalesced, they produce at most one
+	// progress report per interval.
+	if limit := int(res.Duration()/(300*time.Millisecond)) + 1; progress < 1 || progress > limit {
+		t.Errorf("%d progress reports for 16 changes in %s with a 300ms throttle (want 1..%d)", progress, res.Duration(), limit)
 	}
 	if res.Ref.CommentID != 42 {
 		t.Errorf("result ref = %+v", res.Ref)
