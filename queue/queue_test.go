@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -127,5 +128,59 @@ func TestConcurrentCAS(t *testing.T) {
 	}
 	if len(final.Steps) != n-1 {
 		t.Fatalf("final record has %d retried appends, want %d (every loser succeeded once)", len(final.Steps), n-1)
+	}
+}
+
+func TestReadyAndClose(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t, 20*time.Second)
+	q, err := Open(ctx, Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if _, err := q.Publish(ctx, testRequest("closing")); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	if _, err := q.Consume(ctx, ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *Delivery) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// Closing the queue closes its consumers first, without grace.
+	if err := q.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-cause; !errors.Is(err, ErrShuttingDown) {
+		t.Fatalf("handler cause %v, want ErrShuttingDown", err)
+	}
+	if err := q.Ready(ctx); err == nil {
+		t.Fatal("Ready after Close succeeded")
+	}
+	if err := q.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := q.Consume(ctx, ConsumerConfig{}, func(context.Context, *Delivery) error { return nil }); err == nil {
+		t.Fatal("Consume after Close succeeded")
+	}
+}
+
+func TestOpenRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	if _, err := Open(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), "data dir is required") {
+		t.Fatalf("Open without data dir: %v", err)
+	}
+	// Nothing listens there: connecting fails within the setup timeout.
+	ctx := testCtx(t, 10*time.Second)
+	if _, err := Open(ctx, Config{URL: "nats://127.0.0.1:1", SetupTimeout: time.Second}); err == nil {
+		t.Fatal("Open of an unreachable URL succeeded")
 	}
 }
