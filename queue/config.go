@@ -27,7 +27,9 @@ type Config struct {
 	DataDir string
 	// Listen is the embedded server's client address: "" opens no TCP port
 	// (the process talks to it in-process); "127.0.0.1:4222" exposes it,
-	// port 0 picks a free port (see Queue.ClientURL).
+	// port 0 picks a free port (see Queue.ClientURL). The embedded server
+	// has no client authentication: whoever reaches this address can queue
+	// runs, so keep it on loopback or a private network.
 	Listen string
 	// ServerName names the embedded server; required for a cluster node.
 	ServerName string
@@ -106,8 +108,8 @@ func (c *Config) Validate() error {
 		if c.ClusterName != "" && (c.ServerName == "" || c.ClusterListen == "") {
 			errs = append(errs, errors.New("a cluster node needs a server name and a cluster listen address"))
 		}
-	} else if c.DataDir != "" && c.Listen != "" {
-		errs = append(errs, errors.New("listen is for the embedded server; it cannot be combined with an external url"))
+	} else if c.Listen != "" || c.ClusterName != "" {
+		errs = append(errs, errors.New("listen and cluster options are for the embedded server; they cannot be combined with an external url"))
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("cert file and key file go together"))

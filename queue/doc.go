@@ -4,4 +4,15 @@
 // hookrun_runs KV bucket of run records, the hookrun_deliveries KV bucket
 // that dedupes redelivered webhooks, and the HOOKRUN_LOGS stream of step
 // output. It imports only workflows.
+//
+// Exactly-once in effect: Publish maps each (forge, delivery, workflow) to
+// one run id through a create-only hookrun_deliveries entry and publishes
+// with Nats-Msg-Id, so concurrent or later redeliveries of a webhook return
+// the same run. Delivery is at-least-once: a run request may reach a
+// handler again (a lost ack, a runner that died, a replay after the
+// duplicate window), so handlers claim runs in hookrun_runs with
+// compare-and-set and skip runs that already ended. A run never vanishes
+// silently: a handler's Term, the last failed delivery and the
+// max-deliveries advisory (runners died each time) all mark its record
+// failed with the reason.
 package queue

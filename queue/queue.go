@@ -134,6 +134,9 @@ func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
 			return nil, fmt.Errorf("parsing listen address: %w", err)
 		}
 		opts.Host, opts.Port = host, port
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			cfg.Logger.Warn("embedded nats server listens beyond loopback without client authentication", "listen", cfg.Listen)
+		}
 	}
 	if cfg.ClusterName != "" {
 		host, port, err := splitHostPort(cfg.ClusterListen)
