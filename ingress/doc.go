@@ -2,5 +2,39 @@
 // verifies GitHub and GitLab webhooks, normalizes them into workflows.Event,
 // matches and authorizes them against the loaded workflows and publishes one
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
-// serves the API, health and metrics. Forge payload types stop here.
+// serves health and metrics, and cmd adds the /api/v1 routes to the same
+// echo instance (Server.Echo). Forge payload types stop here.
+//
+// Answers: 202 {"delivery", "runs": [{"id", "workflow"}], "skipped":
+// [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a GitHub ping;
+// 401 {"error":"unauthorized"} for any verification failure (which check
+// failed is logged at debug only, and nothing received is echoed or logged);
+// 400 for missing headers or a body the forge library cannot parse; 413
+// past Config.MaxBodyBytes; 503 {"error":"queue unavailable"} when any run
+// request of the delivery was not persisted in time. A redelivery maps to the
+// same run ids (the queue dedupes by forge:delivery:workflow) and its answer
+// carries "duplicate": true with an identical "runs" list.
+//
+// What authorizes an event (see workflows.Workflow.Authorize for the rules):
+//   - GitHub pull_request: the pull request author's author_association (the
+//     code a run checks out is theirs), not the sender's, which GitHub does
+//     not send. Fork: head.repo differs from base.repo, or was deleted.
+//   - GitHub issue_comment: the comment's author_association. The payload
+//     does not say where a pull request's head lives, so a comment on a pull
+//     request is marked Fork = true (the untrusted case) with an empty
+//     HeadSHA, resolved by the runner at checkout.
+//   - GitHub issues: the issue author's author_association.
+//   - Pushes (both forges): COLLABORATOR, since pushing needs write access.
+//   - GitLab merge request, note and issue events: GitLab sends nothing like
+//     author_association, so they carry NONE. Under the default policy they
+//     trigger only for logins listed in `authorize.users` (or a workflow
+//     that lists NONE); a member lookup through the GitLab API would be the
+//     way to do better. Fork: source_project_id != target_project_id.
+//
+// GitLab actions are mapped to GitHub's names: open → opened, reopen →
+// reopened, close → closed, merge → closed with Merged, update → synchronize
+// when commits changed (oldrev set) else edited; approved/unapproved and
+// others pass through. Confidential issue and note hooks are not handled.
+// The GitLab dedupe key is Idempotency-Key, else X-Gitlab-Event-UUID, else
+// "sha256-" and the body's digest.
 package ingress

@@ -119,8 +119,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) Echo() *echo.Echo { return s.echo }
 
 // Start binds cfg.Listen and serves in the background; it returns once the
-// listener is open. When New built a WorkflowSet, Start also begins polling
-// it. Stop with Shutdown.
+// listener is open (ctx bounds only the bind). When New built a WorkflowSet,
+// Start also begins polling it. Stop with Shutdown.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
