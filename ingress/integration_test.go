@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,12 +35,15 @@ func TestConcurrentDeliveriesDedupe(t *testing.T) {
 	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
 
 	answers := make([]answer, total)
+	latencies := make([]time.Duration, total)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, d := range deliveries {
 		wg.Go(func() {
 			<-start
+			t0 := time.Now()
 			answers[i] = env.github(t, "pull_request", d, body)
+			latencies[i] = time.Since(t0)
 		})
 	}
 	began := time.Now()
@@ -76,7 +80,10 @@ func TestConcurrentDeliveriesDedupe(t *testing.T) {
 			t.Errorf("stream holds run %s that no answer named", id)
 		}
 	}
-	t.Logf("%d deliveries (%d unique) in %v: %.0f deliveries/s", total, unique, elapsed, float64(total)/elapsed.Seconds())
+	slices.Sort(latencies)
+	t.Logf("%d deliveries (%d unique) in %v: %.0f deliveries/s; answer latency p50 %v p99 %v max %v",
+		total, unique, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(),
+		latencies[total/2].Round(time.Millisecond), latencies[total*99/100].Round(time.Millisecond), latencies[total-1].Round(time.Millisecond))
 }
 
 // When JetStream goes away mid-load, answers turn into 503, and every 202

@@ -267,6 +267,9 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code, body := env.get(t, "/readyz"); code != http.StatusOK {
 		t.Fatalf("readyz %d %s", code, body)
 	}
+	if code, body := env.get(t, "/hooks/github"); code != http.StatusMethodNotAllowed || !strings.Contains(body, `"error"`) {
+		t.Fatalf("GET /hooks/github: %d %s, want a JSON 405", code, body)
+	}
 	env.github(t, "pull_request", "m-1", readFile(t, "testdata/github/pull_request/opened.payload.json"))
 	env.github(t, "pull_request", "m-1", readFile(t, "testdata/github/pull_request/opened.payload.json"))
 	env.github(t, "ping", "m-2", []byte(`{}`))
