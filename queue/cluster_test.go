@@ -80,9 +80,6 @@ func startCluster(t *testing.T) ([]*Queue, string) {
 // Three nodes at R3; the node leading HOOKRUN_RUNS is shut down while
 // 2,000 runs are published and consumed by two runners.
 func TestClusterNodeLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cluster test skipped in -short mode")
-	}
 	const total = 2000
 	began := time.Now()
 	nodes, urls := startCluster(t)

@@ -15,14 +15,25 @@ import (
 // testLogger keeps test output quiet unless -v.
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(&tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		w := &tWriter{t: t}
+		t.Cleanup(func() { w.done.Store(true) }) // runs after the queues' cleanups
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-type tWriter struct{ t testing.TB }
+// tWriter logs through t until the test is over (t.Log then panics).
+type tWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
 
-func (w *tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+func (w *tWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(string(p))
+	}
+	return len(p), nil
+}
 
 // openTest opens an embedded queue in a fresh data dir (unless cfg has one)
 // and closes it at the end of the test.
