@@ -284,6 +284,10 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	}
 	log := c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", md.NumDelivered)
 	if err := c.q.reconcile(c.handlerCtx, req, log); err != nil {
+		if errors.Is(context.Cause(c.handlerCtx), ErrShuttingDown) {
+			_ = msg.Nak()
+			return
+		}
 		log.Warn("reconciling run request with its delivery; will retry", "err", err)
 		_ = msg.NakWithDelay(c.backoff(md.NumDelivered))
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,7 +240,7 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	first.ID, first.V, first.Attempt, first.CreatedAt = NewRunID(), WireVersion, 1, time.Now().UTC()
 	// What the failed attempt left behind: its message and record, but no
 	// delivery key (Publish removed it when it reported the failure).
-	if err := q.publishAndRecord(ctx, first, DeliveryKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
+	if _, err := q.publishAndRecord(ctx, first, DeliveryKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
 		t.Fatal(err)
 	}
 	retry := *first
@@ -298,5 +299,59 @@ func TestReconcileCreatesMissingRecord(t *testing.T) {
 	defer func() { _ = c.Close(ctx) }()
 	if err := <-got; err != nil {
 		t.Fatalf("record in handler: %v", err)
+	}
+}
+
+// BenchmarkPublish measures one Publish (delivery key, stream message and
+// record) against the embedded server: what ingress adds to a webhook.
+func BenchmarkPublish(b *testing.B) {
+	q := openTest(b, Config{})
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := q.Publish(ctx, testRequest("bench")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A publish the stream refuses (the message is known not stored) leaves
+// nothing behind: no delivery key, and no queued record that no message would
+// ever run; a retry then starts afresh.
+func TestRefusedPublishLeavesNoRecord(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 20*time.Second)
+	st, err := q.js.Stream(ctx, StreamRuns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := info.Config
+	small.MaxMsgSize = 512
+	if _, err := q.js.UpdateStream(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	req := testRequest("refused")
+	req.Event.Raw = json.RawMessage(`"` + strings.Repeat("x", 2048) + `"`)
+	if _, err := q.Publish(ctx, req); err == nil {
+		t.Fatal("publish of an oversized request succeeded")
+	}
+	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+		t.Fatalf("records after a refused publish: %d (%v); want none", len(recs), err)
+	}
+	if _, err := q.js.UpdateStream(ctx, info.Config); err != nil {
+		t.Fatal(err)
+	}
+	req.ID = ""
+	res, err := q.Publish(ctx, req)
+	if err != nil || res.Duplicate {
+		t.Fatalf("retry after the refusal: %+v, %v; want a fresh run", res, err)
+	}
+	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 1 || recs[0].ID != res.RunID {
+		t.Fatalf("records after the retry: %v (%v); want exactly the retried run", recs, err)
 	}
 }

@@ -134,7 +134,8 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 		return PublishResult{}, fmt.Errorf("publishing run %s: recording delivery: %w", req.ID, err)
 	}
 
-	if err := q.publishAndRecord(ctx, req, dkey); err != nil {
+	recRev, err := q.publishAndRecord(ctx, req, dkey)
+	if err != nil {
 		var nf notStoredError
 		if !dup && errors.As(err, &nf) {
 			// Best effort, with the revision we created: the message is
@@ -147,6 +148,13 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(rev)); derr != nil {
 				q.log.Warn("removing delivery key after failed publish", "run", req.ID, "err", derr)
 			}
+			// The queued record written beside the message would otherwise
+			// stay queued forever: no message will ever run it.
+			if recRev != 0 {
+				if derr := q.runs.delete(dctx, req.ID, recRev); derr != nil {
+					q.log.Warn("removing the record of a run that was not stored", "run", req.ID, "err", derr)
+				}
+			}
 			dcancel()
 		}
 		return PublishResult{}, err
@@ -155,22 +163,24 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 }
 
 // publishAndRecord puts req on the stream and creates its queued record,
-// concurrently, and waits for both.
-func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey string) error {
+// concurrently, and waits for both. recRev is the revision of the record it
+// created (0 when it created none).
+func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey string) (recRev uint64, _ error) {
 	data, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
+		return 0, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
 	}
 	msg := nats.NewMsg(runsSubjectPrefix + req.Workflow)
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, dkey)
 	fut, err := q.js.PublishMsgAsync(msg, jetstream.WithExpectStream(StreamRuns))
 	if err != nil {
-		return notStoredError{fmt.Errorf("publishing run %s: %w", req.ID, err)}
+		return 0, notStoredError{fmt.Errorf("publishing run %s: %w", req.ID, err)}
 	}
 
 	var recErr error
-	if _, err := q.runs.Create(ctx, newQueuedRecord(req)); err != nil && !errors.Is(err, ErrConflict) {
+	recRev, err = q.runs.Create(ctx, newQueuedRecord(req))
+	if err != nil && !errors.Is(err, ErrConflict) {
 		recErr = fmt.Errorf("publishing run %s: creating record: %w", req.ID, err)
 	}
 
@@ -181,11 +191,11 @@ func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey stri
 		if definitelyNotStored(err) {
 			err = notStoredError{err}
 		}
-		return errors.Join(err, recErr)
+		return recRev, errors.Join(err, recErr)
 	case <-ctx.Done():
-		return errors.Join(fmt.Errorf("publishing run %s: waiting for ack: %w", req.ID, ctx.Err()), recErr)
+		return recRev, errors.Join(fmt.Errorf("publishing run %s: waiting for ack: %w", req.ID, ctx.Err()), recErr)
 	}
-	return recErr
+	return recRev, recErr
 }
 
 // newQueuedRecord is the record of a run that was just accepted.

@@ -115,6 +115,14 @@ func (s *RunStore) Create(ctx context.Context, rec *RunRecord) (uint64, error) {
 	return rev, nil
 }
 
+// delete removes a record if it is still at rev.
+func (s *RunStore) delete(ctx context.Context, id string, rev uint64) error {
+	if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); err != nil {
+		return fmt.Errorf("deleting run record %s: %w", id, err)
+	}
+	return nil
+}
+
 // Get returns a record and its revision; ErrNotFound if absent.
 func (s *RunStore) Get(ctx context.Context, id string) (*RunRecord, uint64, error) {
 	if err := checkID(id); err != nil {
