@@ -95,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 			opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
 		}
 	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := connect(ctx, url, opts)
 	if err != nil {
 		q.shutdownServer()
 		return nil, fmt.Errorf("connecting to nats: %w", err)
@@ -385,4 +385,24 @@ func (q *Queue) shutdownServer() {
 // validToken reports whether s can be one token of a NATS subject.
 func validToken(s string) bool {
 	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
+
+// connect dials NATS, retrying while no server answers yet (a cluster and
+// hookrun started together, as docker-compose does) until ctx ends.
+// Authentication and TLS errors are final.
+func connect(ctx context.Context, url string, opts []nats.Option) (*nats.Conn, error) {
+	for {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (still none after waiting %v)", err, context.Cause(ctx))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -72,9 +72,19 @@ type GitLabConfig struct {
 
 // RunnerConfig tunes the runner half.
 type RunnerConfig struct {
-	Concurrency       int    `yaml:"concurrency"`         // runs at once (= MaxAckPending); default 4
-	AllowDockerSocket bool   `yaml:"allow_docker_socket"` // let workflows mount the Docker socket; default false
-	SbxBinary         string `yaml:"sbx_binary"`          // path of the sbx CLI; default "sbx"
+	Concurrency       int  `yaml:"concurrency"`         // runs at once (= MaxAckPending); default 4
+	AllowDockerSocket bool `yaml:"allow_docker_socket"` // let workflows mount the Docker socket; default false
+	// MaxAckPending caps the runs in flight across ALL runners sharing the
+	// durable consumer (a server-side setting); default 256.
+	MaxAckPending int `yaml:"max_ack_pending"`
+	// AckWait is how long JetStream waits for a runner's heartbeat before it
+	// redelivers a run (a crashed runner's runs resume after about this
+	// long); default 30s.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// Heartbeat is how often a runner refreshes its claim on a run; another
+	// runner takes a run over after 3 missed heartbeats; default 5s.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	SbxBinary string        `yaml:"sbx_binary"` // path of the sbx CLI; default "sbx"
 }
 
 // APIConfig protects /api/v1.
@@ -104,6 +114,15 @@ func (c *Config) setDefaults() {
 	if c.Runner.Concurrency == 0 {
 		c.Runner.Concurrency = 4
 	}
+	if c.Runner.MaxAckPending == 0 {
+		c.Runner.MaxAckPending = 256
+	}
+	if c.Runner.AckWait == 0 {
+		c.Runner.AckWait = 30 * time.Second
+	}
+	if c.Runner.Heartbeat == 0 {
+		c.Runner.Heartbeat = 5 * time.Second
+	}
 	if c.Runner.SbxBinary == "" {
 		c.Runner.SbxBinary = "sbx"
 	}
@@ -132,6 +151,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.Concurrency < 1 || c.Runner.Concurrency > 1024 {
 		bad("runner.concurrency", "must be between 1 and 1024, got %d", c.Runner.Concurrency)
+	}
+	if c.Runner.MaxAckPending < c.Runner.Concurrency {
+		bad("runner.max_ack_pending", "must be at least runner.concurrency (%d), got %d", c.Runner.Concurrency, c.Runner.MaxAckPending)
+	}
+	if c.Runner.AckWait < time.Second {
+		bad("runner.ack_wait", "must be at least 1s, got %v", c.Runner.AckWait)
+	}
+	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
+		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

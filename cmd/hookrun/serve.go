@@ -214,7 +214,12 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)
 	}
-	r, err := runner.New(runner.Config{Concurrency: cfg.Runner.Concurrency, Logger: logger}, runner.Deps{
+	r, err := runner.New(runner.Config{
+		Concurrency:       cfg.Runner.Concurrency,
+		HeartbeatInterval: cfg.Runner.Heartbeat,
+		Consumer:          queue.ConsumerConfig{AckWait: cfg.Runner.AckWait, MaxAckPending: cfg.Runner.MaxAckPending},
+		Logger:            logger,
+	}, runner.Deps{
 		Runs:       q.Runs(),
 		Workflows:  workflowIndex{set},
 		Workspaces: ws,

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildNATSServer builds the real nats-server binary from the module cache
+// (the same version hookrun embeds).
+func buildNATSServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nats-server")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building nats-server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type natsNode struct {
+	name, client, cluster string
+	p                     *proc
+}
+
+// startNATSCluster starts three nats-server processes with JetStream,
+// routed to each other on loopback.
+func startNATSCluster(t *testing.T, bin string) []*natsNode {
+	t.Helper()
+	nodes := make([]*natsNode, 3)
+	for i := range nodes {
+		nodes[i] = &natsNode{name: fmt.Sprintf("n%d", i+1), client: freeAddr(t), cluster: freeAddr(t)}
+	}
+	var routes []string
+	for _, n := range nodes {
+		routes = append(routes, "nats://"+n.cluster)
+	}
+	for _, n := range nodes {
+		host, port := splitHostPort(t, n.client)
+		cmd := exec.Command(bin, "-js", "-sd", filepath.Join(t.TempDir(), n.name), "-n", n.name,
+			"-a", host, "-p", port, "--cluster_name", "hookrun", "--cluster", "nats://"+n.cluster,
+			"--routes", strings.Join(routes, ","))
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &proc{t: t, name: n.name, cmd: cmd, out: out, done: make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(p.done) }()
+		t.Cleanup(func() { p.stop(syscall.SIGTERM, 5*time.Second) })
+		n.p = p
+	}
+	return nodes
+}
+
+func splitHostPort(t *testing.T, addr string) (string, string) {
+	i := strings.LastIndex(addr, ":")
+	return addr[:i], addr[i+1:]
+}
+
+// TestScaleOut brings up the docker-compose topology without images: three
+// nats-server nodes on loopback (streams and KV at R3), two `hookrun
+// ingress` and two `hookrun runner` processes. 200 deliveries are spread over
+// both ingresses while one runner is killed with SIGKILL mid-run and one NATS
+// node is killed: every run ends in a terminal state, each is completed
+// (its terminal record written) exactly once, none is lost.
+func TestScaleOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scale-out test skipped in -short mode")
+	}
+	const total = 200
+	const secret, apiToken = "scale-secret", "scale-api"
+	nodes := startNATSCluster(t, buildNATSServer(t))
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, "nats://"+n.client)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "completions.log")
+	writeFile(t, filepath.Join(dir, "workflows", "scale.yaml"), `name: scale
+on:
+  - event: pull_request
+authorize: { author_association: [OWNER] }
+steps:
+  - id: work
+    run: sleep 0.3
+  - id: mark
+    depends: [work]
+    run: echo "$HOOKRUN_RUN_ID" >> `+marker+`
+report: { comment: none, status: false }
+`)
+	cfgFor := func(listen string) string {
+		return writeFile(t, filepath.Join(dir, "cfg-"+strings.ReplaceAll(listen, ":", "-")+".yaml"), `
+listen: `+listen+`
+workflows: `+filepath.Join(dir, "workflows")+`
+nats: { url: "`+strings.Join(urls, ",")+`", replicas: 3 }
+github: { webhook_secret: "`+secret+`" }
+api: { token: "`+apiToken+`" }
+runner: { concurrency: 8, ack_wait: 2s, heartbeat: 500ms }
+shutdown_grace: 5s
+`)
+	}
+	var ingressURLs []string
+	var ingresses []*proc
+	for i := 0; i < 2; i++ {
+		addr := freeAddr(t)
+		cfg := cfgFor(addr)
+		p := startHookrun(t, fmt.Sprintf("ingress-%d", i+1), nil, "ingress", "--config", cfg, "--data-dir", filepath.Join(dir, fmt.Sprintf("ingress-%d", i+1)), "--log-format", "json")
+		ingresses = append(ingresses, p)
+		ingressURLs = append(ingressURLs, "http://"+addr)
+	}
+	for i, u := range ingressURLs {
+		waitReady(t, ingresses[i], u, 90*time.Second)
+	}
+	var runners []*proc
+	for i := 0; i < 2; i++ {
+		cfg := cfgFor(freeAddr(t))
+		runners = append(runners, startHookrun(t, fmt.Sprintf("runner-%d", i+1), nil, "runner", "--config", cfg,
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("runner-%d", i+1)), "--log-format", "json"))
+	}
+
+	body := fixture(t, "github/pull_request/opened.payload.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		runIDs = map[string]bool{}
+		sent   atomic.Int64
+	)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				delivery := fmt.Sprintf("scale-%03d", i)
+				for attempt := 0; ; attempt++ {
+					// A NATS node dies mid-load: a 503 is the contract
+					// (nothing was persisted); the forge would redeliver, so
+					// we do too, on the other ingress.
+					code, ans := postGitHub(t, ingressURLs[(i+attempt)%2], secret, "pull_request", delivery, body)
+					if code == http.StatusAccepted && len(ans.Runs) == 1 {
+						mu.Lock()
+						runIDs[ans.Runs[0].ID] = true
+						mu.Unlock()
+						sent.Add(1)
+						break
+					}
+					if attempt > 50 || ctx.Err() != nil {
+						t.Errorf("delivery %s: %d %+v", delivery, code, ans)
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	for i := 0; i < total; i++ {
+		if i == total/4 {
+			// Wait until runner-1 is mid-run, then kill it without warning.
+			waitFor(t, 30*time.Second, func() bool { return strings.Contains(runners[0].out.String(), `"claimed run"`) })
+			runners[0].kill()
+			t.Logf("killed runner-1 after %d deliveries", sent.Load())
+		}
+		if i == total/2 {
+			nodes[2].p.kill()
+			t.Logf("killed NATS node n3 after %d deliveries", sent.Load())
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if len(runIDs) != total {
+		t.Fatalf("%d distinct run ids for %d deliveries", len(runIDs), total)
+	}
+
+	// Every run reaches a terminal state.
+	statuses := map[string]string{}
+	attempts := map[string]int{}
+	defer func() {
+		if t.Failed() {
+			hist := map[string]int{}
+			for id, s := range statuses {
+				hist[s]++
+				if s != "succeeded" {
+					t.Logf("run %s: %s (attempt %d)", id, s, attempts[id])
+				}
+			}
+			t.Logf("statuses: %v", hist)
+		}
+	}()
+	waitFor(t, 90*time.Second, func() bool {
+		var list struct {
+			Runs []struct {
+				ID      string `json:"id"`
+				Status  string `json:"status"`
+				Attempt int    `json:"attempt"`
+			} `json:"runs"`
+		}
+		if apiGet(t, ingressURLs[0], apiToken, "/api/v1/runs?workflow=scale&limit=1000", &list) != http.StatusOK {
+			return false
+		}
+		terminal := 0
+		for _, r := range list.Runs {
+			statuses[r.ID], attempts[r.ID] = r.Status, r.Attempt
+			if r.Status == "succeeded" || r.Status == "failed" || r.Status == "cancelled" {
+				terminal++
+			}
+		}
+		return len(list.Runs) == total && terminal == total
+	})
+	for id := range runIDs {
+		if statuses[id] != "succeeded" {
+			t.Errorf("run %s ended %q", id, statuses[id])
+		}
+	}
+
+	// Completed exactly once: the terminal record of each run was written by
+	// exactly one runner ("run finished" logs across both runner processes;
+	// the killed one's log stops at the kill).
+	finished := map[string]int{}
+	for _, r := range runners {
+		sc := bufio.NewScanner(strings.NewReader(r.out.String()))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var l struct {
+				Msg string `json:"msg"`
+				Run string `json:"run"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "run finished" {
+				finished[l.Run]++
+			}
+		}
+	}
+	// Each run's steps ran to the end at least once; a second execution is
+	// only allowed for a run the killed runner held (attempt > 1).
+	data, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string]int{}
+	for _, id := range strings.Fields(string(data)) {
+		marks[id]++
+	}
+	takenOver := 0
+	for id := range runIDs {
+		if finished[id] != 1 {
+			t.Errorf("run %s finished %d times, want exactly 1", id, finished[id])
+		}
+		if marks[id] < 1 {
+			t.Errorf("run %s never executed its last step", id)
+		}
+		if attempts[id] > 1 {
+			takenOver++
+		}
+		if marks[id] > 1 && attempts[id] < 2 {
+			t.Errorf("run %s executed %d times without a takeover", id, marks[id])
+		}
+	}
+	t.Logf("%d runs, %d taken over after the runner kill", len(runIDs), takenOver)
+	if takenOver == 0 {
+		t.Errorf("no run was taken over: the runner kill did not hit a run in flight")
+	}
+}
