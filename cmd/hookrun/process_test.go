@@ -203,12 +203,5 @@ func fixture(t *testing.T, rel string) []byte {
 	return data
 }
 
-func yamlConfig(kv map[string]string) string {
-	var b strings.Builder
-	for k, v := range kv {
-		fmt.Fprintf(&b, "%s: %s\n", k, v)
-	}
-	return b.String()
-}
 
 func fmtSscan(s string, v *int64) (int, error) { return fmt.Sscan(s, v) }
