@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
+	"time"
 
+	"github.com/hookrun/hookrun/providers/docker"
 	"github.com/hookrun/hookrun/providers/harness"
 	"github.com/hookrun/hookrun/providers/host"
+	"github.com/hookrun/hookrun/providers/sbx"
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // runtimeOptions are the settings the executors take from the server
@@ -15,11 +23,64 @@ type runtimeOptions struct {
 	SbxBinary         string // path of the sbx CLI
 }
 
-// localProviders builds the executors steps run in. Container and sandbox
-// providers are added when their packages are wired.
-func localProviders(_ runtimeOptions, _ io.Writer) (runner.Providers, func()) {
-	return runner.Providers{
+// newProviders builds the executors steps run in: the host, Docker (per-step
+// and root containers; the client connects lazily, so a machine without
+// Docker still runs host-only workflows) and sbx. close releases the Docker
+// client.
+func newProviders(o runtimeOptions) (runner.Providers, *docker.Docker, func(), error) {
+	p := runner.Providers{
 		Host:    host.New(host.Config{}),
 		Harness: runner.HarnessFunc(harness.Run),
-	}, func() {}
+	}
+	d, err := docker.New(docker.Config{AllowDockerSocket: o.AllowDockerSocket})
+	if err != nil {
+		return p, nil, func() {}, fmt.Errorf("configuring docker: %w", err)
+	}
+	p.Containers, p.RootContainer = d, d
+	s, err := sbx.New(sbx.Config{Binary: o.SbxBinary})
+	if err != nil {
+		_ = d.Close()
+		return p, nil, func() {}, fmt.Errorf("configuring sbx: %w", err)
+	}
+	p.SBX = s
+	return p, d, func() { _ = d.Close() }, nil
+}
+
+// localProviders is newProviders for `hookrun run`: a provider that cannot
+// be configured is left out (its steps then fail with a clear error) and the
+// reason is printed.
+func localProviders(o runtimeOptions, stderr io.Writer) (runner.Providers, func()) {
+	p, _, closeFn, err := newProviders(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookrun run: %v (container and sandbox steps will fail)\n", err)
+	}
+	return p, closeFn
+}
+
+// removeOrphans removes containers left by runs that no runner is executing
+// any more (a runner that crashed, or this one before a restart). A run is
+// live while its record is running and its heartbeat is fresh.
+func removeOrphans(ctx context.Context, d *docker.Docker, runs *queue.RunStore, staleAfter time.Duration, logger *slog.Logger) {
+	if d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := d.Ping(ctx); err != nil {
+		logger.Info("no container engine reachable; container steps will fail until one is", "err", err)
+		return
+	}
+	n, err := d.RemoveOrphans(ctx, func(runID string) bool {
+		rec, _, err := runs.Get(ctx, runID)
+		if err != nil {
+			return !isNotFound(err) // unknown state: keep it
+		}
+		return rec.Status == workflows.StatusRunning && time.Since(rec.HeartbeatAt) < staleAfter
+	})
+	if err != nil {
+		logger.Warn("removing orphaned containers", "err", err)
+	}
+	if n > 0 {
+		logger.Info("removed orphaned containers", "count", n)
+	}
 }

@@ -200,7 +200,11 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
-	providers, _ := localProviders(runtimeOptions{AllowDockerSocket: cfg.Runner.AllowDockerSocket, SbxBinary: cfg.Runner.SbxBinary}, io.Discard)
+	providers, dock, _, err := newProviders(runtimeOptions{AllowDockerSocket: cfg.Runner.AllowDockerSocket, SbxBinary: cfg.Runner.SbxBinary})
+	if err != nil {
+		return nil, err
+	}
+	removeOrphans(ctx, dock, q.Runs(), 3*cfg.Runner.Heartbeat, logger)
 	reporter, err := newReporter(cfg, logger)
 	if err != nil {
 		return nil, err

@@ -101,3 +101,5 @@ func printDevCurl(w io.Writer, baseURL, payloadPath string, secrets []string) er
 		baseURL, delivery, sig, abs)
 	return nil
 }
+
+func isNotFound(err error) bool { return errors.Is(err, queue.ErrNotFound) }
