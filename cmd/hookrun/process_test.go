@@ -202,5 +202,4 @@ func fixture(t *testing.T, rel string) []byte {
 	return data
 }
 
-
 func fmtSscan(s string, v *int64) (int, error) { return fmt.Sscan(s, v) }
