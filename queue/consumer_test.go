@@ -106,7 +106,7 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 
 func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	t.Parallel()
-	const ackWait = time.Second
+	const ackWait = 1500 * time.Millisecond
 	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := srv.Publish(ctx, testRequest("slow")); err != nil {
@@ -307,7 +307,7 @@ func TestCloseHandsRunBack(t *testing.T) {
 	}
 	started := make(chan struct{})
 	cause := make(chan error, 1)
-	c1, err := q.Consume(ctx, ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	c1, err := q.Consume(ctx, ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *Delivery) error {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
@@ -326,13 +326,13 @@ func TestCloseHandsRunBack(t *testing.T) {
 	if !errors.Is(<-cause, ErrShuttingDown) {
 		t.Fatal("handler did not see ErrShuttingDown")
 	}
-	if took := time.Since(began); took > 3*time.Second {
+	if took := time.Since(began); took > 10*time.Second {
 		t.Fatalf("Close took %s", took)
 	}
 
-	// Nak'ed without delay: the next runner gets it long before AckWait.
+	// Nak'ed without delay: the next runner gets it long before AckWait (30s).
 	got := make(chan *Delivery, 1)
-	c2, err := q.Consume(ctx, ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	c2, err := q.Consume(ctx, ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *Delivery) error {
 		got <- d
 		return nil
 	})
@@ -345,7 +345,7 @@ func TestCloseHandsRunBack(t *testing.T) {
 		if d.Request.ID != res.RunID || d.NumDelivered != 2 {
 			t.Fatalf("got %+v", d)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(15 * time.Second):
 		t.Fatal("run not handed back")
 	}
 }

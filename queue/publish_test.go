@@ -205,7 +205,7 @@ func TestPublishReplayAfterWindow(t *testing.T) {
 	}
 	waitEmpty(t, q, 5*time.Second)
 
-	time.Sleep(window + 700*time.Millisecond)
+	time.Sleep(window + 1500*time.Millisecond)
 	replay := *base
 	replay.ID = ""
 	res2, err := q.Publish(ctx, &replay)
