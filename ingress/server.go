@@ -141,9 +141,12 @@ func (s *Server) Start(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 	}
-	s.serveCh = make(chan error, 1)
+	// The goroutine keeps its own reference: Shutdown clears s.serveCh
+	// before Serve returns, and a send on the nil field would block forever.
+	serveCh := make(chan error, 1)
+	s.serveCh = serveCh
 	srv := s.srv
-	go func() { s.serveCh <- srv.Serve(ln) }()
+	go func() { serveCh <- srv.Serve(ln) }()
 	if s.set != nil {
 		s.bg.Add(1)
 		go func() {
