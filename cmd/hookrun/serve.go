@@ -151,7 +151,10 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 		if err != nil {
 			return err
 		}
-		consumer, err = r.Start(ctx, q)
+		// Detached from the signal: on SIGTERM, consumer.Close below decides
+		// what happens to runs in flight (finish within the grace, else hand
+		// them back), not a blanket cancellation.
+		consumer, err = r.Start(context.WithoutCancel(ctx), q)
 		if err != nil {
 			return fmt.Errorf("starting runner: %w", err)
 		}
