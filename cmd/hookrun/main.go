@@ -33,6 +33,7 @@ func commands() []command {
 		{"ingress", "run the webhook ingress and API against an external NATS", cmdIngress},
 		{"runner", "run a runner against an external NATS", cmdRunner},
 		{"run", "run one workflow once on this machine, without a server", cmdRun},
+		{"bench", "measure ingest, dispatch, engine overhead and memory against their floors", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -103,7 +104,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 }
 
 func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", "", "Print the version of this hookrun binary.", stderr)
+	fs := newFlagSet("version", "", "Print the version of this hookrun binary (set at build time from git describe;\n\"dev\" for a plain go build).", stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

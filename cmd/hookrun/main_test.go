@@ -50,3 +50,12 @@ func TestSchemaIsJSON(t *testing.T) {
 		t.Fatalf("code %d, schema not JSON with $schema: %.200s", code, out)
 	}
 }
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands() {
+		code, _, errs := runCLI(t, c.name, "--help")
+		if code != 0 || !strings.Contains(errs, "Usage: hookrun "+c.name) || len(errs) < 80 {
+			t.Errorf("%s --help: code %d, %q", c.name, code, errs)
+		}
+	}
+}
