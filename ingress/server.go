@@ -176,8 +176,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.mu.Lock()
 	srv, serveCh, stop := s.srv, s.serveCh, s.stop
+	s.serveCh = nil // a second Shutdown returns at once
 	s.mu.Unlock()
-	if srv == nil {
+	if srv == nil || serveCh == nil {
 		return nil
 	}
 	err := srv.Shutdown(ctx)

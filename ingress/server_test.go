@@ -358,6 +358,9 @@ func TestStartShutdown(t *testing.T) {
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
 	r := <-done
 	if r.err != nil || r.code != http.StatusAccepted {
 		t.Fatalf("in-flight delivery during shutdown: %d %v, want 202", r.code, r.err)
