@@ -247,7 +247,16 @@ func stopGroup(pgid int, termAt time.Time, grace time.Duration) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	signalGroup(pgid, syscall.SIGKILL)
+	// SIGKILL takes effect asynchronously (a loaded machine shows it); Exec
+	// promises the step is gone when it returns, so wait, boundedly, for it.
+	for end := time.Now().Add(killWait); groupAlive(pgid) && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
+
+// killWait bounds how long stopGroup waits for SIGKILLed processes to die
+// (a process in uninterruptible sleep cannot die until its I/O completes).
+const killWait = 2 * time.Second
 
 // groupAlive reports whether a process of the group exists that is not a
 // zombie (an exited orphan waiting for its reaper counts as gone).
