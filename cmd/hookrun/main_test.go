@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,56 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		if code != 0 || !strings.Contains(errs, "Usage: hookrun "+c.name) || len(errs) < 80 {
 			t.Errorf("%s --help: code %d, %q", c.name, code, errs)
 		}
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	ok := writeFile(t, dir+"/ok.yaml", "steps:\n  - id: a\n    run: echo hi\n")
+	bad := writeFile(t, dir+"/bad.yaml", "steps:\n  - id: a\n    run: exit 3\n")
+	broken := writeFile(t, dir+"/broken.yaml", "steps:\n  - id: a\n    rn: echo\n")
+	payload := "../../ingress/testdata/github/pull_request/opened.payload.json"
+	for _, tc := range []struct {
+		args []string
+		want int
+		out  string
+	}{
+		{[]string{"run", ok, "--dir", dir}, 0, "[a] hi"},
+		{[]string{"run", ok, "--dir", dir, "--event", payload, "--event-name", "pull_request"}, 0, "[a] hi"},
+		{[]string{"run", bad, "--dir", dir}, 1, "failed"},
+		{[]string{"run", broken}, exitUsage, "broken.yaml:3:5"},
+		{[]string{"run", ok, "--event", payload}, exitUsage, "--event-name"},
+		{[]string{"run", ok, "--forge", "bitbucket"}, exitUsage, "--forge"},
+		{[]string{"run"}, exitUsage, "Usage"},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.want || !strings.Contains(out+errs, tc.out) {
+			t.Errorf("%v: code %d (want %d), output %q lacks %q", tc.args[1:], code, tc.want, out+errs, tc.out)
+		}
+	}
+}
+
+// A pull request title that is shell syntax reaches a step only as
+// $HOOKRUN_PR_TITLE: `hookrun run` with a hostile payload creates no file.
+func TestRunHostileTitleIsData(t *testing.T) {
+	dir := t.TempDir()
+	pwned := dir + "/pwned"
+	payload, err := os.ReadFile("../../ingress/testdata/github/pull_request/opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := strings.Replace(string(payload), `"title": "Update the README with new information."`,
+		`"title": "$(touch `+pwned+`) `+"`touch "+pwned+"`"+`"`, 1)
+	if hostile == string(payload) {
+		t.Fatal("fixture title not found")
+	}
+	ev := writeFile(t, dir+"/event.json", hostile)
+	wf := writeFile(t, dir+"/wf.yaml", "steps:\n  - id: show\n    run: 'echo \"title: $HOOKRUN_PR_TITLE\"'\n")
+	code, out, errs := runCLI(t, "run", wf, "--dir", dir, "--event", ev, "--event-name", "pull_request")
+	if code != 0 || !strings.Contains(out, "title: $(touch "+pwned+")") {
+		t.Fatalf("code %d, out %q, err %q", code, out, errs)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("the title was executed")
 	}
 }
