@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/sticky"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -39,9 +39,8 @@ type Reporter struct {
 	mu       sync.Mutex
 	installs map[int64]*gh.Client // App: one client (and cached token) per installation
 	login    string               // discovered bot login
-	comments map[string]int64     // run id + workflow → comment id, until the final report
 
-	locks [64]sync.Mutex // striped by repo, number and workflow: one find-or-create at a time
+	comments sticky.Writer // each run's comment, found or created once
 }
 
 // New checks cfg and returns a Reporter. No request is made yet.
@@ -54,7 +53,8 @@ func New(cfg Config) (*Reporter, error) {
 	rl := &ratelimit.Transport{Base: cfg.Transport, MaxWait: cfg.MaxWait, Backoff: cfg.Backoff, Logger: cfg.Logger}
 	rl.SetDefaults()
 	r := &Reporter{cfg: cfg, log: cfg.Logger, base: base,
-		installs: map[int64]*gh.Client{}, comments: map[string]int64{}, login: cfg.BotLogin}
+		installs: map[int64]*gh.Client{}, login: cfg.BotLogin,
+		comments: sticky.Writer{Log: cfg.Logger, Forge: "github", Noun: "comment"}}
 	if cfg.Token != "" {
 		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
 		return r, nil
@@ -164,84 +164,31 @@ func headSHA(rep *contract.RunReport) string {
 	return rep.Event.HeadSHA()
 }
 
-// comment writes the run's comment and returns its id: the one the run
-// record or this process knows, else (sticky) the workflow's comment found by
-// its marker among the bot's comments, else (new, on a later attempt) the
-// run's own comment, else a new one.
+// comment writes the run's comment (see sticky.Writer.Write) and returns its
+// id.
 func (r *Reporter) comment(ctx context.Context, c *gh.Client, owner, repo, mode string, rep *contract.RunReport) (int64, error) {
 	body := render.Comment(rep, render.Options{Limit: render.GitHubCommentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID)})
-	key := rep.RunID + "\x00" + rep.Workflow.Name
-	final := rep.Phase == contract.PhaseFinal
-	defer func() {
-		if final {
-			r.mu.Lock()
-			delete(r.comments, key)
-			r.mu.Unlock()
-		}
-	}()
-
-	id := rep.Ref.CommentID
-	if id == 0 {
-		r.mu.Lock()
-		id = r.comments[key]
-		r.mu.Unlock()
-	}
-	if id != 0 {
-		err := r.edit(ctx, c, owner, repo, id, body)
-		if err == nil || !isStatus(err, http.StatusNotFound) {
-			return id, err
-		}
-		r.log.Warn("github comment gone, looking for it again", "run", rep.RunID, "comment", id)
-	}
-
-	number := rep.Event.Number()
-	lock := &r.locks[stripe(fmt.Sprintf("%s/%s#%d/%s", owner, repo, number, rep.Workflow.Name))]
-	lock.Lock()
-	defer lock.Unlock()
-
-	var match func(*gh.IssueComment) bool
-	switch {
-	case mode == workflows.CommentSticky:
-		match = func(cm *gh.IssueComment) bool { return render.HasMarker(cm.GetBody(), rep.Workflow.Name) }
-	case rep.Phase != contract.PhaseStart || rep.Attempt > 1:
-		match = func(cm *gh.IssueComment) bool {
-			return render.HasMarker(cm.GetBody(), rep.Workflow.Name) && render.HasRunMarker(cm.GetBody(), rep.RunID)
-		}
-	}
-	if match != nil {
-		found, err := r.find(ctx, c, owner, repo, number, match)
-		if err != nil {
-			return 0, err
-		}
-		if found != 0 {
-			r.remember(key, found, final)
-			return found, r.edit(ctx, c, owner, repo, found, body)
-		}
-	}
-	var cm *gh.IssueComment
-	err := r.call(ctx, func() (err error) {
-		cm, _, err = c.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("creating comment on %s/%s#%d: %w", owner, repo, number, err)
-	}
-	r.remember(key, cm.GetID(), final)
-	return cm.GetID(), nil
+	return r.comments.Write(ctx, &thread{r: r, c: c, owner: owner, repo: repo, number: rep.Event.Number()}, rep, mode, body)
 }
 
-func (r *Reporter) remember(key string, id int64, final bool) {
-	if final {
-		return
-	}
-	r.mu.Lock()
-	r.comments[key] = id
-	r.mu.Unlock()
+// thread is the comments of one issue or pull request, for sticky.Writer.
+type thread struct {
+	r           *Reporter
+	c           *gh.Client
+	owner, repo string
+	number      int
+
+	login   string // the bot's login, learned on the first List; "" = any author
+	learned bool
 }
 
-func (r *Reporter) edit(ctx context.Context, c *gh.Client, owner, repo string, id int64, body string) error {
-	if err := r.call(ctx, func() error {
-		_, _, err := c.Issues.EditComment(ctx, owner, repo, id, &gh.IssueComment{Body: gh.String(body)})
+var _ sticky.Forge = (*thread)(nil)
+
+func (t *thread) String() string { return fmt.Sprintf("%s/%s#%d", t.owner, t.repo, t.number) }
+
+func (t *thread) Edit(ctx context.Context, id int64, body string) error {
+	if err := t.r.call(ctx, func() error {
+		_, _, err := t.c.Issues.EditComment(ctx, t.owner, t.repo, id, &gh.IssueComment{Body: gh.String(body)})
 		return err
 	}); err != nil {
 		return fmt.Errorf("editing comment %d: %w", id, err)
@@ -249,33 +196,40 @@ func (r *Reporter) edit(ctx context.Context, c *gh.Client, owner, repo string, i
 	return nil
 }
 
-// find pages through the comments of an issue or pull request and returns
-// the id of the first one that matches and was written by the bot (any
-// author when the bot's login cannot be learned).
-func (r *Reporter) find(ctx context.Context, c *gh.Client, owner, repo string, number int, match func(*gh.IssueComment) bool) (int64, error) {
-	login := r.botLogin(ctx)
-	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-	for pages := 0; pages < 100; pages++ {
-		var list []*gh.IssueComment
-		var resp *gh.Response
-		err := r.call(ctx, func() (err error) {
-			list, resp, err = c.Issues.ListComments(ctx, owner, repo, number, opts)
-			return err
-		})
-		if err != nil {
-			return 0, fmt.Errorf("listing comments of %s/%s#%d: %w", owner, repo, number, err)
-		}
-		for _, cm := range list {
-			if match(cm) && (login == "" || strings.EqualFold(cm.GetUser().GetLogin(), login)) {
-				return cm.GetID(), nil
-			}
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+func (t *thread) IsNotFound(err error) bool { return isStatus(err, http.StatusNotFound) }
+
+func (t *thread) Create(ctx context.Context, body string) (int64, error) {
+	var cm *gh.IssueComment
+	if err := t.r.call(ctx, func() (err error) {
+		cm, _, err = t.c.Issues.CreateComment(ctx, t.owner, t.repo, t.number, &gh.IssueComment{Body: gh.String(body)})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("creating comment on %s: %w", t, err)
 	}
-	return 0, nil
+	return cm.GetID(), nil
+}
+
+// List returns one page of the comments; ours are the bot's (any author's
+// when the bot's login cannot be learned).
+func (t *thread) List(ctx context.Context, page int) ([]sticky.Comment, int, error) {
+	if !t.learned {
+		t.login, t.learned = t.r.botLogin(ctx), true
+	}
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100, Page: page}}
+	var list []*gh.IssueComment
+	var resp *gh.Response
+	if err := t.r.call(ctx, func() (err error) {
+		list, resp, err = t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
+		return err
+	}); err != nil {
+		return nil, 0, fmt.Errorf("listing comments of %s: %w", t, err)
+	}
+	out := make([]sticky.Comment, len(list))
+	for i, cm := range list {
+		out[i] = sticky.Comment{ID: cm.GetID(), Body: cm.GetBody(),
+			Ours: t.login == "" || strings.EqualFold(cm.GetUser().GetLogin(), t.login)}
+	}
+	return out, resp.NextPage, nil
 }
 
 // botLogin is the login our comments are written by: configured, or learned
@@ -381,12 +335,6 @@ func (r *Reporter) call(ctx context.Context, f func() error) error {
 func isStatus(err error, code int) bool {
 	var er *gh.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == code
-}
-
-func stripe(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % 64)
 }
 
 var _ contract.Reporter = (*Reporter)(nil)

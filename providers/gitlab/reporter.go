@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/sticky"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -29,11 +29,10 @@ type Reporter struct {
 	log *slog.Logger
 	api *gl.Client
 
-	mu       sync.Mutex
-	botID    int64            // discovered or configured bot user id
-	comments map[string]int64 // run id + workflow → note id, until the final report
+	mu    sync.Mutex
+	botID int64 // discovered or configured bot user id
 
-	locks [64]sync.Mutex // striped by project, noteable and workflow: one find-or-create at a time
+	notes sticky.Writer // each run's note, found or created once
 }
 
 // New checks cfg and returns a Reporter. No request is made yet.
@@ -52,7 +51,8 @@ func New(cfg Config) (*Reporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating gitlab client: %w", err)
 	}
-	return &Reporter{cfg: cfg, log: cfg.Logger, api: api, botID: cfg.BotUserID, comments: map[string]int64{}}, nil
+	return &Reporter{cfg: cfg, log: cfg.Logger, api: api, botID: cfg.BotUserID,
+		notes: sticky.Writer{Log: cfg.Logger, Forge: "gitlab", Noun: "note"}}, nil
 }
 
 // noteable is where a run's note goes: a merge request or an issue.
@@ -124,88 +124,32 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	return ref, nil
 }
 
-// note writes the run's note and returns its id: the one the run record or
-// this process knows, else (sticky) the workflow's note found by its marker
-// among the bot's notes, else (new, on a later attempt) the run's own note,
-// else a new one.
+// note writes the run's note (see sticky.Writer.Write) and returns its id.
 func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contract.RunReport) (int64, error) {
 	body := render.Comment(rep, render.Options{Limit: render.GitLabNoteLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID)})
-	key := rep.RunID + "\x00" + rep.Workflow.Name
-	final := rep.Phase == contract.PhaseFinal
-	defer func() {
-		if final {
-			r.mu.Lock()
-			delete(r.comments, key)
-			r.mu.Unlock()
-		}
-	}()
-
-	id := rep.Ref.CommentID
-	if id == 0 {
-		r.mu.Lock()
-		id = r.comments[key]
-		r.mu.Unlock()
-	}
-	if id != 0 {
-		err := r.edit(ctx, n, id, body)
-		if err == nil || !errors.Is(err, gl.ErrNotFound) {
-			return id, err
-		}
-		r.log.Warn("gitlab note gone, looking for it again", "run", rep.RunID, "note", id)
-	}
-
-	lock := &r.locks[stripe(n.String()+"/"+rep.Workflow.Name)]
-	lock.Lock()
-	defer lock.Unlock()
-
-	var match func(*gl.Note) bool
-	switch {
-	case mode == workflows.CommentSticky:
-		match = func(nt *gl.Note) bool { return render.HasMarker(nt.Body, rep.Workflow.Name) }
-	case rep.Phase != contract.PhaseStart || rep.Attempt > 1:
-		match = func(nt *gl.Note) bool {
-			return render.HasMarker(nt.Body, rep.Workflow.Name) && render.HasRunMarker(nt.Body, rep.RunID)
-		}
-	}
-	if match != nil {
-		found, err := r.find(ctx, n, match)
-		if err != nil {
-			return 0, err
-		}
-		if found != 0 {
-			r.remember(key, found, final)
-			return found, r.edit(ctx, n, found, body)
-		}
-	}
-	var nt *gl.Note
-	var err error
-	if n.mr {
-		nt, _, err = r.api.Notes.CreateMergeRequestNote(n.project, n.iid, &gl.CreateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
-	} else {
-		nt, _, err = r.api.Notes.CreateIssueNote(n.project, n.iid, &gl.CreateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
-	}
-	if err != nil {
-		return 0, fmt.Errorf("creating note on %s: %w", n, err)
-	}
-	r.remember(key, nt.ID, final)
-	return nt.ID, nil
+	return r.notes.Write(ctx, &thread{r: r, n: n}, rep, mode, body)
 }
 
-func (r *Reporter) remember(key string, id int64, final bool) {
-	if final {
-		return
-	}
-	r.mu.Lock()
-	r.comments[key] = id
-	r.mu.Unlock()
+// thread is the notes of one merge request or issue, for sticky.Writer.
+type thread struct {
+	r *Reporter
+	n noteable
+
+	bot     int64 // the bot's user id, learned on the first List; 0 = any user
+	learned bool
 }
 
-func (r *Reporter) edit(ctx context.Context, n noteable, id int64, body string) error {
+var _ sticky.Forge = (*thread)(nil)
+
+func (t *thread) String() string { return t.n.String() }
+
+func (t *thread) Edit(ctx context.Context, id int64, body string) error {
+	n := t.n
 	var err error
 	if n.mr {
-		_, _, err = r.api.Notes.UpdateMergeRequestNote(n.project, n.iid, id, &gl.UpdateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		_, _, err = t.r.api.Notes.UpdateMergeRequestNote(n.project, n.iid, id, &gl.UpdateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
 	} else {
-		_, _, err = r.api.Notes.UpdateIssueNote(n.project, n.iid, id, &gl.UpdateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		_, _, err = t.r.api.Notes.UpdateIssueNote(n.project, n.iid, id, &gl.UpdateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
 	}
 	if err != nil {
 		return fmt.Errorf("editing note %d on %s: %w", id, n, err)
@@ -213,36 +157,48 @@ func (r *Reporter) edit(ctx context.Context, n noteable, id int64, body string) 
 	return nil
 }
 
-// find pages through the notes of a merge request or issue (oldest first)
-// and returns the id of the first user note that matches and was written by
-// the bot (by any user when the bot cannot be learned).
-func (r *Reporter) find(ctx context.Context, n noteable, match func(*gl.Note) bool) (int64, error) {
-	bot := r.bot(ctx)
-	list := gl.ListOptions{PerPage: 100, Page: 1}
-	order, sort := gl.Ptr("created_at"), gl.Ptr("asc")
-	for pages := 0; pages < 100; pages++ {
-		var notes []*gl.Note
-		var resp *gl.Response
-		var err error
-		if n.mr {
-			notes, resp, err = r.api.Notes.ListMergeRequestNotes(n.project, n.iid, &gl.ListMergeRequestNotesOptions{ListOptions: list, OrderBy: order, Sort: sort}, gl.WithContext(ctx))
-		} else {
-			notes, resp, err = r.api.Notes.ListIssueNotes(n.project, n.iid, &gl.ListIssueNotesOptions{ListOptions: list, OrderBy: order, Sort: sort}, gl.WithContext(ctx))
-		}
-		if err != nil {
-			return 0, fmt.Errorf("listing notes of %s: %w", n, err)
-		}
-		for _, nt := range notes {
-			if !nt.System && match(nt) && (bot == 0 || nt.Author.ID == bot) {
-				return nt.ID, nil
-			}
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		list.Page = resp.NextPage
+func (t *thread) IsNotFound(err error) bool { return errors.Is(err, gl.ErrNotFound) }
+
+func (t *thread) Create(ctx context.Context, body string) (int64, error) {
+	n := t.n
+	var nt *gl.Note
+	var err error
+	if n.mr {
+		nt, _, err = t.r.api.Notes.CreateMergeRequestNote(n.project, n.iid, &gl.CreateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+	} else {
+		nt, _, err = t.r.api.Notes.CreateIssueNote(n.project, n.iid, &gl.CreateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
 	}
-	return 0, nil
+	if err != nil {
+		return 0, fmt.Errorf("creating note on %s: %w", n, err)
+	}
+	return nt.ID, nil
+}
+
+// List returns one page of the notes, oldest first; ours are the bot's user
+// notes (any user's when the bot cannot be learned), never system notes.
+func (t *thread) List(ctx context.Context, page int) ([]sticky.Comment, int, error) {
+	if !t.learned {
+		t.bot, t.learned = t.r.bot(ctx), true
+	}
+	n := t.n
+	list := gl.ListOptions{PerPage: 100, Page: int64(max(page, 1))}
+	order, sort := gl.Ptr("created_at"), gl.Ptr("asc")
+	var notes []*gl.Note
+	var resp *gl.Response
+	var err error
+	if n.mr {
+		notes, resp, err = t.r.api.Notes.ListMergeRequestNotes(n.project, n.iid, &gl.ListMergeRequestNotesOptions{ListOptions: list, OrderBy: order, Sort: sort}, gl.WithContext(ctx))
+	} else {
+		notes, resp, err = t.r.api.Notes.ListIssueNotes(n.project, n.iid, &gl.ListIssueNotesOptions{ListOptions: list, OrderBy: order, Sort: sort}, gl.WithContext(ctx))
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing notes of %s: %w", n, err)
+	}
+	out := make([]sticky.Comment, len(notes))
+	for i, nt := range notes {
+		out[i] = sticky.Comment{ID: nt.ID, Body: nt.Body, Ours: !nt.System && (t.bot == 0 || nt.Author.ID == t.bot)}
+	}
+	return out, int(resp.NextPage), nil
 }
 
 // bot is the id of the user the token belongs to, learned once; 0 when it
@@ -308,12 +264,6 @@ func statusState(rep *contract.RunReport) gl.BuildStateValue {
 	default:
 		return gl.Failed
 	}
-}
-
-func stripe(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % 64)
 }
 
 var _ contract.Reporter = (*Reporter)(nil)
