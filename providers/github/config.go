@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 )
 
 // DefaultAPIURL is the REST API root of github.com.
@@ -60,20 +62,7 @@ func (c *Config) setDefaults() {
 	if !strings.HasSuffix(c.APIURL, "/") {
 		c.APIURL += "/"
 	}
-	if c.MaxWait == 0 {
-		c.MaxWait = time.Minute
-	}
-	if c.Backoff <= 0 {
-		c.Backoff = time.Minute
-	}
-	if c.Transport == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.ResponseHeaderTimeout = 30 * time.Second
-		c.Transport = tr
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	ratelimit.ConfigDefaults(&c.MaxWait, &c.Backoff, &c.Transport, &c.Logger)
 }
 
 // Validate reports what is wrong with c (after defaults are set). Errors

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 )
 
 // DefaultBaseURL is gitlab.com.
@@ -45,20 +47,7 @@ func (c *Config) setDefaults() {
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL
 	}
-	if c.MaxWait == 0 {
-		c.MaxWait = time.Minute
-	}
-	if c.Backoff <= 0 {
-		c.Backoff = time.Minute
-	}
-	if c.Transport == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.ResponseHeaderTimeout = 30 * time.Second
-		c.Transport = tr
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	ratelimit.ConfigDefaults(&c.MaxWait, &c.Backoff, &c.Transport, &c.Logger)
 }
 
 // Validate reports what is wrong with c (after defaults are set). Errors

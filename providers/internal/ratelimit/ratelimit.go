@@ -71,6 +71,28 @@ func (t *Transport) SetDefaults() {
 	}
 }
 
+// ConfigDefaults fills in the rate-limit settings the GitHub and GitLab
+// reporter configs share, as their field comments promise: MaxWait 1m when
+// zero (negative stays), Backoff 1m when not positive, a clone of
+// http.DefaultTransport that waits at most 30 s for response headers, and
+// slog.Default().
+func ConfigDefaults(maxWait, backoff *time.Duration, base *http.RoundTripper, logger **slog.Logger) {
+	if *maxWait == 0 {
+		*maxWait = time.Minute
+	}
+	if *backoff <= 0 {
+		*backoff = time.Minute
+	}
+	if *base == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = 30 * time.Second
+		*base = tr
+	}
+	if *logger == nil {
+		*logger = slog.Default()
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	tm := time.NewTimer(d)
 	defer tm.Stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -196,4 +197,47 @@ func TestRealSleep(t *testing.T) {
 		t.Fatalf("%v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// TestConfigDefaults: zero settings get the documented defaults; set ones,
+// and a negative MaxWait ("never wait"), are kept.
+func TestConfigDefaults(t *testing.T) {
+	mine := &http.Transport{}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cases := []struct {
+		name             string
+		maxWait, backoff time.Duration
+		base             http.RoundTripper
+		logger           *slog.Logger
+		wantWait         time.Duration
+		wantBackoff      time.Duration
+	}{
+		{name: "zero", wantWait: time.Minute, wantBackoff: time.Minute},
+		{name: "negative", maxWait: -1, backoff: -1, wantWait: -1, wantBackoff: time.Minute},
+		{name: "set", maxWait: 5 * time.Second, backoff: 2 * time.Second, base: mine, logger: logger, wantWait: 5 * time.Second, wantBackoff: 2 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, b, base, l := tc.maxWait, tc.backoff, tc.base, tc.logger
+			ConfigDefaults(&w, &b, &base, &l)
+			if w != tc.wantWait || b != tc.wantBackoff {
+				t.Errorf("MaxWait %s Backoff %s, want %s %s", w, b, tc.wantWait, tc.wantBackoff)
+			}
+			switch {
+			case tc.base != nil && base != tc.base:
+				t.Errorf("transport replaced")
+			case tc.base == nil:
+				tr, ok := base.(*http.Transport)
+				if !ok || tr == http.DefaultTransport || tr.ResponseHeaderTimeout != 30*time.Second {
+					t.Errorf("default transport %#v: want a clone of http.DefaultTransport with a 30 s header timeout", base)
+				}
+			}
+			switch {
+			case tc.logger != nil && l != tc.logger:
+				t.Errorf("logger replaced")
+			case tc.logger == nil && l != slog.Default():
+				t.Errorf("logger %v, want slog.Default()", l)
+			}
+		})
+	}
 }
