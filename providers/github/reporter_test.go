@@ -10,7 +10,7 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -25,11 +26,6 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
-
-var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-
-func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }
-func exit(c int) *int               { return &c }
 
 func newReporter(t *testing.T, f *fakeGitHub, mutate func(*Config)) *Reporter {
 	t.Helper()
@@ -81,70 +77,14 @@ func commentEvent(t *testing.T) *workflows.Event {
 		Issue: &workflows.Issue{Number: p.Issue.Number, Title: p.Issue.Title}, Comment: &workflows.Comment{ID: p.Comment.ID, Body: p.Comment.Body}}
 }
 
-// run drives the phases of one run the way the engine does: start,
-// progress per step change, final; it feeds back the returned ReportRef.
-type run struct {
-	t   *testing.T
-	rep *Reporter
-	r   contract.RunReport
-}
+// run drives the phases of one run the way the engine does.
+type run = stickytest.Run
 
 func newRun(t *testing.T, rep *Reporter, id string, wf *workflows.Workflow, ev *workflows.Event) *run {
-	return &run{t: t, rep: rep, r: contract.RunReport{RunID: id, Attempt: 1, Workflow: wf, Event: ev, HeadSHA: ev.HeadSHA(),
-		Status: workflows.StatusRunning, Steps: []workflows.StepState{{ID: "lint", Status: workflows.StatusPending}, {ID: "review", Status: workflows.StatusPending}}}}
+	return stickytest.NewRun(t, rep, id, wf, ev, 3200*time.Millisecond)
 }
 
-func (x *run) report(phase contract.Phase) (contract.ReportRef, error) {
-	x.t.Helper()
-	x.r.Phase = phase
-	ref, err := x.rep.Report(context.Background(), &x.r)
-	x.r.Ref = ref
-	return ref, err
-}
-
-func (x *run) must(phase contract.Phase) contract.ReportRef {
-	x.t.Helper()
-	ref, err := x.report(phase)
-	if err != nil {
-		x.t.Fatalf("%s report: %v", phase, err)
-	}
-	return ref
-}
-
-// progress moves the run through its steps.
-func (x *run) step(i int, st workflows.Status) {
-	s := &x.r.Steps[i]
-	s.Status = st
-	if st == workflows.StatusRunning {
-		s.StartedAt = at(time.Duration(i) * 10 * time.Second)
-	}
-	if st.Terminal() {
-		s.FinishedAt = at(time.Duration(i)*10*time.Second + 3200*time.Millisecond)
-		s.ExitCode = exit(0)
-	}
-}
-
-func (x *run) finish(st workflows.Status, body string) {
-	x.r.Status = st
-	x.r.Body = body
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
+func golden(t *testing.T, name, got string) { t.Helper(); stickytest.Golden(t, name, got, *update) }
 
 // TestStickyLifecycle: one create, edits in place, the final body, the status
 // transitions and the eyes reaction, all with the token in the Authorization
@@ -157,20 +97,20 @@ func TestStickyLifecycle(t *testing.T) {
 	ev.Issue = nil
 	x := newRun(t, rep, "01JDQ4V6RZ3M8W1K9T2XGQY7PA", workflow("pr-review", "sticky", true), ev)
 
-	id := x.must(contract.PhaseStart).CommentID
+	id := x.Must(contract.PhaseStart).CommentID
 	if id == 0 {
 		t.Fatal("start returned no comment id")
 	}
-	x.step(0, workflows.StatusRunning)
-	if got := x.must(contract.PhaseProgress).CommentID; got != id {
+	x.Step(0, workflows.StatusRunning)
+	if got := x.Must(contract.PhaseProgress).CommentID; got != id {
 		t.Fatalf("progress ref %d, want %d", got, id)
 	}
-	x.step(0, workflows.StatusSucceeded)
-	x.step(1, workflows.StatusRunning)
-	x.must(contract.PhaseProgress)
-	x.step(1, workflows.StatusSucceeded)
-	x.finish(workflows.StatusSucceeded, "### Review\n\nLooks good. Two nits:\n\n- README typo\n- missing newline\n")
-	if got := x.must(contract.PhaseFinal).CommentID; got != id {
+	x.Step(0, workflows.StatusSucceeded)
+	x.Step(1, workflows.StatusRunning)
+	x.Must(contract.PhaseProgress)
+	x.Step(1, workflows.StatusSucceeded)
+	x.Finish(workflows.StatusSucceeded, "### Review\n\nLooks good. Two nits:\n\n- README typo\n- missing newline\n")
+	if got := x.Must(contract.PhaseFinal).CommentID; got != id {
 		t.Fatalf("final ref %d, want %d", got, id)
 	}
 
@@ -190,7 +130,7 @@ func TestStickyLifecycle(t *testing.T) {
 		{SHA: sha, State: "pending", Context: "hookrun/pr-review", Description: "Running (run 01JDQ4V6RZ3M8W1K9T2XGQY7PA)", TargetURL: "https://hookrun.example/api/v1/runs/01JDQ4V6RZ3M8W1K9T2XGQY7PA"},
 		{SHA: sha, State: "success", Context: "hookrun/pr-review", Description: "Succeeded (run 01JDQ4V6RZ3M8W1K9T2XGQY7PA)", TargetURL: "https://hookrun.example/api/v1/runs/01JDQ4V6RZ3M8W1K9T2XGQY7PA"},
 	}
-	if got := f.allStatuses(); !equal(got, wantStatuses) {
+	if got := f.allStatuses(); !slices.Equal(got, wantStatuses) {
 		t.Errorf("statuses\n got %+v\nwant %+v", got, wantStatuses)
 	}
 	if got := f.allReactions(); len(got) != 1 || got[0] != (fakeReaction{Comment: 492700400, Content: "eyes"}) {
@@ -201,18 +141,6 @@ func TestStickyLifecycle(t *testing.T) {
 			t.Errorf("%s %s sent Authorization %q", r.Method, r.Path, r.Auth)
 		}
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestStatusTransitions: failure and cancellation map to GitHub's states; no
@@ -236,10 +164,10 @@ func TestStatusTransitions(t *testing.T) {
 			ev := prEvent(3)
 			ev.PullRequest.HeadSHA = tc.sha
 			x := newRun(t, newReporter(t, f, nil), "run-"+strings.ReplaceAll(tc.name, " ", "-"), workflow("ci", "none", tc.status), ev)
-			x.must(contract.PhaseStart)
-			x.must(contract.PhaseProgress)
-			x.finish(tc.final, "")
-			x.must(contract.PhaseFinal)
+			x.Must(contract.PhaseStart)
+			x.Must(contract.PhaseProgress)
+			x.Finish(tc.final, "")
+			x.Must(contract.PhaseFinal)
 			var got []string
 			for _, s := range f.allStatuses() {
 				got = append(got, s.State)
@@ -247,7 +175,7 @@ func TestStatusTransitions(t *testing.T) {
 					t.Errorf("context %q", s.Context)
 				}
 			}
-			if !equal(got, tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("states %v, want %v", got, tc.want)
 			}
 			if n := f.count("POST", `.*/comments`) + f.count("PATCH", `.*`); n != 0 {
@@ -262,19 +190,19 @@ func TestStatusTransitions(t *testing.T) {
 func TestRestartEditsSameComment(t *testing.T) {
 	f := newFakeGitHub(t)
 	x := newRun(t, newReporter(t, f, nil), "run-restart", workflow("pr-review", "sticky", true), prEvent(5))
-	id := x.must(contract.PhaseStart).CommentID
-	stored := x.r.Ref // what the runner keeps in the run record
+	id := x.Must(contract.PhaseStart).CommentID
+	stored := x.R.Ref // what the runner keeps in the run record
 
 	listed := f.count("GET", `.*/comments`)
 	// The runner died; another one claims the run.
 	y := newRun(t, newReporter(t, f, nil), "run-restart", workflow("pr-review", "sticky", true), prEvent(5))
-	y.r.Attempt = 2
-	y.r.Ref = stored
-	if got := y.must(contract.PhaseStart).CommentID; got != id {
+	y.R.Attempt = 2
+	y.R.Ref = stored
+	if got := y.Must(contract.PhaseStart).CommentID; got != id {
 		t.Fatalf("restarted run wrote comment %d, want %d", got, id)
 	}
-	y.finish(workflows.StatusSucceeded, "done")
-	y.must(contract.PhaseFinal)
+	y.Finish(workflows.StatusSucceeded, "done")
+	y.Must(contract.PhaseFinal)
 	if n := f.count("POST", `/repos/Codertocat/Hello-World/issues/5/comments`); n != 1 {
 		t.Errorf("%d comments created, want 1", n)
 	}
@@ -300,7 +228,7 @@ func TestMarkerFallback(t *testing.T) {
 	ours := f.seed(8, f.bot, render.Marker("pr-review")+"\nold run")
 
 	x := newRun(t, newReporter(t, f, nil), "run-fallback", workflow("pr-review", "sticky", true), prEvent(8))
-	if got := x.must(contract.PhaseStart).CommentID; got != ours {
+	if got := x.Must(contract.PhaseStart).CommentID; got != ours {
 		t.Fatalf("edited comment %d, want the bot's %d", got, ours)
 	}
 	if n := f.count("GET", `/repos/Codertocat/Hello-World/issues/8/comments`); n != 2 {
@@ -322,9 +250,9 @@ func TestMarkerFallback(t *testing.T) {
 	f.comments = f.comments[:len(f.comments)-1]
 	f.mu.Unlock()
 	y := newRun(t, newReporter(t, f, nil), "run-fallback", workflow("pr-review", "sticky", true), prEvent(8))
-	y.r.Ref = contract.ReportRef{CommentID: ours}
-	y.finish(workflows.StatusSucceeded, "final")
-	ref := y.must(contract.PhaseFinal)
+	y.R.Ref = contract.ReportRef{CommentID: ours}
+	y.Finish(workflows.StatusSucceeded, "final")
+	ref := y.Must(contract.PhaseFinal)
 	if ref.CommentID == ours || ref.CommentID == 0 || f.comment(ref.CommentID) == nil {
 		t.Fatalf("ref after deletion %d", ref.CommentID)
 	}
@@ -343,37 +271,37 @@ func TestTwoWorkflows(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, x := range []*run{a, b} {
 		wg.Go(func() {
-			if _, err := x.report(contract.PhaseStart); err != nil {
+			if _, err := x.Report(contract.PhaseStart); err != nil {
 				t.Error(err)
 			}
-			x.step(0, workflows.StatusRunning)
-			if _, err := x.report(contract.PhaseProgress); err != nil {
+			x.Step(0, workflows.StatusRunning)
+			if _, err := x.Report(contract.PhaseProgress); err != nil {
 				t.Error(err)
 			}
-			x.finish(workflows.StatusSucceeded, "body of "+x.r.Workflow.Name)
-			if _, err := x.report(contract.PhaseFinal); err != nil {
+			x.Finish(workflows.StatusSucceeded, "body of "+x.R.Workflow.Name)
+			if _, err := x.Report(contract.PhaseFinal); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if a.r.Ref.CommentID == b.r.Ref.CommentID {
-		t.Fatalf("both workflows wrote comment %d", a.r.Ref.CommentID)
+	if a.R.Ref.CommentID == b.R.Ref.CommentID {
+		t.Fatalf("both workflows wrote comment %d", a.R.Ref.CommentID)
 	}
 	mine := f.commentsBy(f.bot)
 	if len(mine) != 2 {
 		t.Fatalf("%d bot comments, want 2", len(mine))
 	}
 	for _, x := range []*run{a, b} {
-		c := f.comment(x.r.Ref.CommentID)
-		if !render.HasMarker(c.Body, x.r.Workflow.Name) || !strings.Contains(c.Body, "body of "+x.r.Workflow.Name) {
-			t.Errorf("comment of %s:\n%s", x.r.Workflow.Name, c.Body)
+		c := f.comment(x.R.Ref.CommentID)
+		if !render.HasMarker(c.Body, x.R.Workflow.Name) || !strings.Contains(c.Body, "body of "+x.R.Workflow.Name) {
+			t.Errorf("comment of %s:\n%s", x.R.Workflow.Name, c.Body)
 		}
 	}
 	// A second run of one of them reuses its comment, not the other's.
 	c := newRun(t, rep, "run-c", workflow("lint", "sticky", true), prEvent(9))
-	if got := c.must(contract.PhaseStart).CommentID; got != b.r.Ref.CommentID {
-		t.Errorf("next lint run wrote %d, want %d", got, b.r.Ref.CommentID)
+	if got := c.Must(contract.PhaseStart).CommentID; got != b.R.Ref.CommentID {
+		t.Errorf("next lint run wrote %d, want %d", got, b.R.Ref.CommentID)
 	}
 }
 
@@ -385,10 +313,10 @@ func TestModeNew(t *testing.T) {
 	var ids []int64
 	for _, id := range []string{"run-1", "run-2"} {
 		x := newRun(t, rep, id, workflow("triage", "new", false), prEvent(11))
-		first := x.must(contract.PhaseStart).CommentID
-		x.must(contract.PhaseProgress)
-		x.finish(workflows.StatusSucceeded, "done")
-		if got := x.must(contract.PhaseFinal).CommentID; got != first {
+		first := x.Must(contract.PhaseStart).CommentID
+		x.Must(contract.PhaseProgress)
+		x.Finish(workflows.StatusSucceeded, "done")
+		if got := x.Must(contract.PhaseFinal).CommentID; got != first {
 			t.Fatalf("run %s edited %d, created %d", id, got, first)
 		}
 		ids = append(ids, first)
@@ -397,8 +325,8 @@ func TestModeNew(t *testing.T) {
 		t.Fatalf("new mode: ids %v, %d comments", ids, len(f.commentsBy(f.bot)))
 	}
 	y := newRun(t, newReporter(t, f, nil), "run-2", workflow("triage", "new", false), prEvent(11))
-	y.r.Attempt = 2
-	if got := y.must(contract.PhaseStart).CommentID; got != ids[1] {
+	y.R.Attempt = 2
+	if got := y.Must(contract.PhaseStart).CommentID; got != ids[1] {
 		t.Errorf("restarted new-mode run wrote %d, want %d", got, ids[1])
 	}
 }
@@ -411,16 +339,16 @@ func TestIssueAndPush(t *testing.T) {
 	issue := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindIssue, Action: "opened", Repo: "Codertocat/Hello-World",
 		Issue: &workflows.Issue{Number: 12, Title: "Spelling error in the README file"}}
 	x := newRun(t, rep, "run-issue", workflow("triage", "sticky", true), issue)
-	x.must(contract.PhaseStart)
+	x.Must(contract.PhaseStart)
 	if n := f.count("POST", `/repos/Codertocat/Hello-World/issues/12/comments`); n != 1 {
 		t.Errorf("issue comment created %d times", n)
 	}
 	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: sha}}
 	y := newRun(t, rep, "run-push", workflow("build", "sticky", true), push)
-	y.must(contract.PhaseStart)
-	y.finish(workflows.StatusSucceeded, "")
-	y.must(contract.PhaseFinal)
+	y.Must(contract.PhaseStart)
+	y.Finish(workflows.StatusSucceeded, "")
+	y.Must(contract.PhaseFinal)
 	if got := f.allStatuses(); len(got) != 2 || got[1].Context != "hookrun/build" || got[1].State != "success" {
 		t.Errorf("push statuses %+v", got)
 	}
@@ -437,13 +365,13 @@ func TestSecondaryLimitFinal(t *testing.T) {
 	f := newFakeGitHub(t)
 	rep := newReporter(t, f, func(c *Config) { c.MaxWait = -1 })
 	x := newRun(t, rep, "run-limited", workflow("pr-review", "sticky", true), prEvent(13))
-	id := x.must(contract.PhaseStart).CommentID
+	id := x.Must(contract.PhaseStart).CommentID
 	editPath := "/repos/Codertocat/Hello-World/issues/comments/" + itoa(id)
 
 	// A progress report under the limit gives up (MaxWait < 0): it returns an
 	// error and keeps the Ref; the run goes on.
 	f.limit("PATCH "+editPath, 1)
-	ref, err := x.report(contract.PhaseProgress)
+	ref, err := x.Report(contract.PhaseProgress)
 	if err == nil || ref.CommentID != id {
 		t.Fatalf("limited progress: ref %v err %v", ref, err)
 	}
@@ -451,9 +379,9 @@ func TestSecondaryLimitFinal(t *testing.T) {
 
 	f.limit("PATCH "+editPath, 2)
 	f.limit("POST /repos/Codertocat/Hello-World/statuses/"+sha, 1)
-	x.finish(workflows.StatusSucceeded, "the final word")
+	x.Finish(workflows.StatusSucceeded, "the final word")
 	start := time.Now()
-	x.must(contract.PhaseFinal)
+	x.Must(contract.PhaseFinal)
 	if d := time.Since(start); d < 2*time.Second {
 		t.Errorf("final delivered after %s, before two Retry-After: 1 waits", d)
 	}
@@ -501,12 +429,12 @@ func TestAppAuth(t *testing.T) {
 	ev := prEvent(14)
 	ev.InstallationID = 777
 	x := newRun(t, rep, "run-app", workflow("pr-review", "sticky", true), ev)
-	if got := x.must(contract.PhaseStart).CommentID; got != ours {
+	if got := x.Must(contract.PhaseStart).CommentID; got != ours {
 		t.Fatalf("edited %d, want the app's comment %d", got, ours)
 	}
-	x.must(contract.PhaseProgress)
-	x.finish(workflows.StatusSucceeded, "ok")
-	x.must(contract.PhaseFinal)
+	x.Must(contract.PhaseProgress)
+	x.Finish(workflows.StatusSucceeded, "ok")
+	x.Must(contract.PhaseFinal)
 
 	if n := f.count("POST", `/app/installations/777/access_tokens`); n != 2 {
 		t.Errorf("%d installation tokens fetched, want 2 (initial, refresh before expiry)", n)
@@ -528,14 +456,14 @@ func TestAppAuth(t *testing.T) {
 			}
 		}
 	}
-	if !equal(used, issued) {
+	if !slices.Equal(used, issued) {
 		t.Errorf("repo calls used tokens %v, want the issued %v in order", used, issued)
 	}
 
 	// Without an installation id an App cannot report.
 	ev2 := prEvent(15)
 	y := newRun(t, rep, "run-noinst", workflow("pr-review", "sticky", true), ev2)
-	if _, err := y.report(contract.PhaseStart); err == nil || !strings.Contains(err.Error(), "installation") {
+	if _, err := y.Report(contract.PhaseStart); err == nil || !strings.Contains(err.Error(), "installation") {
 		t.Errorf("no installation id: %v", err)
 	}
 }
@@ -545,9 +473,9 @@ func TestAppAuth(t *testing.T) {
 func TestTruncation(t *testing.T) {
 	f := newFakeGitHub(t)
 	x := newRun(t, newReporter(t, f, nil), "run-long", workflow("pr-review", "sticky", false), prEvent(16))
-	x.must(contract.PhaseStart)
-	x.finish(workflows.StatusSucceeded, strings.Repeat("review line with ünïcödé ✅\n", 5000))
-	id := x.must(contract.PhaseFinal).CommentID
+	x.Must(contract.PhaseStart)
+	x.Finish(workflows.StatusSucceeded, strings.Repeat("review line with ünïcödé ✅\n", 5000))
+	id := x.Must(contract.PhaseFinal).CommentID
 	c := f.comment(id)
 	if n := utf8.RuneCountInString(c.Body); n > 65536 || n < 60000 {
 		t.Errorf("final comment has %d characters", n)
@@ -568,14 +496,14 @@ func TestSecretNeverReachesGitHub(t *testing.T) {
 	f := newFakeGitHub(t)
 	ev := commentEvent(t)
 	x := newRun(t, newReporter(t, f, nil), "run-secret", workflow("pr-review", "sticky", true), ev)
-	x.r.HeadSHA = sha
-	x.must(contract.PhaseStart)
-	x.step(0, workflows.StatusFailed)
-	x.r.Steps[0].Error = redact("exit status 1: " + output)
-	x.must(contract.PhaseProgress)
-	x.finish(workflows.StatusFailed, redact("### Review\n"+output))
-	x.r.Error = redact("step lint failed: " + output)
-	x.must(contract.PhaseFinal)
+	x.R.HeadSHA = sha
+	x.Must(contract.PhaseStart)
+	x.Step(0, workflows.StatusFailed)
+	x.R.Steps[0].Error = redact("exit status 1: " + output)
+	x.Must(contract.PhaseProgress)
+	x.Finish(workflows.StatusFailed, redact("### Review\n"+output))
+	x.R.Error = redact("step lint failed: " + output)
+	x.Must(contract.PhaseFinal)
 
 	reqs := f.allRequests()
 	if len(reqs) < 5 {
@@ -589,7 +517,7 @@ func TestSecretNeverReachesGitHub(t *testing.T) {
 			t.Errorf("token in the body of %s %s", r.Method, r.Path)
 		}
 	}
-	if c := f.comment(x.r.Ref.CommentID); !strings.Contains(c.Body, "***") || !strings.Contains(c.Body, "review: fine") {
+	if c := f.comment(x.R.Ref.CommentID); !strings.Contains(c.Body, "***") || !strings.Contains(c.Body, "review: fine") {
 		t.Errorf("redacted output not shown:\n%s", c.Body)
 	}
 }
@@ -600,7 +528,7 @@ func TestErrors(t *testing.T) {
 	f := newFakeGitHub(t)
 	rep := newReporter(t, f, func(c *Config) { c.Token = "ghp_wrongtoken999" })
 	x := newRun(t, rep, "run-err", workflow("pr-review", "sticky", true), prEvent(17))
-	_, err := x.report(contract.PhaseStart)
+	_, err := x.Report(contract.PhaseStart)
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("bad token: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -21,11 +23,6 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const sha = "da1560886d4f094c3e6c9ef40349f7d38b5d27d7"
-
-var t0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-
-func at(d time.Duration) *time.Time { t := t0.Add(d); return &t }
-func exit(c int) *int               { return &c }
 
 func newReporter(t *testing.T, f *fakeGitLab, mutate func(*Config)) *Reporter {
 	t.Helper()
@@ -91,66 +88,14 @@ func mrEvent(iid int) *workflows.Event {
 		PullRequest: &workflows.PullRequest{Number: iid, HeadSHA: sha}}
 }
 
-type run struct {
-	t   *testing.T
-	rep *Reporter
-	r   contract.RunReport
-}
+// run drives the phases of one run the way the engine does.
+type run = stickytest.Run
 
 func newRun(t *testing.T, rep *Reporter, id string, wf *workflows.Workflow, ev *workflows.Event) *run {
-	return &run{t: t, rep: rep, r: contract.RunReport{RunID: id, Attempt: 1, Workflow: wf, Event: ev, HeadSHA: ev.HeadSHA(),
-		Status: workflows.StatusRunning, Steps: []workflows.StepState{{ID: "lint", Status: workflows.StatusPending}, {ID: "review", Status: workflows.StatusPending}}}}
+	return stickytest.NewRun(t, rep, id, wf, ev, 1500*time.Millisecond)
 }
 
-func (x *run) report(phase contract.Phase) (contract.ReportRef, error) {
-	x.r.Phase = phase
-	ref, err := x.rep.Report(context.Background(), &x.r)
-	x.r.Ref = ref
-	return ref, err
-}
-
-func (x *run) must(phase contract.Phase) contract.ReportRef {
-	x.t.Helper()
-	ref, err := x.report(phase)
-	if err != nil {
-		x.t.Fatalf("%s report: %v", phase, err)
-	}
-	return ref
-}
-
-func (x *run) step(i int, st workflows.Status) {
-	s := &x.r.Steps[i]
-	s.Status = st
-	if st == workflows.StatusRunning {
-		s.StartedAt = at(time.Duration(i) * 10 * time.Second)
-	}
-	if st.Terminal() {
-		s.FinishedAt = at(time.Duration(i)*10*time.Second + 1500*time.Millisecond)
-		s.ExitCode = exit(0)
-	}
-}
-
-func (x *run) finish(st workflows.Status, body string) {
-	x.r.Status = st
-	x.r.Body = body
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
+func golden(t *testing.T, name, got string) { t.Helper(); stickytest.Golden(t, name, got, *update) }
 
 // TestMergeRequestNoteLifecycle: one note created on the merge request,
 // edited in place, the final body, the status transitions, PRIVATE-TOKEN on
@@ -161,15 +106,15 @@ func TestMergeRequestNoteLifecycle(t *testing.T) {
 	ev.PullRequest.HeadSHA = sha
 	x := newRun(t, newReporter(t, f, nil), "01JDQ5A0B1C2D3E4F5G6H7J8K9", workflow("mr-review", "sticky", true), ev)
 
-	id := x.must(contract.PhaseStart).CommentID
-	x.step(0, workflows.StatusRunning)
-	x.must(contract.PhaseProgress)
-	x.step(0, workflows.StatusSucceeded)
-	x.step(1, workflows.StatusRunning)
-	x.must(contract.PhaseProgress)
-	x.step(1, workflows.StatusSucceeded)
-	x.finish(workflows.StatusSucceeded, "### Review\n\nShip it.\n")
-	if got := x.must(contract.PhaseFinal).CommentID; got != id || id == 0 {
+	id := x.Must(contract.PhaseStart).CommentID
+	x.Step(0, workflows.StatusRunning)
+	x.Must(contract.PhaseProgress)
+	x.Step(0, workflows.StatusSucceeded)
+	x.Step(1, workflows.StatusRunning)
+	x.Must(contract.PhaseProgress)
+	x.Step(1, workflows.StatusSucceeded)
+	x.Finish(workflows.StatusSucceeded, "### Review\n\nShip it.\n")
+	if got := x.Must(contract.PhaseFinal).CommentID; got != id || id == 0 {
 		t.Fatalf("final ref %d, start ref %d", got, id)
 	}
 
@@ -185,7 +130,7 @@ func TestMergeRequestNoteLifecycle(t *testing.T) {
 		{SHA: sha, State: "pending", Name: "hookrun/mr-review", Description: "Running (run 01JDQ5A0B1C2D3E4F5G6H7J8K9)", TargetURL: "https://hookrun.example/api/v1/runs/01JDQ5A0B1C2D3E4F5G6H7J8K9"},
 		{SHA: sha, State: "success", Name: "hookrun/mr-review", Description: "Succeeded (run 01JDQ5A0B1C2D3E4F5G6H7J8K9)", TargetURL: "https://hookrun.example/api/v1/runs/01JDQ5A0B1C2D3E4F5G6H7J8K9"},
 	}
-	if got := f.allStatuses(); !equal(got, want) {
+	if got := f.allStatuses(); !slices.Equal(got, want) {
 		t.Errorf("statuses\n got %+v\nwant %+v", got, want)
 	}
 	for _, r := range f.allRequests() {
@@ -195,26 +140,14 @@ func TestMergeRequestNoteLifecycle(t *testing.T) {
 	}
 }
 
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestIssueNotes: a comment on an issue gets its note on the issue.
 func TestIssueNotes(t *testing.T) {
 	f := newFakeGitLab(t)
 	ev := fixtureEvent(t, "note_issue.json")
 	x := newRun(t, newReporter(t, f, nil), "run-issue", workflow("triage", "sticky", true), ev)
-	id := x.must(contract.PhaseStart).CommentID
-	x.finish(workflows.StatusSucceeded, "triaged")
-	x.must(contract.PhaseFinal)
+	id := x.Must(contract.PhaseStart).CommentID
+	x.Finish(workflows.StatusSucceeded, "triaged")
+	x.Must(contract.PhaseFinal)
 	if n := f.count("POST", `/projects/gitlab-org%2Fgitlab-test/issues/17/notes`); n != 1 {
 		t.Errorf("%d issue notes created", n)
 	}
@@ -232,7 +165,7 @@ func TestIssueNotes(t *testing.T) {
 	opened := &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindIssue, Action: "opened", Repo: "gitlab-org/gitlab-test",
 		Issue: &workflows.Issue{Number: 23, Title: "New API: create/update/delete file"}}
 	y := newRun(t, newReporter(t, f, nil), "run-issue-opened", workflow("triage", "sticky", true), opened)
-	y.must(contract.PhaseStart)
+	y.Must(contract.PhaseStart)
 	if n := f.count("POST", `/projects/gitlab-org%2Fgitlab-test/issues/23/notes`); n != 1 {
 		t.Errorf("issue event: %d notes created", n)
 	}
@@ -250,7 +183,7 @@ func TestRestartAndMarkerFallback(t *testing.T) {
 	ours := f.seed(true, 4, f.botID, f.bot, render.Marker("mr-review")+"\nprevious run", false)
 
 	x := newRun(t, newReporter(t, f, nil), "run-fallback", workflow("mr-review", "sticky", true), mrEvent(4))
-	if got := x.must(contract.PhaseStart).CommentID; got != ours {
+	if got := x.Must(contract.PhaseStart).CommentID; got != ours {
 		t.Fatalf("wrote note %d, want %d", got, ours)
 	}
 	if n := f.count("GET", `/projects/gitlab-org%2Fgitlab-test/merge_requests/4/notes`); n != 2 {
@@ -259,9 +192,9 @@ func TestRestartAndMarkerFallback(t *testing.T) {
 	listed := f.count("GET", `.*`)
 
 	y := newRun(t, newReporter(t, f, nil), "run-fallback", workflow("mr-review", "sticky", true), mrEvent(4))
-	y.r.Attempt, y.r.Ref = 2, x.r.Ref
-	y.finish(workflows.StatusSucceeded, "second attempt done")
-	if got := y.must(contract.PhaseFinal).CommentID; got != ours {
+	y.R.Attempt, y.R.Ref = 2, x.R.Ref
+	y.Finish(workflows.StatusSucceeded, "second attempt done")
+	if got := y.Must(contract.PhaseFinal).CommentID; got != ours {
 		t.Fatalf("restarted run wrote %d, want %d", got, ours)
 	}
 	if n := f.count("GET", `.*`) - listed; n != 0 {
@@ -286,21 +219,21 @@ func TestTwoWorkflows(t *testing.T) {
 		wg.Go(func() {
 			for _, p := range []contract.Phase{contract.PhaseStart, contract.PhaseProgress, contract.PhaseFinal} {
 				if p == contract.PhaseFinal {
-					x.finish(workflows.StatusSucceeded, "body of "+x.r.Workflow.Name)
+					x.Finish(workflows.StatusSucceeded, "body of "+x.R.Workflow.Name)
 				}
-				if _, err := x.report(p); err != nil {
+				if _, err := x.Report(p); err != nil {
 					t.Error(err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if a.r.Ref.CommentID == b.r.Ref.CommentID || len(f.notesBy(f.botID)) != 2 {
-		t.Fatalf("refs %d %d, %d bot notes", a.r.Ref.CommentID, b.r.Ref.CommentID, len(f.notesBy(f.botID)))
+	if a.R.Ref.CommentID == b.R.Ref.CommentID || len(f.notesBy(f.botID)) != 2 {
+		t.Fatalf("refs %d %d, %d bot notes", a.R.Ref.CommentID, b.R.Ref.CommentID, len(f.notesBy(f.botID)))
 	}
 	for _, x := range []*run{a, b} {
-		if nt := f.note(x.r.Ref.CommentID); !render.HasMarker(nt.Body, x.r.Workflow.Name) || !strings.Contains(nt.Body, "body of "+x.r.Workflow.Name) {
-			t.Errorf("note of %s:\n%s", x.r.Workflow.Name, nt.Body)
+		if nt := f.note(x.R.Ref.CommentID); !render.HasMarker(nt.Body, x.R.Workflow.Name) || !strings.Contains(nt.Body, "body of "+x.R.Workflow.Name) {
+			t.Errorf("note of %s:\n%s", x.R.Workflow.Name, nt.Body)
 		}
 	}
 }
@@ -312,17 +245,17 @@ func TestRateLimitFinal(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitLab(t)
 	x := newRun(t, newReporter(t, f, func(c *Config) { c.MaxWait = -1 }), "run-limited", workflow("mr-review", "sticky", true), mrEvent(7))
-	id := x.must(contract.PhaseStart).CommentID
+	id := x.Must(contract.PhaseStart).CommentID
 	edit := "/projects/gitlab-org%2Fgitlab-test/merge_requests/7/notes/" + strconv.FormatInt(id, 10)
 	f.limit("PUT "+edit, 1)
-	if ref, err := x.report(contract.PhaseProgress); err == nil || ref.CommentID != id {
+	if ref, err := x.Report(contract.PhaseProgress); err == nil || ref.CommentID != id {
 		t.Fatalf("limited progress: %v %v", ref, err)
 	}
 	f.limit("PUT "+edit, 1)
 	f.limit("POST /projects/gitlab-org%2Fgitlab-test/statuses/"+sha, 1)
-	x.finish(workflows.StatusFailed, "the final word")
+	x.Finish(workflows.StatusFailed, "the final word")
 	start := time.Now()
-	x.must(contract.PhaseFinal)
+	x.Must(contract.PhaseFinal)
 	if d := time.Since(start); d < 2*time.Second {
 		t.Errorf("final landed after %s, before the two waits", d)
 	}
@@ -344,11 +277,11 @@ func TestStatusStates(t *testing.T) {
 		f := newFakeGitLab(t)
 		rep := newReporter(t, f, nil)
 		x := newRun(t, rep, "run-"+tc.want, workflow("ci", "none", true), mrEvent(8))
-		x.must(contract.PhaseStart)
-		x.r.Attempt = 2
-		x.must(contract.PhaseStart) // redelivery: pending again
-		x.finish(tc.final, "")
-		x.must(contract.PhaseFinal)
+		x.Must(contract.PhaseStart)
+		x.R.Attempt = 2
+		x.Must(contract.PhaseStart) // redelivery: pending again
+		x.Finish(tc.final, "")
+		x.Must(contract.PhaseFinal)
 		st := f.allStatuses()
 		if len(st) != 2 || st[0].State != "pending" || st[1].State != tc.want {
 			t.Errorf("%s: statuses %+v", tc.final, st)
@@ -364,8 +297,8 @@ func TestStatusStates(t *testing.T) {
 func TestTruncation(t *testing.T) {
 	f := newFakeGitLab(t)
 	x := newRun(t, newReporter(t, f, nil), "run-long", workflow("mr-review", "sticky", false), mrEvent(9))
-	x.finish(workflows.StatusSucceeded, strings.Repeat("ä line of review output\n", 45000))
-	id := x.must(contract.PhaseFinal).CommentID
+	x.Finish(workflows.StatusSucceeded, strings.Repeat("ä line of review output\n", 45000))
+	id := x.Must(contract.PhaseFinal).CommentID
 	nt := f.note(id)
 	if n := utf8.RuneCountInString(nt.Body); n > 1000000 || n < 990000 || !strings.Contains(nt.Body, "Truncated by hookrun") {
 		t.Errorf("note of %d characters, note present: %v", n, strings.Contains(nt.Body, "Truncated by hookrun"))
@@ -380,14 +313,14 @@ func TestSecretNeverReachesGitLab(t *testing.T) {
 	output := "deploying with " + secret + "\nresult: ok\n"
 	f := newFakeGitLab(t)
 	x := newRun(t, newReporter(t, f, nil), "run-secret", workflow("deploy", "sticky", true), fixtureEvent(t, "note_merge_request.json"))
-	x.r.HeadSHA = sha
-	x.must(contract.PhaseStart)
-	x.step(0, workflows.StatusFailed)
-	x.r.Steps[0].Error = redact("exit status 1: " + output)
-	x.must(contract.PhaseProgress)
-	x.finish(workflows.StatusFailed, redact("### Deploy\n"+output))
-	x.r.Error = redact("step lint failed: " + output)
-	x.must(contract.PhaseFinal)
+	x.R.HeadSHA = sha
+	x.Must(contract.PhaseStart)
+	x.Step(0, workflows.StatusFailed)
+	x.R.Steps[0].Error = redact("exit status 1: " + output)
+	x.Must(contract.PhaseProgress)
+	x.Finish(workflows.StatusFailed, redact("### Deploy\n"+output))
+	x.R.Error = redact("step lint failed: " + output)
+	x.Must(contract.PhaseFinal)
 	reqs := f.allRequests()
 	if len(reqs) < 5 {
 		t.Fatalf("only %d requests", len(reqs))
@@ -400,7 +333,7 @@ func TestSecretNeverReachesGitLab(t *testing.T) {
 			t.Errorf("token in the body of %s %s", r.Method, r.Path)
 		}
 	}
-	if nt := f.note(x.r.Ref.CommentID); !strings.Contains(nt.Body, "***") || !strings.Contains(nt.Body, "result: ok") {
+	if nt := f.note(x.R.Ref.CommentID); !strings.Contains(nt.Body, "***") || !strings.Contains(nt.Body, "result: ok") {
 		t.Errorf("redacted output not shown:\n%s", nt.Body)
 	}
 }
@@ -410,12 +343,12 @@ func TestSecretNeverReachesGitLab(t *testing.T) {
 func TestSelfManagedAndErrors(t *testing.T) {
 	f := newFakeGitLab(t)
 	x := newRun(t, newReporter(t, f, func(c *Config) { c.BaseURL = f.srv.URL + "/api/v4/" }), "run-sm", workflow("mr-review", "new", false), mrEvent(10))
-	x.must(contract.PhaseStart)
+	x.Must(contract.PhaseStart)
 	if n := f.count("POST", `/projects/gitlab-org%2Fgitlab-test/merge_requests/10/notes`); n != 1 {
 		t.Errorf("self-managed URL: %d notes", n)
 	}
 	y := newRun(t, newReporter(t, f, func(c *Config) { c.Token = "glpat-wrong-456" }), "run-bad", workflow("mr-review", "sticky", true), mrEvent(10))
-	_, err := y.report(contract.PhaseStart)
+	_, err := y.Report(contract.PhaseStart)
 	if err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "glpat-wrong-456") {
 		t.Errorf("bad token: %v", err)
 	}
