@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 )
 
 // fakeGitHub is an httptest server that behaves like the parts of the GitHub
@@ -43,12 +45,12 @@ type fakeGitHub struct {
 	comments  []*fakeComment
 	statuses  []fakeStatus
 	reactions []fakeReaction
-	requests  []fakeRequest
 	tokens    map[string]time.Time // issued installation token → expiry
 	issued    []string
-	limited   map[string]int // "METHOD /path" → answer with a secondary rate limit this many more times
-	limitedAt map[string]time.Time
 	template  map[string]any // a real comment object (from a webhook payload) used to shape answers
+
+	reqs    stickytest.Requests
+	limited stickytest.Limits // answered with a secondary rate limit
 }
 
 type fakeComment struct {
@@ -69,11 +71,6 @@ type fakeReaction struct {
 	Content string
 }
 
-type fakeRequest struct {
-	Method, Path, Auth, Body string
-	At                       time.Time
-}
-
 func newFakeGitHub(t *testing.T) *fakeGitHub {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/issue_comment.created.json")
@@ -87,7 +84,7 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 		t.Fatal(err)
 	}
 	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
-		nextID: 1000, tokens: map[string]time.Time{}, limited: map[string]int{}, limitedAt: map[string]time.Time{},
+		nextID: 1000, tokens: map[string]time.Time{},
 		template: payload.Comment}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -108,11 +105,7 @@ func (f *fakeGitHub) seed(issue int, login, body string) int64 {
 
 // limit makes the next n requests to "METHOD /path" fail with GitHub's
 // secondary rate limit answer (403, Retry-After: 1).
-func (f *fakeGitHub) limit(methodPath string, n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.limited[methodPath] = n
-}
+func (f *fakeGitHub) limit(methodPath string, n int) { f.limited.Set(methodPath, n) }
 
 func (f *fakeGitHub) comment(id int64) *fakeComment {
 	f.mu.Lock()
@@ -150,23 +143,10 @@ func (f *fakeGitHub) allReactions() []fakeReaction {
 	return slices.Clone(f.reactions)
 }
 
-func (f *fakeGitHub) allRequests() []fakeRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.requests)
-}
+func (f *fakeGitHub) allRequests() []stickytest.Request { return f.reqs.All() }
 
 // count returns how many requests matched method and a path regexp.
-func (f *fakeGitHub) count(method, pathRE string) int {
-	re := regexp.MustCompile("^" + pathRE + "$")
-	n := 0
-	for _, r := range f.allRequests() {
-		if r.Method == method && re.MatchString(r.Path) {
-			n++
-		}
-	}
-	return n
-}
+func (f *fakeGitHub) count(method, pathRE string) int { return f.reqs.Count(method, pathRE) }
 
 var (
 	reIssueComments = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
@@ -179,28 +159,20 @@ var (
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	path, ok := strings.CutPrefix(r.URL.Path, "/api/v3")
-	f.mu.Lock()
-	f.requests = append(f.requests, fakeRequest{Method: r.Method, Path: path, Auth: r.Header.Get("Authorization"), Body: string(body), At: time.Now()})
-	f.mu.Unlock()
+	f.reqs.Add(stickytest.Request{Method: r.Method, Path: path, Auth: r.Header.Get("Authorization"), Body: string(body), At: time.Now()})
 	if !ok {
 		f.fail(w, 404, "Not Found", "request outside the API prefix: "+r.URL.Path)
 		return
 	}
 
 	// Secondary rate limit, as GitHub answers it.
-	f.mu.Lock()
-	key := r.Method + " " + path
-	if n := f.limited[key]; n > 0 {
-		f.limited[key] = n - 1
-		f.limitedAt[key] = time.Now()
-		f.mu.Unlock()
+	if f.limited.Take(r.Method + " " + path) {
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(403)
 		io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
 		return
 	}
-	f.mu.Unlock()
 
 	// App endpoints take the JWT.
 	if m := reAccessTokens.FindStringSubmatch(path); m != nil || path == "/app" {
@@ -309,7 +281,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var in map[string]any
-		if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["content"] == nil {
+		if err := stickytest.StrictJSON(body, &in); err != nil || len(in) != 1 || in["content"] == nil {
 			f.fail(w, 422, "Invalid request.", fmt.Sprintf("reaction body %s", body))
 			return
 		}
@@ -335,7 +307,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			Description *string `json:"description"`
 			Context     *string `json:"context"`
 		}
-		if err := strictJSON(body, &in); err != nil || in.State == nil {
+		if err := stickytest.StrictJSON(body, &in); err != nil || in.State == nil {
 			f.fail(w, 422, "Invalid request.", fmt.Sprintf("status body %s: %v", body, err))
 			return
 		}
@@ -398,7 +370,7 @@ func (f *fakeGitHub) list(w http.ResponseWriter, r *http.Request, issue int) {
 // at most 65,536 characters (GitHub answers 422 beyond).
 func (f *fakeGitHub) commentBody(w http.ResponseWriter, body []byte) (string, bool) {
 	var in map[string]*string
-	if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
+	if err := stickytest.StrictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
 		f.fail(w, 422, "Invalid request.", fmt.Sprintf("comment body %.200s", body))
 		return "", false
 	}
@@ -491,17 +463,4 @@ func (f *fakeGitHub) fail(w http.ResponseWriter, code int, msg, why string) {
 		f.t.Logf("fake github: %d %s: %s", code, msg, why)
 	}
 	f.json(w, code, map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
-}
-
-// strictJSON decodes exactly one JSON value with no unknown fields.
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
 }

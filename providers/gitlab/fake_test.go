@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 )
 
 // fakeGitLab is an httptest server that behaves like the parts of the GitLab
@@ -34,8 +36,9 @@ type fakeGitLab struct {
 	notes    []*fakeNote
 	statuses []fakeStatus
 	current  map[string]string // sha + name → state (GitLab refuses same-state transitions)
-	requests []fakeRequest
-	limited  map[string]int // "METHOD /path" → answer 429 this many more times
+
+	reqs    stickytest.Requests
+	limited stickytest.Limits // answered 429
 }
 
 type fakeNote struct {
@@ -53,14 +56,9 @@ type fakeStatus struct {
 	SHA, State, Name, Description, TargetURL string
 }
 
-type fakeRequest struct {
-	Method, Path, Token, Body string
-	At                        time.Time
-}
-
 func newFakeGitLab(t *testing.T) *fakeGitLab {
 	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
-		pageSz: 3, nextID: 2000, current: map[string]string{}, limited: map[string]int{}}
+		pageSz: 3, nextID: 2000, current: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -74,11 +72,7 @@ func (f *fakeGitLab) seed(mr bool, iid, author int64, username, body string, sys
 	return f.nextID
 }
 
-func (f *fakeGitLab) limit(methodPath string, n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.limited[methodPath] = n
-}
+func (f *fakeGitLab) limit(methodPath string, n int) { f.limited.Set(methodPath, n) }
 
 func (f *fakeGitLab) note(id int64) *fakeNote {
 	f.mu.Lock()
@@ -110,22 +104,9 @@ func (f *fakeGitLab) allStatuses() []fakeStatus {
 	return slices.Clone(f.statuses)
 }
 
-func (f *fakeGitLab) allRequests() []fakeRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.requests)
-}
+func (f *fakeGitLab) allRequests() []stickytest.Request { return f.reqs.All() }
 
-func (f *fakeGitLab) count(method, pathRE string) int {
-	re := regexp.MustCompile("^" + pathRE + "$")
-	n := 0
-	for _, r := range f.allRequests() {
-		if r.Method == method && re.MatchString(r.Path) {
-			n++
-		}
-	}
-	return n
-}
+func (f *fakeGitLab) count(method, pathRE string) int { return f.reqs.Count(method, pathRE) }
 
 var (
 	reNotes    = regexp.MustCompile(`^/projects/([^/]+)/(merge_requests|issues)/(\d+)/notes$`)
@@ -136,14 +117,8 @@ var (
 func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	path, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v4")
-	f.mu.Lock()
-	f.requests = append(f.requests, fakeRequest{Method: r.Method, Path: path, Token: r.Header.Get("PRIVATE-TOKEN"), Body: string(body), At: time.Now()})
-	key := r.Method + " " + path
-	n := f.limited[key]
-	if n > 0 {
-		f.limited[key] = n - 1
-	}
-	f.mu.Unlock()
+	f.reqs.Add(stickytest.Request{Method: r.Method, Path: path, Auth: r.Header.Get("PRIVATE-TOKEN"), Body: string(body), At: time.Now()})
+	limited := f.limited.Take(r.Method + " " + path)
 	if !ok {
 		f.fail(w, 404, "404 Not Found", "outside /api/v4: "+r.URL.Path)
 		return
@@ -152,7 +127,7 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, 401, "401 Unauthorized", "")
 		return
 	}
-	if n > 0 {
+	if limited {
 		// GitLab's rate limiter answer (Rack::Attack).
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("RateLimit-Limit", "600")
@@ -249,7 +224,7 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 			TargetURL   *string `json:"target_url"`
 			Description *string `json:"description"`
 		}
-		if err := strictJSON(body, &in); err != nil || in.State == nil {
+		if err := stickytest.StrictJSON(body, &in); err != nil || in.State == nil {
 			f.fail(w, 400, "400 Bad request - state is missing", fmt.Sprintf("%s: %v", body, err))
 			return
 		}
@@ -324,7 +299,7 @@ func (f *fakeGitLab) list(w http.ResponseWriter, r *http.Request, mr bool, iid i
 // 1,000,000 characters.
 func (f *fakeGitLab) noteBody(w http.ResponseWriter, body []byte) (string, bool) {
 	var in map[string]*string
-	if err := strictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
+	if err := stickytest.StrictJSON(body, &in); err != nil || len(in) != 1 || in["body"] == nil || *in["body"] == "" {
 		f.fail(w, 400, "400 Bad request - body is missing", fmt.Sprintf("%.200s", body))
 		return "", false
 	}
@@ -361,15 +336,3 @@ func (f *fakeGitLab) fail(w http.ResponseWriter, code int, msg, why string) {
 }
 
 func (f *fakeGitLab) failJSON(w http.ResponseWriter, code int, v any) { f.json(w, code, v) }
-
-func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
-}

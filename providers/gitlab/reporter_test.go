@@ -134,8 +134,8 @@ func TestMergeRequestNoteLifecycle(t *testing.T) {
 		t.Errorf("statuses\n got %+v\nwant %+v", got, want)
 	}
 	for _, r := range f.allRequests() {
-		if r.Token != f.token {
-			t.Errorf("%s %s sent PRIVATE-TOKEN %q", r.Method, r.Path, r.Token)
+		if r.Auth != f.token {
+			t.Errorf("%s %s sent PRIVATE-TOKEN %q", r.Method, r.Path, r.Auth)
 		}
 	}
 }
@@ -326,7 +326,7 @@ func TestSecretNeverReachesGitLab(t *testing.T) {
 		t.Fatalf("only %d requests", len(reqs))
 	}
 	for _, r := range reqs {
-		if strings.Contains(r.Body, secret) || strings.Contains(r.Path, secret) || strings.Contains(r.Token, secret) {
+		if strings.Contains(r.Body, secret) || strings.Contains(r.Path, secret) || strings.Contains(r.Auth, secret) {
 			t.Errorf("secret reached gitlab in %s %s", r.Method, r.Path)
 		}
 		if strings.Contains(r.Body, f.token) {
