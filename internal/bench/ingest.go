@@ -1,0 +1,260 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/queue"
+)
+
+// secret signs every delivery the bench sends.
+const secret = "hookrun-bench-secret"
+
+// floorStream is the scratch stream of the raw-publish floor: the same
+// settings as queue.StreamRuns.
+const floorStream = "BENCH_FLOOR"
+
+// ingestWorkflow matches the payload (pull_request opened on master by its
+// OWNER) and is never run during ingest: no runner consumes.
+const ingestWorkflow = `name: bench-ingest
+on:
+  - event: pull_request
+    actions: [opened]
+    branches: [master]
+steps:
+  - id: noop
+    run: "true"
+`
+
+// stack is an embedded queue and the HTTP ingress in this process, wired as
+// `hookrun serve` wires them.
+type stack struct {
+	q   *queue.Queue
+	srv *ingress.Server
+	set *ingress.WorkflowSet
+	url string // http://host:port of the ingress
+
+	nc *nats.Conn          // the bench's own client of the embedded server
+	js jetstream.JetStream //
+}
+
+// openStack opens the queue under dir/nats (listening on a loopback port so
+// that the bench and child runners can connect), loads workflow files from
+// dir/workflows and starts the ingress on 127.0.0.1:0.
+func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFiles map[string]string) (*stack, error) {
+	wfDir := filepath.Join(dir, "workflows")
+	if err := os.MkdirAll(wfDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating workflow dir: %w", err)
+	}
+	for name, body := range workflowFiles {
+		if err := os.WriteFile(filepath.Join(wfDir, name), []byte(body), 0o644); err != nil {
+			return nil, fmt.Errorf("writing workflow %s: %w", name, err)
+		}
+	}
+	q, err := queue.Open(ctx, queue.Config{DataDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("opening queue: %w", err)
+	}
+	s := &stack{q: q}
+	if s.nc, err = nats.Connect(q.ClientURL(), nats.Name("hookrun-bench")); err != nil {
+		s.close()
+		return nil, fmt.Errorf("connecting to the embedded server: %w", err)
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		s.close()
+		return nil, fmt.Errorf("creating jetstream context: %w", err)
+	}
+	if s.set, err = ingress.NewWorkflowSet(wfDir, logger); err != nil {
+		s.close()
+		return nil, fmt.Errorf("loading workflows: %w", err)
+	}
+	s.srv, err = ingress.New(ingress.Config{
+		Listen: "127.0.0.1:0",
+		GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{secret}},
+	}, q, s.set, logger)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("configuring ingress: %w", err)
+	}
+	if err := s.srv.Start(ctx); err != nil {
+		s.srv = nil
+		s.close()
+		return nil, fmt.Errorf("starting ingress: %w", err)
+	}
+	s.url = "http://" + s.srv.Addr().String()
+	return s, nil
+}
+
+func (s *stack) close() {
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = s.srv.Shutdown(ctx)
+		cancel()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	_ = s.q.Close()
+}
+
+// purge empties a stream (work-queue streams grow while nobody consumes).
+func (s *stack) purge(ctx context.Context, name string) error {
+	st, err := s.js.Stream(ctx, name)
+	if err != nil {
+		return fmt.Errorf("looking up stream %s: %w", name, err)
+	}
+	if err := st.Purge(ctx); err != nil {
+		return fmt.Errorf("purging stream %s: %w", name, err)
+	}
+	return nil
+}
+
+// sender posts signed GitHub pull_request deliveries of the payload.
+type sender struct {
+	client *http.Client
+	url    string
+	sig    string
+	seq    atomic.Int64
+	nonce  string
+}
+
+func newSender(baseURL string) *sender {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(payload)
+	tr := &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}
+	return &sender{
+		client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		url:    baseURL + "/hooks/github",
+		sig:    "sha256=" + hex.EncodeToString(mac.Sum(nil)),
+		nonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
+	}
+}
+
+// send posts one delivery with a fresh X-GitHub-Delivery and returns the
+// answer's status and body.
+func (s *sender) send(ctx context.Context) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	req.Header.Set("X-GitHub-Delivery", "bench-"+s.nonce+"-"+strconv.FormatInt(s.seq.Add(1), 10))
+	req.Header.Set("X-Hub-Signature-256", s.sig)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+// accept sends one delivery and fails unless it was answered 202.
+func (s *sender) accept(ctx context.Context) error {
+	code, body, err := s.send(ctx)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusAccepted {
+		return fmt.Errorf("answered %d: %s", code, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+func (s *sender) close() { s.client.CloseIdleConnections() }
+
+// runIngest measures (a) the raw-publish floor and (b) HTTP ingress at each
+// concurrency, then the open loop.
+func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error {
+	s, err := openStack(ctx, dir, cfg.Logger, map[string]string{"bench-ingest.yaml": ingestWorkflow})
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if _, err := s.js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:       floorStream,
+		Subjects:   []string{"bench.floor.>"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   1,
+		Duplicates: 2 * time.Minute,
+	}); err != nil {
+		return fmt.Errorf("creating stream %s: %w", floorStream, err)
+	}
+	snd := newSender(s.url)
+	defer snd.close()
+
+	floorOp := func(ctx context.Context, _ int) error {
+		_, err := s.js.Publish(ctx, "bench.floor.pull_request", payload)
+		return err
+	}
+	ingestOp := func(ctx context.Context, _ int) error { return snd.accept(ctx) }
+
+	// Warm up both paths (connections, file store blocks, caches).
+	warm := min(cfg.IngestOps, 200)
+	closedLoop(ctx, 8, warm, floorOp)
+	if r := closedLoop(ctx, 8, warm, ingestOp); r.Errors > 0 {
+		return fmt.Errorf("warming up: %d of %d deliveries were not accepted (first: %v)", r.Errors, warm, firstErr(ctx, snd))
+	}
+
+	for _, c := range cfg.Concurrency {
+		if err := errors2(s.purge(ctx, floorStream), s.purge(ctx, queue.StreamRuns)); err != nil {
+			return err
+		}
+		fr := closedLoop(ctx, c, cfg.IngestOps, floorOp)
+		ir := closedLoop(ctx, c, cfg.IngestOps, ingestOp)
+		row := IngestRow{
+			Concurrency: c, Ops: cfg.IngestOps,
+			FloorPerSec: fr.perSecond(), FloorP50: fr.Latencies.P50, FloorP99: fr.Latencies.P99, FloorErrors: fr.Errors,
+			PerSec: ir.perSecond(), P50: ir.Latencies.P50, P99: ir.Latencies.P99, P999: ir.Latencies.P999, Errors: ir.Errors,
+		}
+		if row.FloorPerSec > 0 {
+			row.Ratio = row.PerSec / row.FloorPerSec
+		}
+		if st, err := s.js.Stream(ctx, queue.StreamRuns); err == nil {
+			if m, err := st.GetLastMsgForSubject(ctx, "hookrun.runs.bench-ingest"); err == nil {
+				row.BytesPerRun = len(m.Data)
+			}
+		}
+		rep.Ingest = append(rep.Ingest, row)
+		fmt.Fprintf(cfg.Progress, "bench:   c=%d floor %.0f/s ingress %.0f/s (b/a %.2f)\n", c, row.FloorPerSec, row.PerSec, row.Ratio)
+	}
+	if err := errors2(s.purge(ctx, floorStream), s.purge(ctx, queue.StreamRuns)); err != nil {
+		return err
+	}
+
+	or := openLoop(ctx, cfg.OpenRate, cfg.OpenDuration, ingestOp)
+	rep.OpenLoop = OpenLoop{
+		RatePerSec: cfg.OpenRate, Duration: or.Elapsed.Seconds(), Sent: or.Ops,
+		P50: or.Latencies.P50, P99: or.Latencies.P99, P999: or.Latencies.P999, Max: or.Latencies.Max,
+		Refused: or.Errors,
+	}
+	return nil
+}
+
+// firstErr sends one more delivery to name what went wrong.
+func firstErr(ctx context.Context, s *sender) error { return s.accept(ctx) }
+
+func errors2(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
