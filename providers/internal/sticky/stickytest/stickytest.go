@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,39 @@ func Golden(t *testing.T, name, got string, update bool) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// FailRedacted reports the run through start, a failed first step,
+// progress and a failed final report whose step error, body (heading +
+// output) and run error the engine redacted from output holding secret:
+// every occurrence is "***" by the time it reaches the reporter.
+func (x *Run) FailRedacted(secret, output, heading string) {
+	x.t.Helper()
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "***") } // as the engine does
+	x.Must(contract.PhaseStart)
+	x.Step(0, workflows.StatusFailed)
+	x.R.Steps[0].Error = redact("exit status 1: " + output)
+	x.Must(contract.PhaseProgress)
+	x.Finish(workflows.StatusFailed, redact(heading+output))
+	x.R.Error = redact("step lint failed: " + output)
+	x.Must(contract.PhaseFinal)
+}
+
+// NoSecret fails t unless reqs (at least five) carry secret nowhere (path,
+// body, credential header) and token in no body; forge names the fake in
+// the messages.
+func NoSecret(t *testing.T, forge string, reqs []Request, secret, token string) {
+	t.Helper()
+	if len(reqs) < 5 {
+		t.Fatalf("only %d requests", len(reqs))
+	}
+	for _, r := range reqs {
+		if strings.Contains(r.Body, secret) || strings.Contains(r.Path, secret) || strings.Contains(r.Auth, secret) {
+			t.Errorf("secret reached %s in %s %s", forge, r.Method, r.Path)
+		}
+		if strings.Contains(r.Body, token) {
+			t.Errorf("token in the body of %s %s", r.Method, r.Path)
+		}
 	}
 }
