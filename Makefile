@@ -57,6 +57,10 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) ./ingress
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) ./ingress
 
+.PHONY: bench
+bench: build ## measure ingest, dispatch, engine overhead and memory against their floors (under 3 min; docs/performance.md)
+	./$(BIN) bench
+
 .PHONY: validate
 validate: build ## validate the example workflows
 	./$(BIN) validate examples/

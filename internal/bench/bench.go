@@ -49,7 +49,7 @@ type Config struct {
 	// before its RSS is read again. Default 10000 (quick: 50).
 	MemoryRuns int
 	// MemoryBudget bounds the memory phase's sending and waiting; when it
-	// runs out, the runs processed so far are reported. Default 100s
+	// runs out, the runs processed so far are reported. Default 90s
 	// (quick: 20s).
 	MemoryBudget time.Duration
 	// Progress receives one line per phase as it starts; nil: discarded.
@@ -91,7 +91,7 @@ func (c *Config) setDefaults() {
 		c.MemoryRuns = pick(10000, 50)
 	}
 	if c.MemoryBudget == 0 {
-		c.MemoryBudget = time.Duration(pick(100, 20)) * time.Second
+		c.MemoryBudget = time.Duration(pick(90, 20)) * time.Second
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

@@ -132,7 +132,7 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		}
 	}
 	// Let the runner finish what was accepted (bounded beyond the budget).
-	drainBy := time.Now().Add(max(time.Until(deadline), 0) + 30*time.Second)
+	drainBy := time.Now().Add(max(time.Until(deadline), 0) + 15*time.Second)
 	left := 0
 	for {
 		if left, err = backlog(); err != nil {
