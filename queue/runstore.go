@@ -219,27 +219,54 @@ func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, error)
 	}
 }
 
+// watchSetupTimeout bounds the creation of a watch's consumer.
+const watchSetupTimeout = 10 * time.Second
+
 // Watch sends the current record (id "" = every record) and then each
 // change, until ctx ends; then the channel is closed.
 func (s *RunStore) Watch(ctx context.Context, id string) (<-chan *RunRecord, error) {
+	if id != "" {
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("watching run record: %w", err)
+		}
+	}
+	if ctx.Err() != nil {
+		// Nothing to watch for a caller that is done (a run that ended
+		// before its watch was set up): the channel is closed at once.
+		out := make(chan *RunRecord)
+		close(out)
+		return out, nil
+	}
+	// A watch is a consumer on the server. Its creation must not be cut
+	// short by ctx: a create the server performed but whose answer was
+	// abandoned leaves the consumer behind until its inactivity threshold,
+	// and a runner whose runs finish within the round trip (each run
+	// watches its record) piled up hundreds of them, with their memory.
+	// So the watch lives on wctx, cancelled when ctx ends (which stops
+	// the subscription and deletes the consumer) or when setup takes
+	// longer than watchSetupTimeout.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	guard := time.AfterFunc(watchSetupTimeout, cancel)
 	var (
 		w   jetstream.KeyWatcher
 		err error
 	)
 	if id == "" {
-		w, err = s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+		w, err = s.kv.WatchAll(wctx, jetstream.IgnoreDeletes())
 	} else {
-		if err := checkID(id); err != nil {
-			return nil, fmt.Errorf("watching run record: %w", err)
-		}
-		w, err = s.kv.Watch(ctx, id, jetstream.IgnoreDeletes())
+		w, err = s.kv.Watch(wctx, id, jetstream.IgnoreDeletes())
 	}
+	guard.Stop()
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("watching run record %q: %w", id, err)
 	}
+	stopAfter := context.AfterFunc(ctx, cancel)
 	out := make(chan *RunRecord, 16)
 	go func() {
 		defer close(out)
+		defer cancel()
+		defer stopAfter()
 		defer func() { _ = w.Stop() }()
 		for {
 			select {
