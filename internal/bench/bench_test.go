@@ -48,7 +48,7 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 		"open_loop.p99_ms", "open_loop.sent", "dispatch.in_process.p50_ms", "dispatch.in_process.p99_ms",
 		"dispatch.separate_process.p99_ms", "engine.ratio", "engine.engine_ms", "engine.loop_ms",
 		"run_cli.ratio", "run_cli.run_ms", "run_cli.shell_loop_ms", "memory.idle_rss_mib",
-		"memory.after_runs_rss_mib", "memory.ratio", "memory.runs", "machine.payload_bytes",
+		"memory.after_runs_rss_mib", "memory.settled_rss_mib", "memory.ratio", "memory.runs", "machine.payload_bytes",
 	}
 	for _, key := range positive {
 		v, ok := lookup(doc, key)

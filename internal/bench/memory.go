@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,7 +67,9 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("writing config: %w", err)
 	}
-	srv, err := startChild(ctx, cfg.Binary, nil, "serve", "--config", cfgPath)
+	// gctrace: the child's live heap after each GC, to tell garbage the
+	// runtime has not returned yet from state the process keeps.
+	srv, err := startChild(ctx, cfg.Binary, []string{"GODEBUG=gctrace=1"}, "serve", "--config", cfgPath)
 	if err != nil {
 		return err
 	}
@@ -149,9 +153,17 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	if err != nil {
 		return fmt.Errorf("reading rss after the runs: %w", err)
 	}
+	liveAfter := lastLiveHeap(srv.tail())
+	time.Sleep(4 * settle)
+	settled, err := rssBytes(srv.cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("reading rss after the runs: %w", err)
+	}
 	m := Memory{
 		IdleRSSMiB:      float64(idle) / mib,
 		AfterRunsRSSMiB: float64(after) / mib,
+		SettledRSSMiB:   float64(settled) / mib,
+		LiveHeapMiB:     liveAfter,
 		Ratio:           float64(after) / float64(idle),
 		Runs:            accepted - left,
 		TargetRuns:      cfg.MemoryRuns,
@@ -163,6 +175,20 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	}
 	rep.Memory = m
 	return nil
+}
+
+// gcLine matches a gctrace line's heap sizes: start->end->live MB.
+var gcLine = regexp.MustCompile(`(?m)^gc \d+ @.*?(\d+)->(\d+)->(\d+) MB`)
+
+// lastLiveHeap is the live heap (MiB) of the last GC in a gctrace output,
+// 0 when there is none.
+func lastLiveHeap(out string) float64 {
+	all := gcLine.FindAllStringSubmatch(out, -1)
+	if len(all) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(all[len(all)-1][3], 64)
+	return v
 }
 
 // waitReady polls url until it answers 200, the child exits or timeout.

@@ -59,23 +59,16 @@ func (c *child) stop() {
 // tail is the end of the child's output.
 func (c *child) tail() string { return c.out.String() }
 
-// tailBuffer keeps the last max bytes written to it, and the first line
-// that matched a watch, if any.
+// tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
-	all []byte // everything until keepAll bytes, for parsing start-up lines
 }
-
-const keepAll = 64 << 10
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.all) < keepAll {
-		t.all = append(t.all, p[:min(len(p), keepAll-len(t.all))]...)
-	}
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
@@ -87,11 +80,4 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
-}
-
-// head is the first keepAll bytes ever written.
-func (t *tailBuffer) head() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.all)
 }

@@ -68,6 +68,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	m := r.Memory
 	fmt.Fprintf(&b, "\nMemory of hookrun serve: idle %.1f MiB, after %d runs %.1f MiB: %.2fx (%.0f runs/s end to end)\n",
 		m.IdleRSSMiB, m.Runs, m.AfterRunsRSSMiB, m.Ratio, m.RunsPerSec)
+	fmt.Fprintf(&b, "  live Go heap at the last GC %.0f MiB; rss %.1f MiB some seconds later\n", m.LiveHeapMiB, m.SettledRSSMiB)
 	if m.Note != "" {
 		fmt.Fprintf(&b, "  note: %s\n", m.Note)
 	}
