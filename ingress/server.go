@@ -276,21 +276,32 @@ func (s *Server) count(forge workflows.Forge, event, outcome string) {
 	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
 }
 
-func (s *Server) handleGitHub(c echo.Context) error {
-	const forge = workflows.GitHub
-	if !s.cfg.GitHub.Enabled {
-		return c.JSON(http.StatusNotFound, errorBody{"not found"})
+// receive is what both forges' handlers do first: a disabled forge is 404,
+// the body is read under the cap (413 past it). ok false: the answer has
+// been written and answered is the handler's result.
+func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, event string) (body []byte, ok bool, answered error) {
+	if !enabled {
+		return nil, false, c.JSON(http.StatusNotFound, errorBody{"not found"})
 	}
-	req := c.Request()
-	event := req.Header.Get(headerGitHubEvent)
 	body, tooLarge, err := s.readBody(c)
 	switch {
 	case tooLarge:
 		s.count(forge, event, outcomeTooLarge)
-		return c.JSON(http.StatusRequestEntityTooLarge, errTooLarge)
+		return nil, false, c.JSON(http.StatusRequestEntityTooLarge, errTooLarge)
 	case err != nil:
 		s.count(forge, event, outcomeMalformed)
-		return c.JSON(http.StatusBadRequest, errorBody{"reading body failed"})
+		return nil, false, c.JSON(http.StatusBadRequest, errorBody{"reading body failed"})
+	}
+	return body, true, nil
+}
+
+func (s *Server) handleGitHub(c echo.Context) error {
+	const forge = workflows.GitHub
+	req := c.Request()
+	event := req.Header.Get(headerGitHubEvent)
+	body, ok, answered := s.receive(c, forge, s.cfg.GitHub.Enabled, event)
+	if !ok {
+		return answered
 	}
 	if len(s.githubSecrets) == 0 {
 		s.logger.Warn("accepting an unverified github delivery (--insecure-no-verify)", "remote", c.RealIP())
@@ -313,19 +324,11 @@ func (s *Server) handleGitHub(c echo.Context) error {
 
 func (s *Server) handleGitLab(c echo.Context) error {
 	const forge = workflows.GitLab
-	if !s.cfg.GitLab.Enabled {
-		return c.JSON(http.StatusNotFound, errorBody{"not found"})
-	}
 	req := c.Request()
 	event := req.Header.Get(headerGitLabEvent)
-	body, tooLarge, err := s.readBody(c)
-	switch {
-	case tooLarge:
-		s.count(forge, event, outcomeTooLarge)
-		return c.JSON(http.StatusRequestEntityTooLarge, errTooLarge)
-	case err != nil:
-		s.count(forge, event, outcomeMalformed)
-		return c.JSON(http.StatusBadRequest, errorBody{"reading body failed"})
+	body, ok, answered := s.receive(c, forge, s.cfg.GitLab.Enabled, event)
+	if !ok {
+		return answered
 	}
 	if len(s.gitlabTokens) == 0 {
 		s.logger.Warn("accepting an unverified gitlab delivery (--insecure-no-verify)", "remote", c.RealIP())
