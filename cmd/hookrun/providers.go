@@ -58,8 +58,7 @@ func localProviders(o runtimeOptions, stderr io.Writer) (runner.Providers, func(
 }
 
 // removeOrphans removes containers left by runs that no runner is executing
-// any more (a runner that crashed, or this one before a restart). A run is
-// live while its record is running and its heartbeat is fresh.
+// any more (a runner that crashed, or this one before a restart).
 func removeOrphans(ctx context.Context, d *docker.Docker, runs *queue.RunStore, staleAfter time.Duration, logger *slog.Logger) {
 	if d == nil {
 		return
@@ -72,10 +71,7 @@ func removeOrphans(ctx context.Context, d *docker.Docker, runs *queue.RunStore, 
 	}
 	n, err := d.RemoveOrphans(ctx, func(runID string) bool {
 		rec, _, err := runs.Get(ctx, runID)
-		if err != nil {
-			return !isNotFound(err) // unknown state: keep it
-		}
-		return rec.Status == workflows.StatusRunning && time.Since(rec.HeartbeatAt) < staleAfter
+		return keepContainer(rec, err, time.Now(), staleAfter)
 	})
 	if err != nil {
 		logger.Warn("removing orphaned containers", "err", err)
@@ -83,4 +79,19 @@ func removeOrphans(ctx context.Context, d *docker.Docker, runs *queue.RunStore, 
 	if n > 0 {
 		logger.Info("removed orphaned containers", "count", n)
 	}
+}
+
+// keepContainer decides whether a labelled container must stay. Only a
+// container whose run this installation knows, and which is finished or
+// whose claimant stopped heartbeating, is an orphan: a run the store does
+// not know belongs to another hookrun sharing the engine (or its tests), and
+// an unreadable record is not evidence of anything.
+func keepContainer(rec *queue.RunRecord, err error, now time.Time, staleAfter time.Duration) bool {
+	if err != nil {
+		return true
+	}
+	if rec.Status.Terminal() {
+		return false
+	}
+	return rec.Status != workflows.StatusRunning || now.Sub(rec.HeartbeatAt) < staleAfter
 }

@@ -102,4 +102,3 @@ func printDevCurl(w io.Writer, baseURL, payloadPath string, secrets []string) er
 	return nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, queue.ErrNotFound) }

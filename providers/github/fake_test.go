@@ -331,8 +331,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		f.statuses = append(f.statuses, st)
+		id := len(f.statuses)
 		f.mu.Unlock()
-		f.json(w, 201, map[string]any{"id": len(f.statuses), "state": st.State, "context": st.Context, "description": st.Description, "target_url": st.TargetURL})
+		f.json(w, 201, map[string]any{"id": id, "state": st.State, "context": st.Context, "description": st.Description, "target_url": st.TargetURL})
 
 	default:
 		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
