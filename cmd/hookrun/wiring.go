@@ -101,4 +101,3 @@ func printDevCurl(w io.Writer, baseURL, payloadPath string, secrets []string) er
 		baseURL, delivery, sig, abs)
 	return nil
 }
-
