@@ -251,8 +251,9 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.current[st.SHA+st.Name] = st.State
 		f.statuses = append(f.statuses, st)
+		id := len(f.statuses)
 		f.mu.Unlock()
-		f.json(w, 201, map[string]any{"id": len(f.statuses), "sha": st.SHA, "status": st.State, "name": st.Name,
+		f.json(w, 201, map[string]any{"id": id, "sha": st.SHA, "status": st.State, "name": st.Name,
 			"description": st.Description, "target_url": st.TargetURL, "allow_failure": false})
 
 	default:
