@@ -103,9 +103,7 @@ func githubPullRequest(p *github.PullRequestEvent) (*workflows.Event, error) {
 	if ev.PullRequest.Number == 0 {
 		ev.PullRequest.Number = p.GetNumber()
 	}
-	for _, l := range pr.Labels {
-		ev.Labels = append(ev.Labels, l.GetName())
-	}
+	ev.Labels = githubLabels(pr.Labels)
 	return ev, nil
 }
 
@@ -135,15 +133,9 @@ func githubIssueComment(p *github.IssueCommentEvent) (*workflows.Event, error) {
 			Fork:   true, // unknown from this payload: assume the untrusted case
 		}
 	} else {
-		ev.Issue = &workflows.Issue{
-			Number: issue.GetNumber(),
-			Title:  issue.GetTitle(),
-			URL:    issue.GetHTMLURL(),
-		}
+		ev.Issue = githubIssueOf(issue)
 	}
-	for _, l := range issue.Labels {
-		ev.Labels = append(ev.Labels, l.GetName())
-	}
+	ev.Labels = githubLabels(issue.Labels)
 	return ev, nil
 }
 
@@ -158,15 +150,22 @@ func githubIssues(p *github.IssuesEvent) (*workflows.Event, error) {
 	ev := githubBase(p.GetAction(), p.GetRepo(), p.GetSender(), p.GetInstallation())
 	ev.Kind = workflows.KindIssue
 	ev.AuthorAssociation = issue.GetAuthorAssociation()
-	ev.Issue = &workflows.Issue{
-		Number: issue.GetNumber(),
-		Title:  issue.GetTitle(),
-		URL:    issue.GetHTMLURL(),
-	}
-	for _, l := range issue.Labels {
-		ev.Labels = append(ev.Labels, l.GetName())
-	}
+	ev.Issue = githubIssueOf(issue)
+	ev.Labels = githubLabels(issue.Labels)
 	return ev, nil
+}
+
+func githubIssueOf(issue *github.Issue) *workflows.Issue {
+	return &workflows.Issue{Number: issue.GetNumber(), Title: issue.GetTitle(), URL: issue.GetHTMLURL()}
+}
+
+// githubLabels is the label names, nil for none (goldens omit the field).
+func githubLabels(ls []*github.Label) []string {
+	var names []string
+	for _, l := range ls {
+		names = append(names, l.GetName())
+	}
+	return names
 }
 
 func githubPush(p *github.PushEvent) (*workflows.Event, error) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -165,7 +166,7 @@ var (
 	// ErrCancelled is the cause to cancel a run with when a user (the API) or
 	// a newer run of the same concurrency group cancels it: the run ends
 	// cancelled, the cancel and exit handlers run.
-	ErrCancelled = errors.New("run cancelled")
+	ErrCancelled = queue.ErrCancelled
 	// ErrAbandoned is the cause when the runner stops working on a run it
 	// will not finish (shutdown, claim lost): no handler, no final report.
 	ErrAbandoned = errors.New("run abandoned by this runner")

@@ -25,6 +25,7 @@ type RunStore interface {
 	Update(ctx context.Context, rec *queue.RunRecord, rev uint64) (uint64, error)
 	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
 	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
+	RequestCancel(ctx context.Context, id string) (*queue.RunRecord, error)
 }
 
 // Config configures a Runner.
@@ -153,43 +154,25 @@ func (r *Runner) Start(ctx context.Context, q *queue.Queue) (*queue.Consumer, er
 }
 
 // ErrRunFinished is returned by Cancel for a run that already ended.
-var ErrRunFinished = errors.New("run already finished")
+var ErrRunFinished = queue.ErrRunFinished
 
 // Cancel asks for a run to stop. A queued run is marked cancelled at once
 // (its message is acked and skipped when delivered); a running one gets
 // CancelRequested, which its claimant (this process or another) sees and
-// acts on: the run ends cancelled after its cancel and exit handlers.
+// acts on: the run ends cancelled after its cancel and exit handlers. When
+// this process is the claimant it stops the run right away.
 // queue.ErrNotFound: no such run; ErrRunFinished: it already ended.
 func (r *Runner) Cancel(ctx context.Context, runID string) error {
-	for range 20 {
-		rec, rev, err := r.deps.Runs.Get(ctx, runID)
-		if err != nil {
-			return fmt.Errorf("cancelling run %s: %w", runID, err)
-		}
-		if rec.Status.Terminal() {
-			return fmt.Errorf("cancelling run %s: %w", runID, ErrRunFinished)
-		}
-		rec.CancelRequested = true
-		if rec.Status == workflows.StatusQueued {
-			now := r.now()
-			rec.Status = workflows.StatusCancelled
-			rec.Error = ErrCancelled.Error()
-			rec.FinishedAt = &now
-		}
-		if _, err := r.deps.Runs.Update(ctx, rec, rev); errors.Is(err, queue.ErrConflict) {
-			continue
-		} else if err != nil {
-			return fmt.Errorf("cancelling run %s: %w", runID, err)
-		}
-		r.mu.Lock()
-		cancel := r.active[runID]
-		r.mu.Unlock()
-		if cancel != nil {
-			cancel(ErrCancelled)
-		}
-		return nil
+	if _, err := r.deps.Runs.RequestCancel(ctx, runID); err != nil {
+		return err
 	}
-	return fmt.Errorf("cancelling run %s: %w", runID, queue.ErrConflict)
+	r.mu.Lock()
+	cancel := r.active[runID]
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrCancelled)
+	}
+	return nil
 }
 
 // maxDeliver is the consumer's MaxDeliver (the queue's default when unset).
