@@ -56,6 +56,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./workflows
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
+	$(GO) test -run '^$$' -fuzz '^FuzzGitHubProjection$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
 
 .PHONY: bench
 bench: build ## measure ingest, dispatch, engine overhead and memory against their floors (under 3 min; docs/performance.md)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/google/go-github/v62/github"
-
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -18,7 +16,7 @@ const (
 	ghPush         = "push"
 )
 
-// normalizeGitHub parses a GitHub payload with go-github and maps it onto an
+// normalizeGitHub decodes a GitHub payload (github_payload.go) and maps it onto an
 // Event (without Forge, DeliveryID and Raw, which Normalize sets).
 //
 // Authorization inputs:
@@ -33,23 +31,18 @@ const (
 //   - issues: the issue author's author_association.
 //   - push: COLLABORATOR (pushing needs write access to the repository).
 func normalizeGitHub(eventName string, body []byte) (*workflows.Event, error) {
-	switch eventName {
-	case ghPullRequest, ghIssueComment, ghIssues, ghPush:
-	default:
-		return nil, unhandled(workflows.GitHub, eventName)
-	}
-	payload, err := github.ParseWebHook(eventName, body)
+	payload, err := decodeGitHub(eventName, body)
 	if err != nil {
-		return nil, malformed(workflows.GitHub, eventName, err)
+		return nil, err
 	}
 	switch p := payload.(type) {
-	case *github.PullRequestEvent:
+	case *ghPullRequestEvent:
 		return githubPullRequest(p)
-	case *github.IssueCommentEvent:
+	case *ghIssueCommentEvent:
 		return githubIssueComment(p)
-	case *github.IssuesEvent:
+	case *ghIssuesEvent:
 		return githubIssues(p)
-	case *github.PushEvent:
+	case *ghPushEvent:
 		return githubPush(p)
 	}
 	return nil, unhandled(workflows.GitHub, eventName)
@@ -62,74 +55,79 @@ var (
 	errNoRepository  = errors.New("payload has no repository")
 )
 
-func githubBase(action string, repo *github.Repository, sender *github.User, inst *github.Installation) *workflows.Event {
+func githubBase(c *ghCommon) *workflows.Event {
 	return &workflows.Event{
-		Action:         action,
-		InstallationID: inst.GetID(),
-		Repo:           repo.GetFullName(),
-		CloneURL:       repo.GetCloneURL(),
-		Sender:         sender.GetLogin(),
+		Action:         c.Action,
+		InstallationID: c.Installation.ID,
+		Repo:           c.Repo.FullName,
+		CloneURL:       c.Repo.CloneURL,
+		Sender:         c.Sender.Login,
 	}
 }
 
-func githubPullRequest(p *github.PullRequestEvent) (*workflows.Event, error) {
-	pr := p.GetPullRequest()
+func githubPullRequest(p *ghPullRequestEvent) (*workflows.Event, error) {
+	pr := p.PullRequest
 	if pr == nil {
 		return nil, malformed(workflows.GitHub, ghPullRequest, errNoPullRequest)
 	}
-	if p.GetRepo() == nil {
+	if p.Repo == nil {
 		return nil, malformed(workflows.GitHub, ghPullRequest, errNoRepository)
 	}
-	ev := githubBase(p.GetAction(), p.GetRepo(), p.GetSender(), p.GetInstallation())
+	ev := githubBase(&p.ghCommon)
 	ev.Kind = workflows.KindPullRequest
-	ev.AuthorAssociation = pr.GetAuthorAssociation()
-	head, base := pr.GetHead(), pr.GetBase()
-	headRepo := head.GetRepo().GetFullName()
-	baseRepo := base.GetRepo().GetFullName()
+	ev.AuthorAssociation = pr.AuthorAssociation
+	head, base := pr.Head, pr.Base
+	var headRepo, baseRepo string
+	if head.Repo != nil {
+		headRepo = head.Repo.FullName
+	}
+	if base.Repo != nil {
+		baseRepo = base.Repo.FullName
+	}
 	if baseRepo == "" {
-		baseRepo = p.GetRepo().GetFullName()
+		baseRepo = p.Repo.FullName
 	}
 	ev.PullRequest = &workflows.PullRequest{
-		Number:  pr.GetNumber(),
-		Title:   pr.GetTitle(),
-		URL:     pr.GetHTMLURL(),
-		HeadSHA: head.GetSHA(),
-		HeadRef: head.GetRef(),
-		BaseRef: base.GetRef(),
-		Fork:    head.GetRepo() == nil || !strings.EqualFold(headRepo, baseRepo),
-		Draft:   pr.GetDraft(),
-		Merged:  pr.GetMerged(),
+		Number:  pr.Number,
+		Title:   pr.Title,
+		URL:     pr.HTMLURL,
+		HeadSHA: head.SHA,
+		HeadRef: head.Ref,
+		BaseRef: base.Ref,
+		Fork:    head.Repo == nil || !strings.EqualFold(headRepo, baseRepo),
+		Draft:   pr.Draft,
+		Merged:  pr.Merged,
 	}
 	if ev.PullRequest.Number == 0 {
-		ev.PullRequest.Number = p.GetNumber()
+		ev.PullRequest.Number = p.Number
 	}
 	ev.Labels = githubLabels(pr.Labels)
 	return ev, nil
 }
 
-func githubIssueComment(p *github.IssueCommentEvent) (*workflows.Event, error) {
-	issue, comment := p.GetIssue(), p.GetComment()
+func githubIssueComment(p *ghIssueCommentEvent) (*workflows.Event, error) {
+	issue, comment := p.Issue, p.Comment
 	switch {
 	case issue == nil:
 		return nil, malformed(workflows.GitHub, ghIssueComment, errNoIssue)
 	case comment == nil:
 		return nil, malformed(workflows.GitHub, ghIssueComment, errNoComment)
-	case p.GetRepo() == nil:
+	case p.Repo == nil:
 		return nil, malformed(workflows.GitHub, ghIssueComment, errNoRepository)
 	}
-	ev := githubBase(p.GetAction(), p.GetRepo(), p.GetSender(), p.GetInstallation())
+	ev := githubBase(&p.ghCommon)
 	ev.Kind = workflows.KindComment
-	ev.AuthorAssociation = comment.GetAuthorAssociation()
+	ev.AuthorAssociation = comment.AuthorAssociation
 	ev.Comment = &workflows.Comment{
-		ID:   comment.GetID(),
-		Body: comment.GetBody(),
-		URL:  comment.GetHTMLURL(),
+		ID:   comment.ID,
+		Body: comment.Body,
+		URL:  comment.HTMLURL,
 	}
-	if issue.IsPullRequest() {
+	if issue.PullRequestLinks != nil {
 		ev.PullRequest = &workflows.PullRequest{
-			Number: issue.GetNumber(),
-			Title:  issue.GetTitle(),
-			URL:    issue.GetHTMLURL(),
+			Number: issue.Number,
+			Title:  issue.Title,
+			URL:    issue.HTMLURL,
 			Fork:   true, // unknown from this payload: assume the untrusted case
 		}
 	} else {
@@ -139,61 +137,65 @@ func githubIssueComment(p *github.IssueCommentEvent) (*workflows.Event, error) {
 	return ev, nil
 }
 
-func githubIssues(p *github.IssuesEvent) (*workflows.Event, error) {
-	issue := p.GetIssue()
+func githubIssues(p *ghIssuesEvent) (*workflows.Event, error) {
+	issue := p.Issue
 	switch {
 	case issue == nil:
 		return nil, malformed(workflows.GitHub, ghIssues, errNoIssue)
-	case p.GetRepo() == nil:
+	case p.Repo == nil:
 		return nil, malformed(workflows.GitHub, ghIssues, errNoRepository)
 	}
-	ev := githubBase(p.GetAction(), p.GetRepo(), p.GetSender(), p.GetInstallation())
+	ev := githubBase(&p.ghCommon)
 	ev.Kind = workflows.KindIssue
-	ev.AuthorAssociation = issue.GetAuthorAssociation()
+	ev.AuthorAssociation = issue.AuthorAssociation
 	ev.Issue = githubIssueOf(issue)
 	ev.Labels = githubLabels(issue.Labels)
 	return ev, nil
 }
 
-func githubIssueOf(issue *github.Issue) *workflows.Issue {
-	return &workflows.Issue{Number: issue.GetNumber(), Title: issue.GetTitle(), URL: issue.GetHTMLURL()}
+func githubIssueOf(issue *ghIssue) *workflows.Issue {
+	return &workflows.Issue{Number: issue.Number, Title: issue.Title, URL: issue.HTMLURL}
 }
 
 // githubLabels is the label names, nil for none (goldens omit the field).
-func githubLabels(ls []*github.Label) []string {
+func githubLabels(ls []*ghLabel) []string {
 	var names []string
 	for _, l := range ls {
-		names = append(names, l.GetName())
+		name := ""
+		if l != nil {
+			name = l.Name
+		}
+		names = append(names, name)
 	}
 	return names
 }
 
-func githubPush(p *github.PushEvent) (*workflows.Event, error) {
-	repo := p.GetRepo()
+func githubPush(p *ghPushEvent) (*workflows.Event, error) {
+	repo := p.Repo
 	if repo == nil {
 		return nil, malformed(workflows.GitHub, ghPush, errNoRepository)
 	}
-	sender := p.GetSender().GetLogin()
+	sender := p.Sender.Login
 	if sender == "" {
-		sender = p.GetPusher().GetLogin()
+		sender = p.Pusher.Login
 	}
 	if sender == "" {
-		sender = p.GetPusher().GetName()
+		sender = p.Pusher.Name
 	}
-	ref := p.GetRef()
+	ref := p.Ref
 	return &workflows.Event{
 		Kind:              workflows.KindPush,
 		Action:            "pushed",
-		InstallationID:    p.GetInstallation().GetID(),
-		Repo:              repo.GetFullName(),
-		CloneURL:          repo.GetCloneURL(),
+		InstallationID:    p.Installation.ID,
+		Repo:              repo.FullName,
+		CloneURL:          repo.CloneURL,
 		Sender:            sender,
 		AuthorAssociation: associationPusher,
 		Push: &workflows.Push{
 			Ref:    ref,
 			Branch: branchOf(ref),
-			Before: p.GetBefore(),
-			After:  p.GetAfter(),
+			Before: p.Before,
+			After:  p.After,
 		},
 	}, nil
 }

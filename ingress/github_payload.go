@@ -1,0 +1,136 @@
+package ingress
+
+import (
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// The GitHub payloads are decoded into these projections: only the fields
+// normalization reads, with the JSON names and Go types of go-github v62's
+// event types (PullRequestEvent, IssueCommentEvent, IssuesEvent,
+// PushEvent), which remain the reference: FuzzGitHubProjection checks that
+// whatever go-github's ParseWebHook accepts normalizes identically through
+// these. Decoding the full go-github types was about 80 % of the ingress
+// handler's CPU for a 28 KB pull_request (docs/performance.md); the
+// projection, decoded by the encoding/json v2 engine in its v1-compatible
+// mode, skips everything else and costs about a fifth of it.
+//
+// Pointers mark what go-github's getters distinguish by nil (a missing
+// pull_request, a deleted head repository); everything else is a value,
+// whose zero value is what the getter of a missing field returns.
+
+type ghUser struct {
+	Login string `json:"login"`
+}
+
+// ghCommitAuthor is go-github's CommitAuthor (a push's pusher), whose
+// Login is the payload's "username".
+type ghCommitAuthor struct {
+	Name  string `json:"name"`
+	Login string `json:"username"`
+}
+
+type ghInstallation struct {
+	ID int64 `json:"id"`
+}
+
+type ghRepository struct {
+	FullName string `json:"full_name"`
+	CloneURL string `json:"clone_url"`
+}
+
+type ghLabel struct {
+	Name string `json:"name"`
+}
+
+type ghBranch struct {
+	Ref  string        `json:"ref"`
+	SHA  string        `json:"sha"`
+	Repo *ghRepository `json:"repo"`
+}
+
+type ghPull struct {
+	Number            int        `json:"number"`
+	Title             string     `json:"title"`
+	HTMLURL           string     `json:"html_url"`
+	AuthorAssociation string     `json:"author_association"`
+	Draft             bool       `json:"draft"`
+	Merged            bool       `json:"merged"`
+	Head              ghBranch   `json:"head"`
+	Base              ghBranch   `json:"base"`
+	Labels            []*ghLabel `json:"labels"`
+}
+
+type ghIssue struct {
+	Number            int        `json:"number"`
+	Title             string     `json:"title"`
+	HTMLURL           string     `json:"html_url"`
+	AuthorAssociation string     `json:"author_association"`
+	Labels            []*ghLabel `json:"labels"`
+	// PullRequestLinks is set when the issue is a pull request (go-github's
+	// Issue.IsPullRequest).
+	PullRequestLinks *struct{} `json:"pull_request"`
+}
+
+type ghComment struct {
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+}
+
+// ghCommon is what every handled event carries.
+type ghCommon struct {
+	Action       string         `json:"action"`
+	Repo         *ghRepository  `json:"repository"`
+	Sender       ghUser         `json:"sender"`
+	Installation ghInstallation `json:"installation"`
+}
+
+type ghPullRequestEvent struct {
+	ghCommon
+	Number      int     `json:"number"`
+	PullRequest *ghPull `json:"pull_request"`
+}
+
+type ghIssueCommentEvent struct {
+	ghCommon
+	Issue   *ghIssue   `json:"issue"`
+	Comment *ghComment `json:"comment"`
+}
+
+type ghIssuesEvent struct {
+	ghCommon
+	Issue *ghIssue `json:"issue"`
+}
+
+type ghPushEvent struct {
+	ghCommon
+	Ref    string         `json:"ref"`
+	Before string         `json:"before"`
+	After  string         `json:"after"`
+	Pusher ghCommitAuthor `json:"pusher"`
+}
+
+// decodeGitHub decodes a GitHub webhook body into its event's projection:
+// one of the *gh...Event types, or an error wrapping ErrUnhandledEvent.
+func decodeGitHub(eventName string, body []byte) (any, error) {
+	var p any
+	switch eventName {
+	case ghPullRequest:
+		p = new(ghPullRequestEvent)
+	case ghIssueComment:
+		p = new(ghIssueCommentEvent)
+	case ghIssues:
+		p = new(ghIssuesEvent)
+	case ghPush:
+		p = new(ghPushEvent)
+	default:
+		return nil, unhandled(workflows.GitHub, eventName)
+	}
+	if err := jsonv1.Unmarshal(body, p); err != nil {
+		return nil, malformed(workflows.GitHub, eventName, err)
+	}
+	return p, nil
+}
