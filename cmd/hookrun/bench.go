@@ -7,12 +7,13 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/hookrun/hookrun/internal/bench"
 )
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--json] [--quick] [--cpuprofile FILE]",
+	fs := newFlagSet("bench", "[--json] [--quick] [--only PHASES] [--cpuprofile FILE]",
 		"Measure ingest throughput against the raw JetStream floor, dispatch latency,\n"+
 			"engine overhead, `hookrun run` wall time and the memory of `hookrun serve`,\n"+
 			"and judge them against the targets of docs/performance.md. Progress goes to\n"+
@@ -20,6 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"seconds and only checks that every phase works.", stderr)
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	quick := fs.Bool("quick", false, "small counts: a smoke check, not a measurement")
+	only := fs.String("only", "", "comma-separated phases to run (ingest, dispatch, engine, run_cli, memory); default all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process ingest, dispatch and engine phases) to FILE")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -46,7 +48,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := bench.Run(ctx, bench.Config{Binary: self, Quick: *quick, Progress: stderr})
+	rep, err := bench.Run(ctx, bench.Config{Binary: self, Quick: *quick, Only: splitList(*only), Progress: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun bench: %v\n", err)
 		return 1
@@ -65,4 +67,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -52,6 +54,9 @@ type Config struct {
 	// runs out, the runs processed so far are reported. Default 90s
 	// (quick: 20s).
 	MemoryBudget time.Duration
+	// Only names the phases to run (ingest, dispatch, engine, run_cli,
+	// memory); empty runs them all. Targets of skipped phases are not judged.
+	Only []string
 	// Progress receives one line per phase as it starts; nil: discarded.
 	Progress io.Writer
 	// Logger receives the in-process servers' logs; default: warnings and
@@ -118,6 +123,11 @@ func (c *Config) Validate() error {
 		c.EngineRepeats < 1 || c.CLIRepeats < 1 || c.MemoryRuns < 1 || c.MemoryBudget <= 0 {
 		errs = append(errs, errors.New("counts, rates and durations must be positive"))
 	}
+	for _, name := range c.Only {
+		if !slices.Contains(phaseNames, name) {
+			errs = append(errs, fmt.Errorf("only: unknown phase %q (phases: %s)", name, strings.Join(phaseNames, ", ")))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("validating bench config: %w", err)
 	}
@@ -128,6 +138,7 @@ func (c *Config) Validate() error {
 // they measure so that runs compare across commits.
 type Report struct {
 	Quick    bool        `json:"quick"`     // small counts: a smoke check, not a measurement
+	Phases   []string    `json:"phases"`    // the phases that ran
 	Machine  Machine     `json:"machine"`   // where it ran
 	Ingest   []IngestRow `json:"ingest"`    // one row per closed-loop concurrency
 	OpenLoop OpenLoop    `json:"open_loop"` // fixed-rate deliveries
@@ -232,6 +243,27 @@ type Target struct {
 	Met      bool    `json:"met"`      //
 }
 
+// phases are the bench's phases, in the order they run.
+var phases = []struct {
+	name string
+	run  func(ctx context.Context, cfg *Config, dir string, rep *Report) error
+}{
+	{"ingest", runIngest},
+	{"dispatch", runDispatch},
+	{"engine", runEngine},
+	{"run_cli", runCLI},
+	{"memory", runMemory},
+}
+
+// phaseNames are the names Config.Only accepts.
+var phaseNames = func() []string {
+	var ns []string
+	for _, p := range phases {
+		ns = append(ns, p.name)
+	}
+	return ns
+}()
+
 // Run runs every phase in order and returns the report. A phase that fails
 // ends the bench with its error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -249,17 +281,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 
-	phases := []struct {
-		name string
-		run  func(ctx context.Context, cfg *Config, dir string, rep *Report) error
-	}{
-		{"ingest", runIngest},
-		{"dispatch", runDispatch},
-		{"engine", runEngine},
-		{"run_cli", runCLI},
-		{"memory", runMemory},
-	}
 	for _, p := range phases {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, p.name) {
+			continue
+		}
+		rep.Phases = append(rep.Phases, p.name)
 		fmt.Fprintf(cfg.Progress, "bench: %s…\n", p.name)
 		dir, err := os.MkdirTemp(tmp, p.name+"-")
 		if err != nil {
