@@ -48,6 +48,8 @@ func FuzzGitHubProjection(f *testing.F) {
 	}
 	f.Add(uint8(0), []byte(`{"Pull_Request":{"HEAD":{"repo":null},"labels":[null,{"name":"x"}]},"repository":{}}`))
 	f.Add(uint8(1), []byte(`{"issue":{"pull_request":{}},"comment":{"body":"a\u00e9\ud800"},"repository":{"full_name":"a/b"}}`))
+	f.Add(uint8(0), []byte(`{"pull_request":{"html-url":"u","htmlurl":"v","HTML_URL":"w"},"repository":{"fullname":"a/b","full_name":"c/d"},"sender":{"login":"\xff\xfe"}}`))
+	f.Add(uint8(2), []byte(`{"issue":{"number":1},"issue":{"title":"t"},"repository":{"full_name":"a/b"},"repository":null}`))
 	f.Add(uint8(3), []byte(`{"repository":{},"pusher":{"username":"u","name":"n"},"ref":"refs/heads/x","ref":"refs/tags/y"}`))
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		event := events[int(which)%len(events)]
