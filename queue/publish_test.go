@@ -240,7 +240,10 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	first.ID, first.V, first.Attempt, first.CreatedAt = NewRunID(), WireVersion, 1, time.Now().UTC()
 	// What the failed attempt left behind: its message and record, but no
 	// delivery key (Publish removed it when it reported the failure).
-	if _, err := q.publishAndRecord(ctx, first, DeliveryKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
+	if _, err := q.Publish(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.delKV.Delete(ctx, deliveryKVKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
 		t.Fatal(err)
 	}
 	retry := *first

@@ -32,15 +32,16 @@ const (
 // Queue is a connection to JetStream (and, in embedded mode, the server
 // itself) with hookrun's streams and buckets in place.
 type Queue struct {
-	cfg    Config
-	log    *slog.Logger
-	srv    *server.Server // nil with an external URL
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	runsS  jetstream.Stream
-	logsS  jetstream.Stream
-	runsKV jetstream.KeyValue
-	delKV  jetstream.KeyValue
+	connOpts []nats.Option // credentials and TLS of an external NATS
+	cfg      Config
+	log      *slog.Logger
+	srv      *server.Server // nil with an external URL
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	runsS    jetstream.Stream
+	logsS    jetstream.Stream
+	runsKV   jetstream.KeyValue
+	delKV    jetstream.KeyValue
 
 	runs *RunStore
 	logs *LogStore
@@ -81,19 +82,21 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		}
 		q.srv = srv
 		url = srv.ClientURL()
-		if cfg.Listen == "" {
-			opts = append(opts, nats.InProcessServer(srv))
-		}
+		// This process talks to its own server in-process even when the
+		// server also listens on TCP for other processes: no sockets,
+		// no syscalls on the publish path.
+		opts = append(opts, nats.InProcessServer(srv))
 	} else {
 		if cfg.CredsFile != "" {
-			opts = append(opts, nats.UserCredentials(cfg.CredsFile))
+			q.connOpts = append(q.connOpts, nats.UserCredentials(cfg.CredsFile))
 		}
 		if cfg.CAFile != "" {
-			opts = append(opts, nats.RootCAs(cfg.CAFile))
+			q.connOpts = append(q.connOpts, nats.RootCAs(cfg.CAFile))
 		}
 		if cfg.CertFile != "" {
-			opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
+			q.connOpts = append(q.connOpts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
 		}
+		opts = append(opts, q.connOpts...)
 	}
 	nc, err := connect(ctx, url, opts)
 	if err != nil {
@@ -278,6 +281,17 @@ func (q *Queue) retry(ctx context.Context, what string, do func(context.Context)
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// Connect opens another connection to the same NATS: in-process to the
+// embedded server, else to the configured URLs with the same credentials.
+// The caller closes it.
+func (q *Queue) Connect(name string) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name(name)}, q.connOpts...)
+	if q.srv != nil {
+		return nats.Connect(q.srv.ClientURL(), append(opts, nats.InProcessServer(q.srv))...)
+	}
+	return nats.Connect(q.cfg.URL, opts...)
 }
 
 // Ready reports whether JetStream answers (for /readyz).

@@ -79,13 +79,15 @@ type PublishResult struct {
 
 // Publish makes req durable: it records the delivery in hookrun_deliveries
 // (create-only), puts req on HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey
-// and creates the queued run record. A delivery seen before maps to its
-// existing run id (req.ID is set to it) and Duplicate is true. On any error
-// the caller answers 503; a retry of the same delivery completes the work
-// under the same run id (the delivery key is removed only when the message
-// is known not to be stored). Should a message land after its key was
-// removed, the consumer reconciles it with the key a retry wrote (see
-// Queue.reconcile).
+// and creates the queued run record: the key first, then the message and
+// the record together (two round trips; see docs/performance.md). A
+// delivery seen before maps to its existing run id (req.ID is set to it)
+// and Duplicate is true. On any error the caller answers 503; a retry of
+// the same delivery completes the work under the same run id (the delivery
+// key is removed only when the message is known not to be stored). A
+// message that lands under another id than its delivery key names (a
+// failed attempt's, or a redelivery's after the duplicate window) is
+// reconciled with the key by the consumer (see Queue.reconcile).
 //
 // An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
 // id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
@@ -114,45 +116,65 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 
 	dkey := DeliveryKey(req.Event.Forge, delivery, req.Workflow)
 	kvKey := deliveryKVKey(req.Event.Forge, delivery, req.Workflow)
-	dup := false
-	rev, err := q.delKV.Create(ctx, kvKey, []byte(req.ID))
-	switch {
-	case err == nil:
-	case errors.Is(err, jetstream.ErrKeyExists):
-		// A replica that serves the read may lag the one that refused
-		// the create by a moment.
-		e, gerr := q.delKV.Get(ctx, kvKey)
-		for i := 0; i < 5 && errors.Is(gerr, jetstream.ErrKeyNotFound) && ctx.Err() == nil; i++ {
-			time.Sleep(20 * time.Millisecond)
-			e, gerr = q.delKV.Get(ctx, kvKey)
-		}
-		if gerr != nil {
-			return PublishResult{}, fmt.Errorf("publishing run for delivery %s: reading delivery: %w", dkey, gerr)
-		}
-		req.ID = string(e.Value())
-		dup = true
-	default:
+	// The delivery key first: only the attempt that creates it publishes
+	// a message under its own run id, so the stream's run ids are the ones
+	// the answers name.
+	keyW := q.createAsync(kvSubject(BucketDelivery, kvKey), []byte(req.ID))
+	keyW.wait(ctx)
+	id, dup, keyRev, err := q.settleDeliveryKey(ctx, keyW, kvKey, req.ID)
+	if err != nil {
 		return PublishResult{}, fmt.Errorf("publishing run %s: recording delivery: %w", req.ID, err)
 	}
+	req.ID = id
 
-	recRev, err := q.publishAndRecord(ctx, req, dkey)
+	// Then the message and the queued record, together: one round trip.
+	data, err := encodeRunRequest(req)
 	if err != nil {
-		var nf notStoredError
-		if !dup && errors.As(err, &nf) {
-			// Best effort, with the revision we created: the message is
+		return PublishResult{}, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
+	}
+	rec, err := encodeRecord(newQueuedRecord(req))
+	if err != nil {
+		return PublishResult{}, fmt.Errorf("publishing run %s: encoding record: %w", req.ID, err)
+	}
+	msg := nats.NewMsg(runsSubjectPrefix + req.Workflow)
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, dkey)
+	msgW := q.publishAsync(msg, jetstream.WithExpectStream(StreamRuns))
+	recW := q.createAsync(kvSubject(BucketRuns, req.ID), rec)
+	msgW.wait(ctx)
+	recW.wait(ctx)
+	recErr := recW.err
+	if recErr != nil && isWrongLastSeq(recErr) {
+		recErr = nil // an earlier attempt of this delivery created it
+	}
+
+	if dup {
+		// Republished under the same Nats-Msg-Id, which completes
+		// whatever an earlier, failed attempt of this delivery left
+		// undone (its message, its record) with the same run id.
+		if err := errors.Join(msgW.err, recErr); err != nil {
+			return PublishResult{}, fmt.Errorf("publishing run %s: %w", req.ID, err)
+		}
+		return PublishResult{RunID: req.ID, Duplicate: true}, nil
+	}
+
+	if msgW.err != nil {
+		err := fmt.Errorf("publishing run %s: %w", req.ID, msgW.err)
+		if definitelyNotStored(msgW.err) {
+			// Best effort, with the revisions written: the message is
 			// known not to be stored, so a retry starts afresh. When the
 			// outcome is unknown (a timeout) the key stays: a retry then
 			// takes the duplicate path, which republishes under the same
 			// Nats-Msg-Id and creates the record if absent, completing
 			// whatever this attempt left half-done with the same run id.
 			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
-			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(rev)); derr != nil {
+			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(keyRev)); derr != nil {
 				q.log.Warn("removing delivery key after failed publish", "run", req.ID, "err", derr)
 			}
-			// The queued record written beside the message would otherwise
-			// stay queued forever: no message will ever run it.
-			if recRev != 0 {
-				if derr := q.runs.delete(dctx, req.ID, recRev); derr != nil {
+			// The queued record would otherwise stay queued forever: no
+			// message will ever run it.
+			if recW.err == nil {
+				if derr := q.runs.delete(dctx, req.ID, recW.ack.Sequence); derr != nil {
 					q.log.Warn("removing the record of a run that was not stored", "run", req.ID, "err", derr)
 				}
 			}
@@ -160,43 +182,103 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 		}
 		return PublishResult{}, err
 	}
-	return PublishResult{RunID: req.ID, Duplicate: dup}, nil
+	if recErr != nil {
+		// The message is stored; the consumer creates a missing record,
+		// but the caller must not say 2xx on a write that failed.
+		return PublishResult{}, fmt.Errorf("publishing run %s: creating record: %w", req.ID, recErr)
+	}
+	return PublishResult{RunID: req.ID}, nil
 }
 
-// publishAndRecord puts req on the stream and creates its queued record,
-// concurrently, and waits for both. recRev is the revision of the record it
-// created (0 when it created none).
-func (q *Queue) publishAndRecord(ctx context.Context, req *RunRequest, dkey string) (recRev uint64, _ error) {
-	data, err := encodeRunRequest(req)
-	if err != nil {
-		return 0, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
+// settleDeliveryKey interprets the create-only write of the delivery key.
+// It returns the run id the delivery maps to, whether that is an earlier
+// run's (dup), and the key's revision when this attempt wrote it. A
+// refused create (the key exists, or holds a delete marker, or the outcome
+// was lost) is settled by jetstream's own Create, which handles markers,
+// and a read.
+func (q *Queue) settleDeliveryKey(ctx context.Context, w *pendingWrite, kvKey, id string) (runID string, dup bool, rev uint64, _ error) {
+	if w.err == nil {
+		return id, false, w.ack.Sequence, nil
 	}
-	msg := nats.NewMsg(runsSubjectPrefix + req.Workflow)
-	msg.Data = data
-	msg.Header.Set(jetstream.MsgIDHeader, dkey)
-	fut, err := q.js.PublishMsgAsync(msg, jetstream.WithExpectStream(StreamRuns))
-	if err != nil {
-		return 0, notStoredError{fmt.Errorf("publishing run %s: %w", req.ID, err)}
+	rev, err := q.delKV.Create(ctx, kvKey, []byte(id))
+	if err == nil {
+		return id, false, rev, nil
 	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", false, 0, err
+	}
+	// A replica that serves the read may lag the one that refused the
+	// create by a moment.
+	e, gerr := q.delKV.Get(ctx, kvKey)
+	for i := 0; i < 5 && errors.Is(gerr, jetstream.ErrKeyNotFound) && ctx.Err() == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+		e, gerr = q.delKV.Get(ctx, kvKey)
+	}
+	if gerr != nil {
+		return "", false, 0, fmt.Errorf("reading delivery: %w", gerr)
+	}
+	existing := string(e.Value())
+	if existing == id {
+		// This attempt's own write landed although its answer was lost.
+		return id, false, e.Revision(), nil
+	}
+	return existing, true, 0, nil
+}
 
-	var recErr error
-	recRev, err = q.runs.Create(ctx, newQueuedRecord(req))
-	if err != nil && !errors.Is(err, ErrConflict) {
-		recErr = fmt.Errorf("publishing run %s: creating record: %w", req.ID, err)
-	}
+// pendingWrite is one asynchronous JetStream publish and, after wait, its
+// outcome.
+type pendingWrite struct {
+	fut jetstream.PubAckFuture
+	ack *jetstream.PubAck
+	err error
+}
 
+func (q *Queue) publishAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) *pendingWrite {
+	fut, err := q.js.PublishMsgAsync(msg, opts...)
+	if err != nil {
+		return &pendingWrite{err: notStoredError{err}}
+	}
+	return &pendingWrite{fut: fut}
+}
+
+// createAsync writes a key of a KV bucket only if it has never had a value:
+// what KeyValue.Create does, without its wait.
+func (q *Queue) createAsync(subject string, value []byte) *pendingWrite {
+	m := nats.NewMsg(subject)
+	m.Data = value
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	return q.publishAsync(m)
+}
+
+// wait blocks until the write is acknowledged or refused, or ctx ends.
+func (w *pendingWrite) wait(ctx context.Context) {
+	if w.fut == nil || w.ack != nil || w.err != nil {
+		return
+	}
 	select {
-	case <-fut.Ok():
-	case err := <-fut.Err():
-		err = fmt.Errorf("publishing run %s: %w", req.ID, err)
+	case ack := <-w.fut.Ok():
+		w.ack = ack
+	case err := <-w.fut.Err():
 		if definitelyNotStored(err) {
 			err = notStoredError{err}
 		}
-		return recRev, errors.Join(err, recErr)
+		w.err = err
 	case <-ctx.Done():
-		return recRev, errors.Join(fmt.Errorf("publishing run %s: waiting for ack: %w", req.ID, ctx.Err()), recErr)
+		w.err = fmt.Errorf("waiting for ack: %w", ctx.Err())
 	}
-	return recRev, recErr
+}
+
+// kvSubject is the subject a KV bucket stores key under.
+func kvSubject(bucket, key string) string {
+	return "$KV." + bucket + "." + key
+}
+
+// isWrongLastSeq: a create-only or compare-and-set write found another
+// revision (10071; 10164 on replicated streams).
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) &&
+		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // encodeRunRequest is json.Marshal(req) without the cost of re-validating
