@@ -72,7 +72,8 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 		return nil, fmt.Errorf("opening queue: %w", err)
 	}
 	s := &stack{q: q}
-	if s.nc, err = nats.Connect(q.ClientURL(), nats.Name("hookrun-bench")); err != nil {
+	// The floor publishes over the transport ingress uses: in-process.
+	if s.nc, err = q.Connect("hookrun-bench"); err != nil {
 		s.close()
 		return nil, fmt.Errorf("connecting to the embedded server: %w", err)
 	}
