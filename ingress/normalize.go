@@ -35,7 +35,8 @@ const (
 // Normalize turns one webhook body into a workflows.Event. eventName is
 // GitHub's X-GitHub-Event value or GitLab's X-Gitlab-Event value; deliveryID
 // becomes Event.DeliveryID (X-GitHub-Delivery, or the GitLab dedupe key). The
-// body is kept as Event.Raw. An event type hookrun does not handle returns an
+// body is kept as Event.Raw, not copied: the caller must not change it
+// afterwards. An event type hookrun does not handle returns an
 // error wrapping ErrUnhandledEvent; a body the forge library cannot parse
 // returns an error wrapping ErrMalformedPayload.
 func Normalize(forge workflows.Forge, eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
@@ -56,7 +57,7 @@ func Normalize(forge workflows.Forge, eventName string, body []byte, deliveryID 
 	}
 	ev.Forge = forge
 	ev.DeliveryID = deliveryID
-	ev.Raw = append([]byte(nil), body...)
+	ev.Raw = body
 	return ev, nil
 }
 

@@ -262,6 +262,16 @@ func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return nil, true, nil
 	}
+	if r.ContentLength >= 0 {
+		// net/http delivers exactly Content-Length bytes (or an error):
+		// one allocation of the right size instead of io.ReadAll's
+		// doublings, which cost a tenth of the handler for 28 KB bodies.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, false, err
+		}
+		return body, false, nil
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
 	if err != nil {
 		return nil, false, err
