@@ -137,6 +137,9 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 		return fmt.Errorf("opening queue: %w", err)
 	}
 	defer q.Close()
+	relCtx, stopRelease := context.WithCancel(ctx)
+	defer stopRelease()
+	go (&idleRelease{}).run(relCtx)
 
 	set, err := ingress.NewWorkflowSet(cfg.Workflows, logger)
 	if err != nil {
