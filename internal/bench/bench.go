@@ -223,11 +223,11 @@ type RunCLI struct {
 
 // Memory is the RSS of a `hookrun serve` child.
 type Memory struct {
-	IdleRSSMiB      float64 `json:"idle_rss_mib"`       // after startup settled
-	AfterRunsRSSMiB float64 `json:"after_runs_rss_mib"` // after Runs processed runs (a few seconds after the last)
-	SettledRSSMiB   float64 `json:"settled_rss_mib"`    // the same, some seconds later again
+	IdleRSSMiB      float64 `json:"idle_rss_mib"`       // 20 s after startup (quiet)
+	AfterRunsRSSMiB float64 `json:"after_runs_rss_mib"` // 3 s after Runs processed runs (the tail of the work)
+	SettledRSSMiB   float64 `json:"settled_rss_mib"`    // 20 s after the last run (quiet again, as IdleRSSMiB)
 	LiveHeapMiB     float64 `json:"live_heap_mib"`      // live Go heap at the child's last GC before AfterRunsRSSMiB (gctrace)
-	Ratio           float64 `json:"ratio"`              // AfterRunsRSSMiB / IdleRSSMiB
+	Ratio           float64 `json:"ratio"`              // SettledRSSMiB / IdleRSSMiB
 	Runs            int     `json:"runs"`               // runs processed (accepted and acked)
 	TargetRuns      int     `json:"target_runs"`        // runs the phase aimed for
 	RunsPerSec      float64 `json:"runs_per_sec"`       // end-to-end throughput of the child

@@ -78,11 +78,14 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	if err := waitReady(ctx, srv, baseURL+"/readyz", 60*time.Second); err != nil {
 		return err
 	}
-	settle := 3 * time.Second
+	// Both readings are taken after the same quiet time: serve returns
+	// the heap of a burst of work to the OS once it has been quiet for
+	// 15 s (cmd/hookrun/memory.go), start-up included.
+	settle, quiet := 3*time.Second, 20*time.Second
 	if cfg.Quick {
-		settle = time.Second
+		settle, quiet = time.Second, time.Second
 	}
-	time.Sleep(settle)
+	time.Sleep(quiet)
 	idle, err := rssBytes(srv.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("reading idle rss: %w", err)
@@ -154,7 +157,7 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		return fmt.Errorf("reading rss after the runs: %w", err)
 	}
 	liveAfter := lastLiveHeap(srv.tail())
-	time.Sleep(4 * settle)
+	time.Sleep(quiet - settle)
 	settled, err := rssBytes(srv.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("reading rss after the runs: %w", err)
@@ -164,7 +167,7 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		AfterRunsRSSMiB: float64(after) / mib,
 		SettledRSSMiB:   float64(settled) / mib,
 		LiveHeapMiB:     liveAfter,
-		Ratio:           float64(after) / float64(idle),
+		Ratio:           float64(settled) / float64(idle),
 		Runs:            accepted - left,
 		TargetRuns:      cfg.MemoryRuns,
 		RunsPerSec:      float64(accepted-left) / elapsed.Seconds(),

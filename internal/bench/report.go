@@ -84,9 +84,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if slices.Contains(r.Phases, "memory") {
 		m := r.Memory
-		fmt.Fprintf(&b, "\nMemory of hookrun serve: idle %.1f MiB, after %d runs %.1f MiB: %.2fx (%.0f runs/s end to end)\n",
-			m.IdleRSSMiB, m.Runs, m.AfterRunsRSSMiB, m.Ratio, m.RunsPerSec)
-		fmt.Fprintf(&b, "  live Go heap at the last GC %.0f MiB; rss %.1f MiB some seconds later\n", m.LiveHeapMiB, m.SettledRSSMiB)
+		fmt.Fprintf(&b, "\nMemory of hookrun serve (each read after 20 s quiet): idle %.1f MiB, after %d runs %.1f MiB: %.2fx (%.0f runs/s end to end)\n",
+			m.IdleRSSMiB, m.Runs, m.SettledRSSMiB, m.Ratio, m.RunsPerSec)
+		fmt.Fprintf(&b, "  3 s after the last run: rss %.1f MiB, live Go heap at the last GC %.0f MiB\n", m.AfterRunsRSSMiB, m.LiveHeapMiB)
 		if m.Note != "" {
 			fmt.Fprintf(&b, "  note: %s\n", m.Note)
 		}
