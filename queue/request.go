@@ -309,17 +309,14 @@ func appendRunRequest(dst []byte, req *RunRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// data ends with the event object and then the fields after it; find
-	// the event's closing brace by encoding the event alone.
-	ev, err := json.Marshal(&r.Event)
-	if err != nil {
-		return nil, err
-	}
-	at := bytes.Index(data, append([]byte(`"event":`), ev...))
-	if at < 0 {
+	// The event object is followed by the "attempt" field (RunRequest's
+	// field order). A string inside the event cannot produce the bytes
+	// `},"attempt":` (its quotes are escaped), so their last occurrence
+	// closes the event.
+	end := bytes.LastIndex(data, []byte(`},"attempt":`))
+	if end < 0 {
 		return json.Marshal(req)
 	}
-	end := at + len(`"event":`) + len(ev) - 1 // the event's closing brace
 	out := slices.Grow(dst, len(data)+len(raw)+8)
 	out = append(out, data[:end]...)
 	out = append(out, `,"raw":`...)
