@@ -161,19 +161,21 @@ type Machine struct {
 
 // IngestRow compares ingress with the raw JetStream floor at one concurrency.
 type IngestRow struct {
-	Concurrency int     `json:"concurrency"`   // closed-loop workers
-	Ops         int     `json:"ops"`           // publishes and deliveries each
-	FloorPerSec float64 `json:"floor_per_sec"` // (a) raw synchronous JetStream publishes per second
-	FloorP50    Millis  `json:"floor_p50_ms"`  // (a) latency percentiles
-	FloorP99    Millis  `json:"floor_p99_ms"`  //
-	PerSec      float64 `json:"per_sec"`       // (b) signed deliveries per second through HTTP ingress
-	P50         Millis  `json:"p50_ms"`        // (b) latency percentiles
-	P99         Millis  `json:"p99_ms"`        //
-	P999        Millis  `json:"p999_ms"`       //
-	Ratio       float64 `json:"ratio"`         // PerSec / FloorPerSec
-	Errors      int     `json:"errors"`        // failed publishes plus non-202 answers
-	FloorErrors int     `json:"floor_errors"`  // failed raw publishes
-	BytesPerRun int     `json:"run_msg_bytes"` // size of one run request on HOOKRUN_RUNS
+	Concurrency    int     `json:"concurrency"`       // closed-loop workers
+	Ops            int     `json:"ops"`               // publishes and deliveries each
+	FloorPerSec    float64 `json:"floor_per_sec"`     // (a) raw synchronous JetStream publishes per second, in-process as ingress publishes
+	FloorTCPPerSec float64 `json:"floor_tcp_per_sec"` // (a') the same over loopback TCP, for reference
+	FloorP50       Millis  `json:"floor_p50_ms"`      // (a) latency percentiles
+	FloorP99       Millis  `json:"floor_p99_ms"`      //
+	PerSec         float64 `json:"per_sec"`           // (b) signed deliveries per second through HTTP ingress
+	P50            Millis  `json:"p50_ms"`            // (b) latency percentiles
+	P99            Millis  `json:"p99_ms"`            //
+	P999           Millis  `json:"p999_ms"`           //
+	Ratio          float64 `json:"ratio"`             // PerSec / FloorPerSec (judged)
+	RatioTCP       float64 `json:"ratio_tcp"`         // PerSec / FloorTCPPerSec
+	Errors         int     `json:"errors"`            // failed publishes plus non-202 answers
+	FloorErrors    int     `json:"floor_errors"`      // failed raw publishes
+	BytesPerRun    int     `json:"run_msg_bytes"`     // size of one run request on HOOKRUN_RUNS
 }
 
 // OpenLoop is the fixed-rate run: latency from each delivery's scheduled

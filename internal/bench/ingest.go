@@ -50,8 +50,11 @@ type stack struct {
 	set *ingress.WorkflowSet
 	url string // http://host:port of the ingress
 
-	nc *nats.Conn          // the bench's own client of the embedded server
+	nc *nats.Conn          // the bench's own client of the embedded server, in-process
 	js jetstream.JetStream //
+
+	tcpNC *nats.Conn          // and over loopback TCP (the floor's second column)
+	tcpJS jetstream.JetStream //
 }
 
 // openStack opens the queue under dir/nats (listening on a loopback port so
@@ -78,6 +81,14 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 		return nil, fmt.Errorf("connecting to the embedded server: %w", err)
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {
+		s.close()
+		return nil, fmt.Errorf("creating jetstream context: %w", err)
+	}
+	if s.tcpNC, err = nats.Connect(q.ClientURL(), nats.Name("hookrun-bench-tcp")); err != nil {
+		s.close()
+		return nil, fmt.Errorf("connecting to the embedded server over tcp: %w", err)
+	}
+	if s.tcpJS, err = jetstream.New(s.tcpNC); err != nil {
 		s.close()
 		return nil, fmt.Errorf("creating jetstream context: %w", err)
 	}
@@ -110,6 +121,9 @@ func (s *stack) close() {
 	}
 	if s.nc != nil {
 		s.nc.Close()
+	}
+	if s.tcpNC != nil {
+		s.tcpNC.Close()
 	}
 	_ = s.q.Close()
 }
@@ -206,6 +220,10 @@ func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		_, err := s.js.Publish(ctx, "bench.floor.pull_request", payload)
 		return err
 	}
+	floorTCPOp := func(ctx context.Context, _ int) error {
+		_, err := s.tcpJS.Publish(ctx, "bench.floor.pull_request", payload)
+		return err
+	}
 	ingestOp := func(ctx context.Context, _ int) error { return snd.accept(ctx) }
 
 	// Warm up both paths (connections, file store blocks, caches).
@@ -220,14 +238,19 @@ func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 			return err
 		}
 		fr := closedLoop(ctx, c, cfg.IngestOps, floorOp)
+		ftr := closedLoop(ctx, c, cfg.IngestOps, floorTCPOp)
 		ir := closedLoop(ctx, c, cfg.IngestOps, ingestOp)
 		row := IngestRow{
 			Concurrency: c, Ops: cfg.IngestOps,
-			FloorPerSec: fr.perSecond(), FloorP50: fr.Latencies.P50, FloorP99: fr.Latencies.P99, FloorErrors: fr.Errors,
-			PerSec: ir.perSecond(), P50: ir.Latencies.P50, P99: ir.Latencies.P99, P999: ir.Latencies.P999, Errors: ir.Errors,
+			FloorPerSec: fr.perSecond(), FloorP50: fr.Latencies.P50, FloorP99: fr.Latencies.P99, FloorErrors: fr.Errors + ftr.Errors,
+			FloorTCPPerSec: ftr.perSecond(),
+			PerSec:         ir.perSecond(), P50: ir.Latencies.P50, P99: ir.Latencies.P99, P999: ir.Latencies.P999, Errors: ir.Errors,
 		}
 		if row.FloorPerSec > 0 {
 			row.Ratio = row.PerSec / row.FloorPerSec
+		}
+		if row.FloorTCPPerSec > 0 {
+			row.RatioTCP = row.PerSec / row.FloorTCPPerSec
 		}
 		if st, err := s.js.Stream(ctx, queue.StreamRuns); err == nil {
 			if m, err := st.GetLastMsgForSubject(ctx, "hookrun.runs.bench-ingest"); err == nil {
@@ -235,7 +258,8 @@ func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 			}
 		}
 		rep.Ingest = append(rep.Ingest, row)
-		fmt.Fprintf(cfg.Progress, "bench:   c=%d floor %.0f/s ingress %.0f/s (b/a %.2f)\n", c, row.FloorPerSec, row.PerSec, row.Ratio)
+		fmt.Fprintf(cfg.Progress, "bench:   c=%d floor %.0f/s (tcp %.0f/s) ingress %.0f/s (b/a %.2f, vs tcp %.2f)\n",
+			c, row.FloorPerSec, row.FloorTCPPerSec, row.PerSec, row.Ratio, row.RatioTCP)
 	}
 	if err := errors2(s.purge(ctx, floorStream), s.purge(ctx, queue.StreamRuns)); err != nil {
 		return err
