@@ -48,6 +48,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
+	tuneGC() // the in-process phases run ingress and runner as serve does
 	rep, err := bench.Run(ctx, bench.Config{Binary: self, Quick: *quick, Only: splitList(*only), Progress: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun bench: %v\n", err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,3 +58,19 @@ func TestHeapAllocatedGrows(t *testing.T) {
 }
 
 var sink []byte
+
+// GOGC set by the operator wins over serverGCPercent.
+func TestTuneGCRespectsGOGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	t.Setenv("GOGC", "150")
+	tuneGC()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC set: gc percent became %d, want it left at 100", got)
+	}
+	os.Unsetenv("GOGC")
+	tuneGC()
+	if got := debug.SetGCPercent(100); got != serverGCPercent {
+		t.Fatalf("GOGC unset: gc percent %d, want %d", got, serverGCPercent)
+	}
+}

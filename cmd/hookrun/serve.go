@@ -137,6 +137,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 		return fmt.Errorf("opening queue: %w", err)
 	}
 	defer q.Close()
+	tuneGC()
 	relCtx, stopRelease := context.WithCancel(ctx)
 	defer stopRelease()
 	go (&idleRelease{}).run(relCtx)
