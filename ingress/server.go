@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
@@ -106,7 +105,7 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	e.POST("/hooks/gitlab", s.handleGitLab)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	e.GET("/metrics", s.handleMetrics)
 	s.echo = e
 	return s, nil
 }
@@ -238,6 +237,13 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	_ = c.JSON(code, errorBody{msg})
 }
 
+// handleMetrics serves the Prometheus text exposition format.
+func (s *Server) handleMetrics(c echo.Context) error {
+	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
+	c.Response().WriteHeader(http.StatusOK)
+	return s.metrics.writeTo(c.Response())
+}
+
 func (s *Server) handleHealthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -284,7 +290,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
 }
 
 func (s *Server) count(forge workflows.Forge, event, outcome string) {
-	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
+	s.metrics.deliveries.inc(string(forge), eventLabel(event), outcome)
 }
 
 // receive is what both forges' handlers do first: a disabled forge is 404,
@@ -413,7 +419,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	defer cancel()
 	start := time.Now()
 	results, err := s.publishAll(ctx, reqs)
-	s.metrics.publish.Observe(time.Since(start).Seconds())
+	s.metrics.publish.observe(time.Since(start).Seconds())
 	if err != nil {
 		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
@@ -424,7 +430,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow})
 		if !r.Duplicate {
 			resp.Duplicate = false
-			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
+			s.metrics.runs.inc(string(forge), reqs[i].Workflow)
 		}
 	}
 	s.count(forge, event, outcomeAccepted)
