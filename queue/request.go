@@ -15,7 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -52,7 +51,7 @@ func decodeRunRequest(data []byte) (*RunRequest, error) {
 
 // NewRunID returns a new ULID: unique, and sortable by creation time.
 func NewRunID() string {
-	return ulid.Make().String()
+	return newULID(time.Now())
 }
 
 // DeliveryKey identifies one workflow run of one webhook delivery; it is the
