@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
@@ -33,8 +32,9 @@ type Reporter struct {
 	log  *slog.Logger
 	base *url.URL
 
-	token *gh.Client                    // token auth; nil for an App
-	apps  *ghinstallation.AppsTransport // App auth (JWT); nil for a token
+	token *gh.Client // token auth; nil for an App
+	app   *gh.Client // App auth (JWT) for the app's own endpoints; nil for a token
+	rl    http.RoundTripper
 
 	mu       sync.Mutex
 	installs map[int64]*gh.Client // App: one client (and cached token) per installation
@@ -59,12 +59,12 @@ func New(cfg Config) (*Reporter, error) {
 		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
 		return r, nil
 	}
-	apps, err := ghinstallation.NewAppsTransport(rl, cfg.AppID, cfg.PrivateKey)
+	apps, err := newAppJWT(rl, cfg.AppID, cfg.PrivateKey)
 	if err != nil {
-		return nil, fmt.Errorf("loading github app private key: %w", errors.New("invalid key")) // never echo key material
+		return nil, fmt.Errorf("loading github app private key: %w", err)
 	}
-	apps.BaseURL = strings.TrimRight(cfg.APIURL, "/")
-	r.apps = apps
+	r.app = r.newClient(apps)
+	r.rl = rl
 	return r, nil
 }
 
@@ -90,8 +90,7 @@ func (r *Reporter) client(installation int64) (*gh.Client, error) {
 	if c, ok := r.installs[installation]; ok {
 		return c, nil
 	}
-	itr := ghinstallation.NewFromAppsTransport(r.apps, installation)
-	c := r.newClient(itr)
+	c := r.newClient(&installationToken{base: r.rl, app: r.app, id: installation, now: time.Now})
 	r.installs[installation] = c
 	return c, nil
 }
@@ -249,7 +248,7 @@ func (r *Reporter) botLogin(ctx context.Context) string {
 		}
 		login = u.GetLogin()
 	} else {
-		app, _, err := r.newClient(r.apps).Apps.Get(ctx, "")
+		app, _, err := r.app.Apps.Get(ctx, "")
 		if err != nil {
 			r.log.Warn("github: cannot learn the app slug, matching comments by marker only", "err", err)
 			return ""
