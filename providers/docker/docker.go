@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -38,6 +40,9 @@ const WorkspaceMount = "/workspace"
 type Docker struct {
 	cfg Config
 	cli *client.Client
+
+	negotiateMu sync.Mutex
+	negotiated  atomic.Bool
 }
 
 // New connects to the engine (client.FromEnv or cfg.Host, with API version
@@ -59,8 +64,34 @@ func New(cfg Config) (*Docker, error) {
 	return &Docker{cfg: cfg, cli: cli}, nil
 }
 
-// Client is the underlying Docker client (tests, benchmarks).
-func (d *Docker) Client() *client.Client { return d.cli }
+// Client is the underlying Docker client (tests, benchmarks), its API
+// version negotiated.
+func (d *Docker) Client() *client.Client {
+	ctx, cancel := d.apiCtx(context.Background())
+	defer cancel()
+	return d.api(ctx)
+}
+
+// api returns the client after negotiating the API version with the engine
+// once. The SDK would negotiate lazily inside the first request, and two
+// concurrent first requests then race on the client's version field (the
+// race detector caught a step's image check against a concurrent container
+// list). When the engine cannot be reached the SDK's lazy negotiation is left
+// to retry.
+func (d *Docker) api(ctx context.Context) *client.Client {
+	if d.negotiated.Load() {
+		return d.cli
+	}
+	d.negotiateMu.Lock()
+	defer d.negotiateMu.Unlock()
+	if !d.negotiated.Load() {
+		if ping, err := d.cli.Ping(ctx); err == nil {
+			d.cli.NegotiateAPIVersionPing(ping)
+			d.negotiated.Store(true)
+		}
+	}
+	return d.cli
+}
 
 // Ping checks that the engine answers.
 func (d *Docker) Ping(ctx context.Context) error {
@@ -89,7 +120,7 @@ func (d *Docker) ensureImage(ctx context.Context, ref, policy string, progress i
 	}
 	switch policy {
 	case workflows.PullNever, workflows.PullMissing:
-		_, err := d.cli.ImageInspect(ctx, ref)
+		_, err := d.api(ctx).ImageInspect(ctx, ref)
 		if err == nil {
 			return nil
 		}
@@ -115,7 +146,7 @@ func (d *Docker) pull(ctx context.Context, ref, policy string, progress io.Write
 		}
 		return fmt.Errorf("pulling image %s (pull_policy %s): %w", ref, policy, err)
 	}
-	rc, err := d.cli.ImagePull(pctx, ref, image.PullOptions{})
+	rc, err := d.api(pctx).ImagePull(pctx, ref, image.PullOptions{})
 	if err != nil {
 		return fail(err)
 	}

@@ -186,7 +186,7 @@ func TestRootCloseRemovesContainer(t *testing.T) {
 	if err := sess.Close(ctx); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := d.cli.ContainerInspect(context.Background(), id); err == nil {
+	if _, err := d.Client().ContainerInspect(context.Background(), id); err == nil {
 		t.Errorf("container %s still exists after Close", shortID(id))
 	}
 	// Open again under the same run id after a crash left the container.
@@ -195,7 +195,7 @@ func TestRootCloseRemovesContainer(t *testing.T) {
 	if s1.ID() == s2.ID() {
 		t.Fatal("same container twice")
 	}
-	if _, err := d.cli.ContainerInspect(context.Background(), s1.ID()); err == nil {
+	if _, err := d.Client().ContainerInspect(context.Background(), s1.ID()); err == nil {
 		t.Errorf("the leftover of an earlier attempt was not replaced")
 	}
 }
@@ -236,7 +236,7 @@ func (w *cancelOnWrite) Write(p []byte) (int, error) {
 
 func assertNoContainers(t *testing.T, d *Docker, runID string) {
 	t.Helper()
-	list, err := d.cli.ContainerList(context.Background(), container.ListOptions{All: true,
+	list, err := d.Client().ContainerList(context.Background(), container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", LabelRun+"="+runID))})
 	if err != nil {
 		t.Fatal(err)
@@ -407,13 +407,13 @@ func inspectRunning(t *testing.T, d *Docker, runID string) container.InspectResp
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		list, err := d.cli.ContainerList(context.Background(), container.ListOptions{
+		list, err := d.Client().ContainerList(context.Background(), container.ListOptions{
 			Filters: filters.NewArgs(filters.Arg("label", LabelRun+"="+runID), filters.Arg("status", "running"))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(list) == 1 {
-			ins, err := d.cli.ContainerInspect(context.Background(), list[0].ID)
+			ins, err := d.Client().ContainerInspect(context.Background(), list[0].ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -497,10 +497,10 @@ func TestRemoveOrphans(t *testing.T) {
 	if removed != 1 {
 		t.Errorf("removed %d, want 1", removed)
 	}
-	if _, err := d.cli.ContainerInspect(context.Background(), deadID); err == nil {
+	if _, err := d.Client().ContainerInspect(context.Background(), deadID); err == nil {
 		t.Errorf("orphan %s not removed", shortID(deadID))
 	}
-	if _, err := d.cli.ContainerInspect(context.Background(), live.ID()); err != nil {
+	if _, err := d.Client().ContainerInspect(context.Background(), live.ID()); err != nil {
 		t.Errorf("live run's container removed: %v", err)
 	}
 	if err := sess.Close(context.Background()); err != nil {

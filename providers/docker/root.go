@@ -66,14 +66,14 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		Labels:     map[string]string{LabelRun: req.RunID, LabelRole: "root"},
 	}
 	actx, cancel := d.apiCtx(ctx)
-	created, err := d.cli.ContainerCreate(actx, cfg, d.hostConfig(c, binds), nil, nil, name)
+	created, err := d.api(actx).ContainerCreate(actx, cfg, d.hostConfig(c, binds), nil, nil, name)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("creating root container for run %s from %s: %w", req.RunID, c.Image, err)
 	}
 	s := &Session{d: d, id: created.ID, runID: req.RunID, c: c}
 	actx, cancel = d.apiCtx(ctx)
-	err = d.cli.ContainerStart(actx, s.id, container.StartOptions{})
+	err = d.api(actx).ContainerStart(actx, s.id, container.StartOptions{})
 	cancel()
 	if err == nil {
 		err = ctx.Err()
@@ -126,7 +126,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 
 	actx, cancel := s.d.apiCtx(ctx)
 	defer cancel()
-	created, err := s.d.cli.ContainerExecCreate(actx, s.id, container.ExecOptions{
+	created, err := s.d.api(actx).ContainerExecCreate(actx, s.id, container.ExecOptions{
 		User:         s.c.User,
 		AttachStdin:  req.Stdin != nil,
 		AttachStdout: true,
@@ -138,7 +138,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	if err != nil {
 		return done(fmt.Errorf("creating exec for step %s in root container: %w", req.StepID, err))
 	}
-	hj, err := s.d.cli.ContainerExecAttach(actx, created.ID, container.ExecAttachOptions{})
+	hj, err := s.d.api(actx).ContainerExecAttach(actx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return done(fmt.Errorf("starting exec for step %s in root container: %w", req.StepID, err))
 	}
@@ -162,7 +162,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	ictx, icancel := s.d.apiCtx(ctx)
 	defer icancel()
 	for i := 0; ; i++ {
-		ins, err := s.d.cli.ContainerExecInspect(ictx, created.ID)
+		ins, err := s.d.api(ictx).ContainerExecInspect(ictx, created.ID)
 		if err != nil {
 			return done(fmt.Errorf("inspecting exec of step %s: %w", req.StepID, err))
 		}
@@ -187,11 +187,11 @@ func (s *Session) signal(ctx context.Context, pidFile, sig string) {
 	}
 	actx, cancel := s.d.apiCtx(ctx)
 	defer cancel()
-	created, err := s.d.cli.ContainerExecCreate(actx, s.id, container.ExecOptions{User: s.c.User, Cmd: cmd})
+	created, err := s.d.api(actx).ContainerExecCreate(actx, s.id, container.ExecOptions{User: s.c.User, Cmd: cmd})
 	if err != nil {
 		return
 	}
-	hj, err := s.d.cli.ContainerExecAttach(actx, created.ID, container.ExecAttachOptions{})
+	hj, err := s.d.api(actx).ContainerExecAttach(actx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return
 	}
@@ -214,7 +214,7 @@ func (s *Session) Close(ctx context.Context) error {
 // RemoveOrphans removes every container labelled hookrun.run whose run is
 // not live (a runner calls it at start, before claiming runs).
 func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool) (removed int, err error) {
-	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelRun))})
+	list, err := d.api(ctx).ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelRun))})
 	if err != nil {
 		return 0, fmt.Errorf("listing hookrun containers: %w", err)
 	}

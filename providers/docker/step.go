@@ -50,7 +50,7 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	// Create with a context that outlives ctx: a container created after
 	// ctx ended would otherwise be left behind without our knowing its id.
 	actx, cancel := d.apiCtx(ctx)
-	created, err := d.cli.ContainerCreate(actx, cfg, hc, nil, nil, "")
+	created, err := d.api(actx).ContainerCreate(actx, cfg, hc, nil, nil, "")
 	cancel()
 	if err != nil {
 		return done(fmt.Errorf("creating container for step %s from %s: %w", req.StepID, c.Image, err))
@@ -59,7 +59,7 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	defer d.removeContainer(ctx, id)
 
 	actx, cancel = d.apiCtx(ctx)
-	hj, err := d.cli.ContainerAttach(actx, id, container.AttachOptions{
+	hj, err := d.api(actx).ContainerAttach(actx, id, container.AttachOptions{
 		Stream: true, Stdin: req.Stdin != nil, Stdout: true, Stderr: true,
 	})
 	cancel()
@@ -71,13 +71,13 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	// Wait for the next exit before starting, so a fast exit is not missed.
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer wcancel()
-	waitCh, waitErr := d.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
+	waitCh, waitErr := d.api(wctx).ContainerWait(wctx, id, container.WaitConditionNextExit)
 
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
 	actx, cancel = d.apiCtx(ctx)
-	err = d.cli.ContainerStart(actx, id, container.StartOptions{})
+	err = d.api(actx).ContainerStart(actx, id, container.StartOptions{})
 	cancel()
 	if err != nil {
 		return done(fmt.Errorf("starting container of step %s: %w", req.StepID, err))
@@ -110,7 +110,7 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, waitCh <-chan container.WaitResponse) {
 	actx, cancel := d.apiCtx(ctx)
 	defer cancel()
-	_ = d.cli.ContainerKill(actx, id, "TERM")
+	_ = d.api(actx).ContainerKill(actx, id, "TERM")
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -118,7 +118,7 @@ func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, waitC
 		return
 	case <-t.C:
 	}
-	_ = d.cli.ContainerKill(actx, id, "KILL")
+	_ = d.api(actx).ContainerKill(actx, id, "KILL")
 	select {
 	case <-waitCh:
 	case <-actx.Done():
@@ -129,7 +129,7 @@ func (d *Docker) stop(ctx context.Context, id string, grace time.Duration, waitC
 func (d *Docker) removeContainer(ctx context.Context, id string) error {
 	actx, cancel := d.apiCtx(ctx)
 	defer cancel()
-	err := d.cli.ContainerRemove(actx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	err := d.api(actx).ContainerRemove(actx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return fmt.Errorf("removing container %s: %w", shortID(id), err)
 	}
