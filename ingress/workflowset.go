@@ -69,6 +69,17 @@ func (s *WorkflowSet) Workflows() []*workflows.Workflow {
 	return *s.active.Load()
 }
 
+// Lookup returns the active workflow of that name; it is what the runner
+// looks a run's workflow up in (runner.WorkflowSource).
+func (s *WorkflowSet) Lookup(name string) (*workflows.Workflow, bool) {
+	for _, wf := range s.Workflows() {
+		if wf.Name == name {
+			return wf, true
+		}
+	}
+	return nil, false
+}
+
 // Run polls the directory every interval until ctx is done.
 func (s *WorkflowSet) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {

@@ -154,3 +154,19 @@ func TestWorkflowSetConcurrentReads(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// Lookup finds an active workflow by name, and nothing for other names.
+func TestWorkflowSetLookup(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "pr.yaml", prWorkflow)
+	set, err := NewWorkflowSet(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf, ok := set.Lookup("pr-check"); !ok || wf.Name != "pr-check" {
+		t.Fatalf("Lookup(pr-check) = %v, %v", wf, ok)
+	}
+	if wf, ok := set.Lookup("nope"); ok || wf != nil {
+		t.Fatalf("Lookup(nope) = %v, %v, want nothing", wf, ok)
+	}
+}

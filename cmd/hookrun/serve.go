@@ -232,7 +232,7 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		Logger:            logger,
 	}, runner.Deps{
 		Runs:       q.Runs(),
-		Workflows:  workflowIndex{set},
+		Workflows:  set,
 		Workspaces: ws,
 		Engine:     engine,
 	})
@@ -240,18 +240,6 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		return nil, fmt.Errorf("configuring runner: %w", err)
 	}
 	return r, nil
-}
-
-// workflowIndex adapts the reloading set to the runner's lookup by name.
-type workflowIndex struct{ set *ingress.WorkflowSet }
-
-func (w workflowIndex) Lookup(name string) (*workflows.Workflow, bool) {
-	for _, wf := range w.set.Workflows() {
-		if wf.Name == name {
-			return wf, true
-		}
-	}
-	return nil, false
 }
 
 // gitAuth lets the mirror fetch private repositories with the forge token.

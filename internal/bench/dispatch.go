@@ -12,11 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/runner"
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // dispatchWorkflow's only step records, as its first act, the wall clock in
@@ -50,20 +48,22 @@ func runDispatch(ctx context.Context, cfg *Config, dir string, rep *Report) erro
 	return nil
 }
 
-func dispatchFiles(dir string) (stamps string, files map[string]string, err error) {
+// openDispatchStack opens the stack with the stamping workflow; its step
+// writes into the returned stamps directory.
+func openDispatchStack(ctx context.Context, cfg *Config, dir string) (stamps string, s *stack, err error) {
 	stamps = filepath.Join(dir, "stamps")
 	if err := os.MkdirAll(stamps, 0o755); err != nil {
 		return "", nil, fmt.Errorf("creating stamp dir: %w", err)
 	}
-	return stamps, map[string]string{"bench-dispatch.yaml": fmt.Sprintf(dispatchWorkflow, stamps)}, nil
+	s, err = openStack(ctx, dir, cfg.Logger, map[string]string{"bench-dispatch.yaml": fmt.Sprintf(dispatchWorkflow, stamps)})
+	if err != nil {
+		return "", nil, err
+	}
+	return stamps, s, nil
 }
 
 func dispatchInProcess(ctx context.Context, cfg *Config, dir string) (DispatchRow, error) {
-	stamps, files, err := dispatchFiles(dir)
-	if err != nil {
-		return DispatchRow{}, err
-	}
-	s, err := openStack(ctx, dir, cfg.Logger, files)
+	stamps, s, err := openDispatchStack(ctx, cfg, dir)
 	if err != nil {
 		return DispatchRow{}, err
 	}
@@ -81,7 +81,7 @@ func dispatchInProcess(ctx context.Context, cfg *Config, dir string) (DispatchRo
 		return DispatchRow{}, fmt.Errorf("configuring engine: %w", err)
 	}
 	r, err := runner.New(runner.Config{Logger: cfg.Logger}, runner.Deps{
-		Runs: s.q.Runs(), Workflows: workflowIndex{s.set}, Workspaces: ws, Engine: engine,
+		Runs: s.q.Runs(), Workflows: s.set, Workspaces: ws, Engine: engine,
 	})
 	if err != nil {
 		return DispatchRow{}, fmt.Errorf("configuring runner: %w", err)
@@ -101,11 +101,7 @@ func dispatchInProcess(ctx context.Context, cfg *Config, dir string) (DispatchRo
 }
 
 func dispatchSeparate(ctx context.Context, cfg *Config, dir string) (DispatchRow, error) {
-	stamps, files, err := dispatchFiles(dir)
-	if err != nil {
-		return DispatchRow{}, err
-	}
-	s, err := openStack(ctx, dir, cfg.Logger, files)
+	stamps, s, err := openDispatchStack(ctx, cfg, dir)
 	if err != nil {
 		return DispatchRow{}, err
 	}
@@ -187,18 +183,3 @@ func waitStamp(ctx context.Context, path string, timeout time.Duration) (time.Ti
 		}
 	}
 }
-
-// workflowIndex adapts the reloading set to the runner's lookup by name,
-// as `hookrun serve` does.
-type workflowIndex struct{ set *ingress.WorkflowSet }
-
-func (w workflowIndex) Lookup(name string) (*workflows.Workflow, bool) {
-	for _, wf := range w.set.Workflows() {
-		if wf.Name == name {
-			return wf, true
-		}
-	}
-	return nil, false
-}
-
-var _ runner.WorkflowSource = workflowIndex{}
