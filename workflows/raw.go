@@ -246,6 +246,20 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 		r.errf(n, "%s: nested too deeply", what)
 		return false
 	}
+	return r.eachPair(n, what, "field", func(k, v *yaml.Node) {
+		f, ok := fields[k.Value]
+		if !ok {
+			r.errf(k, "unknown field %q in %s", k.Value, what)
+			return
+		}
+		f(k, v)
+	})
+}
+
+// eachPair calls f for each key/value pair of the mapping node n (merge keys
+// resolved); keys that are not strings, or repeat, are problems instead.
+// noun names the keys in messages ("field", "key").
+func (r *reader) eachPair(n *yaml.Node, what, noun string, f func(k, v *yaml.Node)) bool {
 	if !r.visit(n) {
 		return false
 	}
@@ -257,15 +271,10 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 			continue
 		}
 		if seen[k.Value] {
-			r.errf(k, "%s: duplicate field %q", what, k.Value)
+			r.errf(k, "%s: duplicate %s %q", what, noun, k.Value)
 			continue
 		}
 		seen[k.Value] = true
-		f, ok := fields[k.Value]
-		if !ok {
-			r.errf(k, "unknown field %q in %s", k.Value, what)
-			continue
-		}
 		f(k, v)
 	}
 	return true
@@ -321,23 +330,7 @@ func (r *reader) pairs(n *yaml.Node, what string, f func(k, v *yaml.Node)) {
 		r.errf(n, "%s: expected a mapping, got %s", what, kindName(n))
 		return
 	}
-	if !r.visit(n) {
-		return
-	}
-	seen := map[string]bool{}
-	for _, e := range r.entries(n, what) {
-		k, v := e[0], e[1]
-		if k.Kind != yaml.ScalarNode {
-			r.errf(k, "%s: keys must be strings", what)
-			continue
-		}
-		if seen[k.Value] {
-			r.errf(k, "%s: duplicate key %q", what, k.Value)
-			continue
-		}
-		seen[k.Value] = true
-		f(k, v)
-	}
+	r.eachPair(n, what, "key", f)
 }
 
 // seq walks a list.
