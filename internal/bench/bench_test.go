@@ -73,7 +73,7 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 		if row["concurrency"] != want {
 			t.Errorf("ingest[%d].concurrency = %v, want %v", i, row["concurrency"], want)
 		}
-		for _, key := range []string{"floor_per_sec", "per_sec", "ratio", "p50_ms", "p99_ms", "p999_ms", "floor_p50_ms", "run_msg_bytes"} {
+		for _, key := range []string{"floor_per_sec", "floor_tcp_per_sec", "per_sec", "ratio", "ratio_tcp", "p50_ms", "p99_ms", "p999_ms", "floor_p50_ms", "run_msg_bytes"} {
 			if f, ok := row[key].(float64); !ok || f <= 0 {
 				t.Errorf("ingest[%d].%s = %v, want a positive number", i, key, row[key])
 			}
@@ -91,8 +91,8 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 	}
 
 	targets, _ := doc["targets"].([]any)
-	if len(targets) < 9 {
-		t.Fatalf("%d targets, want every target of the issue", len(targets))
+	if len(targets) != 10 {
+		t.Fatalf("%d targets, want the issue's 10", len(targets))
 	}
 	for _, x := range targets {
 		tg := x.(map[string]any)
@@ -111,6 +111,29 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// --only runs and judges a subset: only the named phases' sections and
+// targets appear; an unknown phase is refused.
+func TestOnlyPhases(t *testing.T) {
+	rep := &Report{Phases: []string{"engine", "run_cli"}, Engine: Engine{Ratio: 1.1}, RunCLI: RunCLI{Ratio: 2.5}}
+	ts := judge(rep)
+	if len(ts) != 2 || !ts[0].Met || ts[1].Met {
+		t.Fatalf("targets %+v, want engine met and hookrun run not", ts)
+	}
+	rep.Targets = ts
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Engine:") || strings.Contains(table.String(), "Ingest:") || strings.Contains(table.String(), "Memory of") {
+		t.Errorf("table of engine and run_cli:\n%s", table.String())
+	}
+	cfg := Config{Binary: "/bin/sh", Only: []string{"ingest", "warp"}}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `unknown phase "warp"`) {
+		t.Errorf("Validate with an unknown phase: %v", err)
 	}
 }
 

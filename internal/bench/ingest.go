@@ -30,9 +30,11 @@ const secret = "hookrun-bench-secret"
 // settings as queue.StreamRuns.
 const floorStream = "BENCH_FLOOR"
 
-// ingestWorkflow matches the payload (pull_request opened on master by its
-// OWNER) and is never run during ingest: no runner consumes.
-const ingestWorkflow = `name: bench-ingest
+// noopWorkflow is a one-step `true` workflow that matches the payload
+// (pull_request opened on master by its OWNER). Ingest never runs it (no
+// runner consumes); the memory phase runs it 10,000 times.
+func noopWorkflow(name string) string {
+	return "name: " + name + `
 on:
   - event: pull_request
     actions: [opened]
@@ -41,6 +43,7 @@ steps:
   - id: noop
     run: "true"
 `
+}
 
 // stack is an embedded queue and the HTTP ingress in this process, wired as
 // `hookrun serve` wires them.
@@ -198,7 +201,7 @@ func (s *sender) close() { s.client.CloseIdleConnections() }
 // runIngest measures (a) the raw-publish floor and (b) HTTP ingress at each
 // concurrency, then the open loop.
 func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error {
-	s, err := openStack(ctx, dir, cfg.Logger, map[string]string{"bench-ingest.yaml": ingestWorkflow})
+	s, err := openStack(ctx, dir, cfg.Logger, map[string]string{"bench-ingest.yaml": noopWorkflow("bench-ingest")})
 	if err != nil {
 		return err
 	}

@@ -17,17 +17,6 @@ import (
 	"github.com/hookrun/hookrun/queue"
 )
 
-// memoryWorkflow is the trivial one-step workflow the memory phase runs.
-const memoryWorkflow = `name: bench-memory
-on:
-  - event: pull_request
-    actions: [opened]
-    branches: [master]
-steps:
-  - id: noop
-    run: "true"
-`
-
 // memoryConfig is the `hookrun serve` configuration of the memory phase.
 const memoryConfig = `listen: %s
 data_dir: %s
@@ -59,7 +48,7 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	if err := os.MkdirAll(wfDir, 0o755); err != nil {
 		return fmt.Errorf("creating workflow dir: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(wfDir, "bench-memory.yaml"), []byte(memoryWorkflow), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(wfDir, "bench-memory.yaml"), []byte(noopWorkflow("bench-memory")), 0o644); err != nil {
 		return fmt.Errorf("writing workflow: %w", err)
 	}
 	cfgPath := filepath.Join(dir, "hookrun.yaml")
