@@ -349,6 +349,8 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 		SecretNames: x.secretNames,
 		Dir:         x.stepDir(st, r),
 		Workspace:   x.spec.Workspace,
+		Home:        x.spec.Home,
+		TmpDir:      x.spec.TmpDir,
 		Container:   st.Container,
 		Stdout:      out,
 		Stderr:      stderr,

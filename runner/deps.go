@@ -1,20 +1,13 @@
 package runner
 
 import (
-	"context"
-
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Workspaces prepares and removes run workspaces. providers/git satisfies it.
-type Workspaces interface {
-	// Prepare creates the run's workspace: a checkout of the event's head
-	// when checkout is true, else an empty directory. It returns the
-	// directory and the head SHA checked out ("" without checkout).
-	Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (dir, headSHA string, err error)
-	// Remove deletes the run's workspace.
-	Remove(runID string) error
-}
+// Workspaces prepares and removes run workspaces (contract.Workspaces;
+// providers/git implements it).
+type Workspaces = contract.Workspaces
 
 // WorkflowSource finds the loaded workflow a run request names.
 type WorkflowSource interface {

@@ -72,6 +72,10 @@ type EngineConfig struct {
 	Logs             LogSink                     // step output; nil: discarded
 	Reporter         contract.Reporter           // where the run is shown; nil: not reported
 	LookupEnv        func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
+	// Redact are values masked in every run's logs, errors and report
+	// besides the workflow's secrets: the server's own credentials, which
+	// no step should see, masked should one leak anyway.
+	Redact []string
 	Logger           *slog.Logger                // operator log; default slog.Default()
 	ProgressInterval time.Duration               // at most one progress report per run this often; default 2s
 	Grace            time.Duration               // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
@@ -134,6 +138,8 @@ type RunSpec struct {
 	Workflow  *workflows.Workflow // validated
 	Event     *workflows.Event    // what triggered it; nil: an empty event
 	Workspace string              // host directory the steps work in; "" = none (no event file is written)
+	Home      string              // the run's own HOME for host steps; "" keeps the runner's
+	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
 	Ref       contract.ReportRef  // what an earlier attempt's reporter stored
 	// OnChange is called with a copy of all step states after every change
@@ -326,7 +332,7 @@ func (x *execution) loadSecrets() {
 		x.secretNames = append(x.secretNames, name)
 		values = append(values, v)
 	}
-	x.red = NewRedactor(values...)
+	x.red = NewRedactor(append(values, x.e.cfg.Redact...)...)
 }
 
 // logWriter returns a redacting line writer for one stream of one step.
@@ -457,6 +463,12 @@ func (x *execution) buildPrefix(p place) *envList {
 			if v, ok := x.e.cfg.LookupEnv(n); ok {
 				l.set(n, v)
 			}
+		}
+		if x.spec.Home != "" {
+			l.set("HOME", x.spec.Home)
+		}
+		if x.spec.TmpDir != "" {
+			l.set("TMPDIR", x.spec.TmpDir)
 		}
 	} else if p == placeContainer && workspace != "" {
 		workspace = containerWorkspace

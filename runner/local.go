@@ -73,13 +73,14 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	}
 	dir, headSHA := o.Dir, ""
 	if o.Workflow.Checkout && o.Workspaces != nil {
-		d, sha, err := o.Workspaces.Prepare(ctx, o.RunID, ev, true)
+		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, true)
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "hookrun run: preparing workspace: %v\n", err)
 			return ExitFailed
 		}
 		defer o.Workspaces.Remove(o.RunID) //nolint:errcheck // best effort cleanup of a local checkout
-		dir, headSHA = d, sha
+		// HOME and TMPDIR stay the invoking user's: a local run is theirs.
+		dir, headSHA = ws.Dir, ws.HeadSHA
 	}
 	if dir == "" {
 		wd, err := os.Getwd()

@@ -313,7 +313,8 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 	go func() { defer close(hbDone); hb.loop(hbCtx) }()
 	stopHeartbeat := func() { stopHB(); <-hbDone }
 
-	dir, headSHA, err := r.deps.Workspaces.Prepare(runCtx, req.ID, &req.Event, wf.Checkout)
+	ws, err := r.deps.Workspaces.Prepare(runCtx, req.ID, &req.Event, wf.Checkout)
+	headSHA := ws.HeadSHA
 	if err != nil {
 		stopHeartbeat()
 		if hb.lost.Load() {
@@ -345,7 +346,9 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		Attempt:   rec.Attempt,
 		Workflow:  wf,
 		Event:     &req.Event,
-		Workspace: dir,
+		Workspace: ws.Dir,
+		Home:      ws.Home,
+		TmpDir:    ws.TmpDir,
 		HeadSHA:   firstNonEmpty(headSHA, rec.HeadSHA, req.Event.HeadSHA()),
 		Ref:       refOf(rec),
 		OnChange:  hb.setSteps,

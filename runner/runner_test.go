@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -32,15 +33,15 @@ type dirWorkspaces struct {
 	prepared []string
 }
 
-func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ bool) (string, string, error) {
+func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ bool) (contract.Workspace, error) {
 	if w.failures.Add(-1) >= 0 {
-		return "", "", errors.New("mirror fetch failed: connection refused")
+		return contract.Workspace{}, errors.New("mirror fetch failed: connection refused")
 	}
 	dir := filepath.Join(w.root, runID)
 	w.mu.Lock()
 	w.prepared = append(w.prepared, runID)
 	w.mu.Unlock()
-	return dir, "", os.MkdirAll(dir, 0o755)
+	return contract.Workspace{Dir: dir}, os.MkdirAll(dir, 0o755)
 }
 
 func (w *dirWorkspaces) Remove(runID string) error { return os.RemoveAll(filepath.Join(w.root, runID)) }

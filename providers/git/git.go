@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -43,6 +44,15 @@ type Config struct {
 	// LockPoll is how often a Prepare waiting for another process's lock on
 	// a mirror retries. Default 50ms.
 	LockPoll time.Duration
+	// Owner, when set, is the user host steps run as: Prepare hands the
+	// workspace and the run's HOME and TMPDIR to it (the last two private
+	// to it, mode 0700); mirrors and everything else stay hookrun's.
+	Owner *Owner
+}
+
+// Owner is a numeric user and group.
+type Owner struct {
+	UID, GID int
 }
 
 func (c *Config) setDefaults() {
@@ -73,6 +83,7 @@ type Workspaces struct {
 	cfg        Config
 	mirrors    string // <data>/mirrors
 	workspaces string // <data>/workspaces
+	scratch    string // <data>/scratch: <run>/home and <run>/tmp
 
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per mirror path; a buffered channel of 1 is a ctx-aware mutex
@@ -92,9 +103,10 @@ func New(cfg Config) (*Workspaces, error) {
 		cfg:        cfg,
 		mirrors:    filepath.Join(data, "mirrors"),
 		workspaces: filepath.Join(data, "workspaces"),
+		scratch:    filepath.Join(data, "scratch"),
 		locks:      map[string]chan struct{}{},
 	}
-	for _, d := range []string{w.mirrors, w.workspaces} {
+	for _, d := range []string{w.mirrors, w.workspaces, w.scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
@@ -111,63 +123,113 @@ func (w *Workspaces) Dir(runID string) (string, error) {
 }
 
 // Prepare creates <data>/workspaces/<runID>, replacing what an earlier
-// attempt of the run left there. With checkout it holds a clone of the
+// attempt of the run left there, and the run's HOME and TMPDIR under
+// <data>/scratch/<runID>. With checkout the workspace holds a clone of the
 // event's repository with a detached HEAD at the head commit: the event's
-// head SHA, or, when the event carries none (comments), the tip of the pull
-// or merge request's head ref; for an event with neither (issues) the
-// repository's default branch. It returns the directory and the SHA checked
-// out (""without checkout).
+// head SHA, or, when the event carries none, the tip of the pull or merge
+// request's head ref; for an event with neither (issues) the repository's
+// default branch. With Config.Owner all three belong to that user.
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
 // repository are serialized on it (also across processes sharing the data
 // dir), Prepares of different repositories run in parallel.
-func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (dir string, headSHA string, err error) {
-	dir, err = w.Dir(runID)
+func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (contract.Workspace, error) {
+	var ws contract.Workspace
+	dir, err := w.Dir(runID)
 	if err != nil {
-		return "", "", err
+		return ws, err
 	}
-	if err := removeAll(dir); err != nil {
-		return "", "", fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+	if err := w.Remove(runID); err != nil {
+		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
 	}
-	if !checkout {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", "", fmt.Errorf("creating workspace of run %s: %w", runID, err)
+	sha := ""
+	if checkout {
+		if sha, err = w.clone(ctx, runID, dir, e); err != nil {
+			return ws, err
 		}
-		return dir, "", nil
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ws, fmt.Errorf("creating workspace of run %s: %w", runID, err)
 	}
+	home, tmp := filepath.Join(w.scratch, runID, "home"), filepath.Join(w.scratch, runID, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			_ = w.Remove(runID)
+			return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
+		}
+	}
+	if err := w.handOver(dir, home, tmp); err != nil {
+		_ = w.Remove(runID)
+		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
+	}
+	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp}, nil
+}
+
+// clone fills dir with a checkout of e's head and returns the SHA.
+func (w *Workspaces) clone(ctx context.Context, runID, dir string, e *workflows.Event) (string, error) {
 	if e == nil {
-		return "", "", fmt.Errorf("preparing workspace of run %s: checkout needs an event", runID)
+		return "", fmt.Errorf("preparing workspace of run %s: checkout needs an event", runID)
 	}
 	plan, err := planFetch(e)
 	if err != nil {
-		return "", "", fmt.Errorf("preparing workspace of run %s: %w", runID, err)
+		return "", fmt.Errorf("preparing workspace of run %s: %w", runID, err)
 	}
 	env, err := w.env(ctx, e)
 	if err != nil {
-		return "", "", fmt.Errorf("preparing workspace of run %s: getting git credentials: %w", runID, err)
+		return "", fmt.Errorf("preparing workspace of run %s: getting git credentials: %w", runID, err)
 	}
 	mirror := filepath.Join(w.mirrors, mirrorName(e))
-
 	sha, err := w.updateMirror(ctx, mirror, e.CloneURL, plan, env)
 	if err != nil {
-		return "", "", fmt.Errorf("preparing workspace of run %s: %w", runID, redactURL(err, e.CloneURL))
+		return "", fmt.Errorf("preparing workspace of run %s: %w", runID, redactURL(err, e.CloneURL))
 	}
 	if err := w.checkout(ctx, mirror, dir, sha, e.CloneURL); err != nil {
 		_ = removeAll(dir)
-		return "", "", fmt.Errorf("preparing workspace of run %s: %w", runID, redactURL(err, e.CloneURL))
+		return "", fmt.Errorf("preparing workspace of run %s: %w", runID, redactURL(err, e.CloneURL))
 	}
-	return dir, sha, nil
+	return sha, nil
 }
 
-// Remove deletes the workspace of runID; a missing workspace is not an error.
+// handOver gives the workspace tree and the scratch directories to
+// Config.Owner (nothing to do without one). The workspace keeps the modes
+// the checkout gave it, so that a container whose image runs as another
+// user can still read it; HOME and TMPDIR become private to the owner.
+func (w *Workspaces) handOver(dir string, private ...string) error {
+	o := w.cfg.Owner
+	if o == nil {
+		return nil
+	}
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, o.UID, o.GID)
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range private {
+		if err := os.Lchown(d, o.UID, o.GID); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Remove deletes the workspace and scratch directories of runID; missing
+// ones are not an error.
 func (w *Workspaces) Remove(runID string) error {
 	dir, err := w.Dir(runID)
 	if err != nil {
 		return err
 	}
-	if err := removeAll(dir); err != nil {
-		return fmt.Errorf("removing workspace of run %s: %w", runID, err)
+	for _, d := range []string{dir, filepath.Join(w.scratch, runID)} {
+		if err := removeAll(d); err != nil {
+			return fmt.Errorf("removing workspace of run %s: %w", runID, err)
+		}
 	}
 	return nil
 }
@@ -593,3 +655,5 @@ func removeAll(dir string) error {
 	})
 	return os.RemoveAll(dir)
 }
+
+var _ contract.Workspaces = (*Workspaces)(nil)

@@ -187,7 +187,7 @@ func TestPrepareCheckout(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			runID := fmt.Sprintf("run-%d", i)
-			dir, sha, err := w.Prepare(context.Background(), runID, tt.event, true)
+			dir, sha, err := prepare(w, context.Background(), runID, tt.event, true)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Prepare: err %v, want one containing %q", err, tt.wantErr)
@@ -222,7 +222,7 @@ func TestPrepareCheckout(t *testing.T) {
 		})
 	}
 	t.Run("pull request base branch is there to diff against", func(t *testing.T) {
-		dir, _, err := w.Prepare(context.Background(), "base", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
+		dir, _, err := prepare(w, context.Background(), "base", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,13 +242,13 @@ func TestPrepareFollowsUpstream(t *testing.T) {
 	data := t.TempDir()
 	w := newWorkspaces(t, data)
 	ctx := context.Background()
-	if _, sha, err := w.Prepare(ctx, "r1", prEvent(workflows.GitHub, u.bare, 1, ""), true); err != nil || sha != u.p1 {
+	if _, sha, err := prepare(w, ctx, "r1", prEvent(workflows.GitHub, u.bare, 1, ""), true); err != nil || sha != u.p1 {
 		t.Fatalf("first Prepare: %s, %v; want %s", sha, err, u.p1)
 	}
 	// The PR gets a new commit: a comment event (no SHA) sees it.
 	p2 := u.branchCommit("feature2", u.p1, "feature.txt", "pr2")
 	u.updateRef("refs/pull/1/head", p2)
-	dir, sha, err := w.Prepare(ctx, "r2", prEvent(workflows.GitHub, u.bare, 1, ""), true)
+	dir, sha, err := prepare(w, ctx, "r2", prEvent(workflows.GitHub, u.bare, 1, ""), true)
 	if err != nil || sha != p2 {
 		t.Fatalf("second Prepare: %s, %v; want %s", sha, err, p2)
 	}
@@ -256,7 +256,7 @@ func TestPrepareFollowsUpstream(t *testing.T) {
 		t.Errorf("feature.txt = %q, want pr2", b)
 	}
 	// An event for the old head still checks it out (already in the mirror).
-	if _, sha, err := w.Prepare(ctx, "r3", prEvent(workflows.GitHub, u.bare, 1, u.p1), true); err != nil || sha != u.p1 {
+	if _, sha, err := prepare(w, ctx, "r3", prEvent(workflows.GitHub, u.bare, 1, u.p1), true); err != nil || sha != u.p1 {
 		t.Errorf("Prepare of the old head: %s, %v; want %s", sha, err, u.p1)
 	}
 	mirrors, _ := filepath.Glob(filepath.Join(data, "mirrors", "*", "*.git"))
@@ -273,7 +273,7 @@ func TestPrepareForcePushedHead(t *testing.T) {
 	u.branchCommit("keep", u.p1, "keep.txt", "k") // keeps p1 reachable
 	u.updateRef("refs/pull/1/head", other)
 	w := newWorkspaces(t, t.TempDir())
-	dir, sha, err := w.Prepare(context.Background(), "r", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
+	dir, sha, err := prepare(w, context.Background(), "r", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
 	if err != nil || sha != u.p1 {
 		t.Fatalf("Prepare: %s, %v; want %s", sha, err, u.p1)
 	}
@@ -306,7 +306,7 @@ func TestPrepareConcurrent(t *testing.T) {
 			defer wg.Done()
 			ev := events[i%len(events)]
 			runID := fmt.Sprintf("c%d", i)
-			dir, sha, err := ws[i%2].Prepare(context.Background(), runID, ev.e, true)
+			dir, sha, err := prepare(ws[i%2], context.Background(), runID, ev.e, true)
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", runID, err)
 				return
@@ -345,7 +345,7 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
 		t.Fatal(err)
 	}
-	got, sha, err := w.Prepare(context.Background(), "r1", nil, false)
+	got, sha, err := prepare(w, context.Background(), "r1", nil, false)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
@@ -402,7 +402,7 @@ func TestUntrustedInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := w.Prepare(context.Background(), tt.runID, tt.event, true); err == nil {
+			if _, _, err := prepare(w, context.Background(), tt.runID, tt.event, true); err == nil {
 				t.Errorf("Prepare accepted it")
 			}
 			if exists(pwned) {
@@ -416,12 +416,12 @@ func TestUntrustedInput(t *testing.T) {
 	// A repository name full of path syntax stays one mirror under mirrors/.
 	e := prEvent(workflows.GitHub, u.bare, 1, u.p1)
 	e.Repo = "../../evil/.."
-	if _, _, err := w.Prepare(context.Background(), "odd-name", e, true); err != nil {
+	if _, _, err := prepare(w, context.Background(), "odd-name", e, true); err != nil {
 		t.Fatalf("Prepare with an odd repo name: %v", err)
 	}
 	// A very long one (deep GitLab groups) still fits in a path element.
 	e.Repo = strings.Repeat("group/", 60) + "project"
-	if _, _, err := w.Prepare(context.Background(), "long-name", e, true); err != nil {
+	if _, _, err := prepare(w, context.Background(), "long-name", e, true); err != nil {
 		t.Fatalf("Prepare with a long repo name: %v", err)
 	}
 	mirrors, _ := filepath.Glob(filepath.Join(data, "mirrors", "github", "*.git"))
@@ -434,7 +434,7 @@ func TestPrepareCancelled(t *testing.T) {
 	w := newWorkspaces(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := w.Prepare(ctx, "r", prEvent(workflows.GitHub, "/nonexistent/upstream.git", 1, strings.Repeat("a", 40)), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
+	if _, _, err := prepare(w, ctx, "r", prEvent(workflows.GitHub, "/nonexistent/upstream.git", 1, strings.Repeat("a", 40)), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Errorf("Prepare with a cancelled context: %v, want a context error", err)
 	}
 }
@@ -480,7 +480,7 @@ func TestAuthOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, sha, err := w.Prepare(context.Background(), "auth", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
+	dir, sha, err := prepare(w, context.Background(), "auth", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
 	if err != nil || sha != u.p1 {
 		t.Fatalf("Prepare with a token: %s, %v; want %s", sha, err, u.p1)
 	}
@@ -498,12 +498,12 @@ func TestAuthOverHTTP(t *testing.T) {
 	// Without credentials the server refuses, and the error says so
 	// without any secret.
 	anon := newWorkspaces(t, t.TempDir())
-	_, _, err = anon.Prepare(context.Background(), "anon", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
+	_, _, err = prepare(anon, context.Background(), "anon", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
 	if err == nil || refused.Load() == 0 {
 		t.Fatalf("Prepare without a token: err %v, refused %d; want a refusal", err, refused.Load())
 	}
 	// Credentials in the URL itself are kept out of errors too.
-	_, _, err = anon.Prepare(context.Background(), "anon2",
+	_, _, err = prepare(anon, context.Background(), "anon2",
 		prEvent(workflows.GitHub, strings.Replace(cloneURL, "://", "://user:"+token+"@", 1)+"-missing", 1, u.p1), true)
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("error %v: want one without the token", err)
@@ -535,4 +535,11 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// prepare is Prepare with the workspace directory and head SHA apart, as
+// most tests look at nothing else.
+func prepare(w *git.Workspaces, ctx context.Context, runID string, e *workflows.Event, checkout bool) (string, string, error) {
+	ws, err := w.Prepare(ctx, runID, e, checkout)
+	return ws.Dir, ws.HeadSHA, err
 }

@@ -45,6 +45,11 @@ type ExecRequest struct {
 	// Workspace is the run's workspace on the host (bind-mounted into
 	// containers, cloned into sandboxes).
 	Workspace string
+	// Home and TmpDir are the run's own HOME and TMPDIR on the host (host
+	// steps get them in Env); "" when the run has none. An executor that
+	// hides parts of the host from its commands keeps these and Workspace
+	// reachable.
+	Home, TmpDir string
 
 	// Container is set for a step with its own `container:`; only the
 	// per-step container executor reads it.
@@ -60,6 +65,25 @@ type ExecRequest struct {
 type ExecResult struct {
 	ExitCode int // -1 when stopped by ctx
 	Duration time.Duration
+}
+
+// Workspaces prepares and removes the per-run directories on the host.
+// providers/git implements it.
+type Workspaces interface {
+	// Prepare creates the run's directories: a workspace holding a checkout
+	// of the event's head when checkout is true (else empty), and the run's
+	// own HOME and TMPDIR. It replaces what an earlier attempt left.
+	Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (Workspace, error)
+	// Remove deletes everything Prepare created for the run.
+	Remove(runID string) error
+}
+
+// Workspace is what Prepare made for one run.
+type Workspace struct {
+	Dir     string // the workspace: steps' working directory, HOOKRUN_WORKSPACE
+	HeadSHA string // the commit checked out; "" without checkout
+	Home    string // the run's HOME for host steps; "" to keep the runner's
+	TmpDir  string // the run's TMPDIR for host steps; "" to keep the runner's
 }
 
 // Sandbox opens a per-run environment before the first step and closes it
