@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/moby/sys/reexec"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,6 +41,11 @@ func commands() []command {
 }
 
 func main() {
+	// An isolated host step starts as a re-execution of this binary: run
+	// its init instead of a command (providers/host).
+	if reexec.Init() {
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,10 @@ type Config struct {
 	// after the step's process group is gone (a process that escaped the
 	// group with setsid may still hold the pipes). Default 2s.
 	DrainTimeout time.Duration
+	// Isolation, when set, runs every command as an unprivileged user in
+	// its own mount and PID namespaces (see Isolation). nil: commands run
+	// as this process's user, seeing what it sees.
+	Isolation *Isolation
 }
 
 func (c *Config) setDefaults() {
@@ -54,6 +59,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Shell, " \t\n") {
 		return fmt.Errorf("validating host executor config: shell %q must be a program, not a command line", c.Shell)
+	}
+	if c.Isolation != nil {
+		return c.Isolation.Validate()
 	}
 	return nil
 }
@@ -88,6 +96,21 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+	}
+	var exposed []string
+	if iso := e.cfg.Isolation; iso != nil {
+		exposed = expose(req.Workspace, req.Home, req.TmpDir)
+		if req.Dir == "" {
+			// Never the runner's own working directory, which may lie in
+			// what the isolation hides.
+			req.Dir = req.Workspace
+			if req.Dir == "" {
+				req.Dir = "/"
+			}
+		}
+		if err := checkReachable(iso.Hide, exposed, req.Dir); err != nil {
+			return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+		}
 	}
 	if req.Dir != "" {
 		if fi, err := os.Stat(req.Dir); err != nil {
@@ -126,29 +149,32 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		closeAll(outR, outW)
 		return res, fmt.Errorf("running step %s: creating stderr pipe: %w", req.StepID, err)
 	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        req.Argv,
-		Env:         envStrings(req.Env),
-		Dir:         req.Dir,
-		Stdin:       req.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		// Only the stdin copier is managed by os/exec (stdout and stderr are
-		// our own pipes); don't let a blocking stdin reader hold Wait.
-		WaitDelay: e.cfg.DrainTimeout,
-	}
-	if err := cmd.Start(); err != nil {
+	cmd, isoErr, cleanup, err := e.command(req, path, grace, exposed)
+	if err != nil {
 		closeAll(outR, outW, errR, errW)
+		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, outW, errW
+	// Only the stdin copier is managed by os/exec (stdout and stderr are
+	// our own pipes); don't let a blocking stdin reader hold Wait.
+	cmd.WaitDelay = e.cfg.DrainTimeout
+	started := startLocked(cmd)
+	cleanup()
+	if err := started.err; err != nil {
+		closeAll(outR, outW, errR, errW)
+		if isoErr != nil {
+			_ = isoErr.Close()
+		}
 		code := startErrorCode(err)
-		if code == 0 {
+		if code == 0 || e.cfg.Isolation != nil {
 			return res, fmt.Errorf("running step %s: starting %s: %w", req.StepID, req.Argv[0], err)
 		}
 		fmt.Fprintf(stderr, "hookrun: %s: %v\n", req.Argv[0], err)
 		res.ExitCode, res.Duration = code, time.Since(start)
 		return res, nil
 	}
+	defer started.done()
+	ready, isolation := readIsolationErrors(isoErr)
 	// The child has its own copies; ours must go so that EOF arrives.
 	closeAll(outW, errW)
 	pgid := cmd.Process.Pid
@@ -182,7 +208,7 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		default:
 			ctxErr = ctx.Err()
 			termAt = time.Now()
-			waitErr = stop(pgid, grace, waited)
+			waitErr = stop(pgid, grace, waited, ready)
 		}
 	}
 	// The main process is gone; stop whatever it left behind in its group.
@@ -204,6 +230,9 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	closeAll(outR, errR)
 	res.Duration = time.Since(start)
 
+	if msg := <-isolation; msg != "" {
+		return res, fmt.Errorf("running step %s: isolating it: %s", req.StepID, msg)
+	}
 	if ctxErr != nil {
 		return res, fmt.Errorf("running step %s: %w", req.StepID, ctxErr)
 	}
@@ -214,12 +243,117 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	return res, nil
 }
 
+// command builds the process of one request: the program itself, or, with
+// Isolation, the init that runs it isolated. isoErr (with Isolation) carries
+// a failure to isolate; cleanup closes what the child inherited once it has
+// started.
+func (e *Executor) command(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) {
+	iso := e.cfg.Isolation
+	if iso == nil {
+		return &exec.Cmd{
+			Path:        path,
+			Args:        req.Argv,
+			Env:         envStrings(req.Env),
+			Dir:         req.Dir,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}, nil, func() {}, nil
+	}
+	user := iso.Username
+	if user == "" {
+		user = "hookrun-step"
+	}
+	env := make([]workflows.EnvVar, 0, len(req.Env)+2)
+	for _, v := range req.Env {
+		if v.Name != "USER" && v.Name != "LOGNAME" {
+			env = append(env, v)
+		}
+	}
+	env = append(env, workflows.EnvVar{Name: "USER", Value: user}, workflows.EnvVar{Name: "LOGNAME", Value: user})
+	cmd, isoErr, cleanup, err = iso.initCommand(initSpec{
+		Path:   path,
+		Argv:   req.Argv,
+		Env:    envStrings(env),
+		Dir:    req.Dir,
+		Expose: exposed,
+		Grace:  grace,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd.Dir = "/"
+	return cmd, isoErr, cleanup, nil
+}
+
+// startedCmd is a started command whose starting thread stays locked until
+// done: the kernel delivers a child's parent-death signal when the thread
+// that forked it exits, not the process.
+type startedCmd struct {
+	err  error
+	done func()
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread, which
+// stays parked until done is called (after Wait).
+func startLocked(cmd *exec.Cmd) startedCmd {
+	if cmd.SysProcAttr == nil || cmd.SysProcAttr.Pdeathsig == 0 {
+		return startedCmd{err: cmd.Start(), done: func() {}}
+	}
+	errc := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		errc <- cmd.Start()
+		<-release
+	}()
+	err := <-errc
+	if err != nil {
+		close(release)
+		return startedCmd{err: err, done: func() {}}
+	}
+	return startedCmd{done: func() { close(release) }}
+}
+
+// readIsolationErrors follows what the init reports on its status pipe:
+// ready is closed once the init catches signals (or is gone), msg carries
+// its failure to isolate ("" when it succeeded) once it closes the pipe.
+// Without isolation (r nil) ready is closed and msg is "" at once.
+func readIsolationErrors(r *os.File) (ready <-chan struct{}, msg <-chan string) {
+	readyc, msgc := make(chan struct{}), make(chan string, 1)
+	if r == nil {
+		close(readyc)
+		msgc <- ""
+		return readyc, msgc
+	}
+	go func() {
+		defer r.Close()
+		first := make([]byte, 1)
+		n, _ := io.ReadFull(r, first)
+		close(readyc)
+		b, _ := io.ReadAll(io.LimitReader(r, 4096))
+		if n == 1 && first[0] != initReady {
+			b = append(first, b...)
+		}
+		msgc <- strings.TrimSpace(string(b))
+	}()
+	return readyc, msgc
+}
+
 // stop ends a running command: SIGTERM to its group, SIGKILL after grace,
-// and returns once the main process has exited.
-func stop(pgid int, grace time.Duration, waited <-chan error) error {
-	signalGroup(pgid, syscall.SIGTERM)
+// and returns once the main process has exited. SIGTERM waits for ready
+// (an isolated step's init catching signals), within the same grace.
+func stop(pgid int, grace time.Duration, waited <-chan error, ready <-chan struct{}) error {
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
+	select {
+	case <-ready:
+	case err := <-waited:
+		return err
+	case <-timer.C:
+		signalGroup(pgid, syscall.SIGKILL)
+		return <-waited
+	}
+	signalGroup(pgid, syscall.SIGTERM)
 	select {
 	case err := <-waited:
 		return err
@@ -410,3 +544,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 var _ contract.Executor = (*Executor)(nil)
+
+// Refusing is an executor that runs nothing: every Exec fails with Reason,
+// a sentence telling the user why and what to do instead. cmd/hookrun uses
+// it for host steps a server must not run.
+type Refusing struct {
+	Reason string
+}
+
+// Exec fails with the reason.
+func (r Refusing) Exec(_ context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
+	return contract.ExecResult{ExitCode: -1}, fmt.Errorf("running step %s: %s", req.StepID, r.Reason)
+}
+
+var _ contract.Executor = Refusing{}
