@@ -32,6 +32,9 @@ type Config struct {
 	// InsecureNoVerify accepts webhooks without a configured secret (flag
 	// --insecure-no-verify only; never from a file).
 	InsecureNoVerify bool `yaml:"-"`
+
+	// path is the file this configuration was read from ("" for defaults).
+	path string
 }
 
 // NATSConfig says where the queue lives.
@@ -85,7 +88,25 @@ type RunnerConfig struct {
 	// runner takes a run over after 3 missed heartbeats; default 5s.
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	SbxBinary string        `yaml:"sbx_binary"` // path of the sbx CLI; default "sbx"
+	// HostSteps says how steps that run on the host (no container, no
+	// sandbox) run: "isolated" (default) as StepUser in their own mount and
+	// PID namespaces, out of reach of hookrun's credentials, which needs
+	// hookrun to run as root (otherwise host steps are refused); or
+	// "same_user": as hookrun's own user, able to read everything hookrun
+	// can (its environment, this file, data_dir). Untrusted code belongs in
+	// containers or sbx either way.
+	HostSteps string `yaml:"host_steps"`
+	// StepUser is the user isolated host steps run as: "UID:GID", "UID" or
+	// a user name from /etc/passwd; never root. Default "65534:65534"
+	// (nobody). Give it a login of its own (for sbx, say) only on purpose.
+	StepUser string `yaml:"step_user"`
 }
+
+// Values of runner.host_steps.
+const (
+	hostStepsIsolated = "isolated"
+	hostStepsSameUser = "same_user"
+)
 
 // APIConfig protects /api/v1.
 type APIConfig struct {
@@ -126,6 +147,12 @@ func (c *Config) setDefaults() {
 	if c.Runner.SbxBinary == "" {
 		c.Runner.SbxBinary = "sbx"
 	}
+	if c.Runner.HostSteps == "" {
+		c.Runner.HostSteps = hostStepsIsolated
+	}
+	if c.Runner.StepUser == "" {
+		c.Runner.StepUser = "65534:65534"
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -160,6 +187,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
 		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)
+	}
+	switch c.Runner.HostSteps {
+	case hostStepsIsolated, hostStepsSameUser:
+	default:
+		bad("runner.host_steps", "must be isolated or same_user, got %q", c.Runner.HostSteps)
+	}
+	if _, err := parseStepUser(c.Runner.StepUser); err != nil {
+		bad("runner.step_user", "%v", err)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -231,6 +266,7 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*Config, error
 		}
 		expandStrings(reflect.ValueOf(&c).Elem(), lookup)
 	}
+	c.path = path
 	c.setDefaults()
 	if err := c.Validate(); err != nil {
 		where := path

@@ -203,3 +203,19 @@ func fixture(t *testing.T, rel string) []byte {
 }
 
 func fmtSscan(s string, v *int64) (int, error) { return fmt.Sscan(s, v) }
+
+// stepWritableDir returns a directory outside the test's own (which is
+// private to root) that host steps, running as the unprivileged step user,
+// can write: a marker file the test reads back lives here.
+func stepWritableDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "hookrun-steps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

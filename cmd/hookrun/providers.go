@@ -13,14 +13,16 @@ import (
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // runtimeOptions are the settings the executors take from the server
 // configuration.
 type runtimeOptions struct {
-	AllowDockerSocket bool   // let workflows mount the Docker socket
-	SbxBinary         string // path of the sbx CLI
+	AllowDockerSocket bool              // let workflows mount the Docker socket
+	SbxBinary         string            // path of the sbx CLI
+	Host              contract.Executor // host steps; nil: as this process's user (`hookrun run`)
 }
 
 // newProviders builds the executors steps run in: the host, Docker (per-step
@@ -29,8 +31,11 @@ type runtimeOptions struct {
 // client.
 func newProviders(o runtimeOptions) (runner.Providers, *docker.Docker, func(), error) {
 	p := runner.Providers{
-		Host:    host.New(host.Config{}),
+		Host:    o.Host,
 		Harness: runner.HarnessFunc(harness.Run),
+	}
+	if p.Host == nil {
+		p.Host = host.New(host.Config{})
 	}
 	d, err := docker.New(docker.Config{AllowDockerSocket: o.AllowDockerSocket})
 	if err != nil {

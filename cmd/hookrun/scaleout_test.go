@@ -89,7 +89,7 @@ func TestScaleOut(t *testing.T) {
 		urls = append(urls, "nats://"+n.client)
 	}
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "completions.log")
+	marker := filepath.Join(stepWritableDir(t), "completions.log")
 	writeFile(t, filepath.Join(dir, "workflows", "scale.yaml"), `name: scale
 on:
   - event: pull_request

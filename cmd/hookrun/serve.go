@@ -122,6 +122,11 @@ func serveMode(ctx context.Context, m mode, args []string, stdout, stderr io.Wri
 // shuts down in order: ingress stops accepting (in-flight publishes finish),
 // the runner finishes or hands back its runs, the queue drains.
 func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, logger *slog.Logger, stdout io.Writer) error {
+	if m.runner || cfg.NATS.URL == "" {
+		if err := secureDataDir(cfg.DataDir); err != nil {
+			return err
+		}
+	}
 	q, err := queue.Open(ctx, queue.Config{
 		URL:       cfg.NATS.URL,
 		CredsFile: cfg.NATS.CredsFile,
@@ -203,11 +208,12 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 }
 
 func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, logger *slog.Logger) (*runner.Runner, error) {
-	ws, err := git.New(git.Config{DataDir: cfg.DataDir, Auth: gitAuth(cfg)})
+	steps := newHostSteps(ctx, cfg, os.Geteuid(), logger)
+	ws, err := git.New(git.Config{DataDir: cfg.DataDir, Auth: gitAuth(cfg), Owner: steps.owner})
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
-	providers, dock, _, err := newProviders(runtimeOptions{AllowDockerSocket: cfg.Runner.AllowDockerSocket, SbxBinary: cfg.Runner.SbxBinary})
+	providers, dock, _, err := newProviders(runtimeOptions{AllowDockerSocket: cfg.Runner.AllowDockerSocket, SbxBinary: cfg.Runner.SbxBinary, Host: steps.exec})
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +227,7 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		Logs:      q.Logs(),
 		Reporter:  reporter,
 		Logger:    logger,
+		Redact:    serverCredentials(cfg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)

@@ -16,7 +16,7 @@ import (
 func TestSIGTERMHandsRunsBack(t *testing.T) {
 	const secret, apiToken = "term-secret", "term-api"
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "marker")
+	marker := filepath.Join(stepWritableDir(t), "marker")
 	writeFile(t, filepath.Join(dir, "workflows", "slow.yaml"), `name: slow
 on:
   - event: pull_request
