@@ -68,20 +68,20 @@ const RunLogStep = "_run"
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
-	Providers        Providers                   // where steps run
-	Logs             LogSink                     // step output; nil: discarded
-	Reporter         contract.Reporter           // where the run is shown; nil: not reported
-	LookupEnv        func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
+	Providers Providers                   // where steps run
+	Logs      LogSink                     // step output; nil: discarded
+	Reporter  contract.Reporter           // where the run is shown; nil: not reported
+	LookupEnv func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
 	// Redact are values masked in every run's logs, errors and report
 	// besides the workflow's secrets: the server's own credentials, which
 	// no step should see, masked should one leak anyway.
-	Redact []string
-	Logger           *slog.Logger                // operator log; default slog.Default()
-	ProgressInterval time.Duration               // at most one progress report per run this often; default 2s
-	Grace            time.Duration               // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
-	HandlerTimeout   time.Duration               // bound for a handler_on step without its own timeout; default 5m
-	ReportTimeout    time.Duration               // bound for one Reporter call; default 30s
-	Now              func() time.Time            // clock; default time.Now
+	Redact           []string
+	Logger           *slog.Logger     // operator log; default slog.Default()
+	ProgressInterval time.Duration    // at most one progress report per run this often; default 2s
+	Grace            time.Duration    // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
+	HandlerTimeout   time.Duration    // bound for a handler_on step without its own timeout; default 5m
+	ReportTimeout    time.Duration    // bound for one Reporter call; default 30s
+	Now              func() time.Time // clock; default time.Now
 }
 
 func (c *EngineConfig) setDefaults() {
