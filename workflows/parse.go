@@ -664,10 +664,15 @@ func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt 
 	case raw.provider.n.ShortTag() != "!!str":
 	default:
 		h, ok := w.LookupHarness(hr.Provider)
-		if !ok {
+		switch {
+		case !ok:
 			r.errf(raw.provider.n, "%s: unknown provider %q (built-in: %s; or declare it under harnesses:)", label, hr.Provider, builtinList())
-		} else if isSbxBinary(h.Binary) && (stepContainer || w.Container != nil) {
+		case isSbxBinary(h.Binary) && (stepContainer || w.Container != nil):
 			r.errf(raw.provider.n, "%s: harness %q runs sbx on the host and cannot run inside a container", label, hr.Provider)
+		case h.ShellScript() && raw.model.set():
+			r.errf(raw.model.n, "%s: model does not apply to the shell harness %q: its prompt is a shell script", label, hr.Provider)
+		case h.ShellScript() && len(raw.flags) > 0:
+			r.errf(raw.flags[0].name.n, "%s: with key %q does not apply to the shell harness %q: its prompt is a shell script", label, raw.flags[0].name.v, hr.Provider)
 		}
 	}
 	if hr.Prompt == "" {

@@ -133,7 +133,7 @@ func schemaDoc() obj {
 		p := obj{
 			"provider": obj{"type": "string", "description": "built-in (" + joinComma(builtins) + ") or a harnesses: key"},
 			"model":    obj{"type": "string", "description": "becomes --model M"},
-			"prompt":   obj{"type": "string", "description": "${VAR} substituted by hookrun, never by a shell"},
+			"prompt":   obj{"type": "string", "description": "${VAR} substituted by hookrun, never by a shell; for a shell harness (sh -c, the built-in shell) it is the script and the shell expands ${VAR} from the environment"},
 		}
 		if top {
 			p["fallback"] = obj{"type": "array", "items": ref("fallback"), "description": "tried in order after a failure; inherits prompt"}

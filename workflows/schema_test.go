@@ -87,6 +87,7 @@ var invalidKinds = map[string]string{
 	"no-steps.yaml":                 schemaLevel, // required steps
 	"run-and-action.yaml":           schemaLevel, // oneOf run/action
 	"sbx-harness-container.yaml":    semantic,    // harness binary sbx with a container
+	"shell-harness-model.yaml":      semantic,    // model or flags on a shell harness (Harness.ShellScript)
 	"unknown-action.yaml":           schemaLevel, // per-kind action enum
 	"unknown-depends.yaml":          semantic,    // depends target does not exist
 	"unknown-event.yaml":            schemaLevel, // enum
