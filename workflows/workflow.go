@@ -48,9 +48,17 @@ type Workflow struct {
 }
 
 // Trigger is one entry of `on:`. A workflow runs when any trigger matches.
+//
+// A trigger with a Command and no Actions matches only new comments
+// (DefaultCommandActions, action "created"): editing or deleting an old
+// `/deploy` comment must not deploy again. Naming actions (`actions:
+// [created, edited]`) opts in to the others. The default is applied by
+// Match, not by the parser, so a Trigger built by hand in Go behaves the
+// same as one read from a file; the JSON of a validated workflow shows
+// Actions as written.
 type Trigger struct {
 	Event    Kind     `json:"event"`              // pull_request | comment | issue | push
-	Actions  []string `json:"actions,omitempty"`  // empty: any action
+	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command: DefaultCommandActions
 	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
 	Command  string   `json:"command,omitempty"`  // comment's first line starts with it; the rest becomes CommandArgs
 	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
@@ -247,6 +255,10 @@ const (
 	PromptFlag  = "flag"
 	PromptStdin = "stdin"
 )
+
+// DefaultCommandActions are the actions a trigger with a command and no
+// `actions:` matches: a new comment only.
+var DefaultCommandActions = []string{"created"}
 
 // DefaultAuthorAssociations is the default `authorize.author_association`.
 var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
