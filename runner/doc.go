@@ -53,7 +53,9 @@
 // variables; the substitution is workflows.Expand: no shell, values are not
 // expanded again, unknown names stay as written. Event text and outputs are
 // data and are never expanded. `run:` is executed as ["sh", "-c", run], so
-// "$VAR" there is the shell's business. Secrets cannot be referenced by
+// "$VAR" there is the shell's business; the same holds for the prompt of a
+// shell harness (workflows.Harness.ShellScript), which providers/harness
+// hands to the shell unsubstituted. Secrets cannot be referenced by
 // ${NAME} (steps read them from the environment), and every secret value is
 // replaced by *** in logs, outputs, step and run errors, the report body
 // and therefore the run record.

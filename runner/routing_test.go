@@ -2,7 +2,9 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -274,5 +276,47 @@ steps:
 	want := "Review: " + ev.PullRequest.Title
 	if got := strings.TrimSpace(sink.text("after", "stdout")); got != want {
 		t.Errorf("output passed on = %q, want %q", got, want)
+	}
+}
+
+// TestShellHarnessTakesUntrustedTitleFromEnv: a custom harness written as
+// Dagu's docs write `shell` (sh -c) gets no ${VAR} substitution from
+// hookrun; the shell reads the PR title from the step's environment, so a
+// hostile title prints literally and nothing in it runs. Workflow env and
+// earlier outputs reach the script the same way.
+func TestShellHarnessTakesUntrustedTitleFromEnv(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "pwned")
+	ev := samplePR()
+	ev.PullRequest.Title = "$(echo PWNED) `id` $(touch " + marker + ") \"; touch " + marker + "; echo \""
+	res, sink, _ := runWorkflow(t, `
+env:
+  - GREETING: hello
+harnesses:
+  shell:
+    binary: sh
+    prefix_args:
+      - -c
+    prompt_mode: arg
+steps:
+  - {id: first, run: 'echo from-first', output: FIRST}
+  - id: read_file
+    depends: [first]
+    action: harness.run
+    with:
+      provider: shell
+      prompt: |
+        echo "title: ${HOOKRUN_PR_TITLE}"
+        echo "$GREETING ${FIRST}"
+`, runOpts{event: ev, cfg: func(c *runner.EngineConfig) { c.Providers.Harness = runner.HarnessFunc(harness.Run) }})
+	if res.Status != succeeded {
+		t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.all())
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists: the title was executed", marker)
+	}
+	want := "title: " + ev.PullRequest.Title + "\nhello from-first\n"
+	if got := sink.text("read_file", "stdout"); got != want {
+		t.Errorf("stdout %q, want %q", got, want)
 	}
 }

@@ -25,7 +25,8 @@ type Match struct {
 // (the caller copies Match.CommandArgs into its run's event).
 //
 // A trigger matches when, in this order: its event kind equals e.Kind; its
-// actions (empty: any) contain e.Action; one of its branches globs matches
+// actions (empty: any; with a command: DefaultCommandActions, so only a new
+// comment) contain e.Action; one of its branches globs matches
 // e.BaseRef() (an event without a branch never matches a trigger with
 // branches); the first line of the comment, trimmed, equals its command or
 // starts with the command and a space or tab; e carries one of its labels; one
@@ -58,8 +59,11 @@ func (w *Workflow) Match(e *Event) Match {
 // match checks everything but the kind. It returns the command arguments, or
 // why the trigger does not match.
 func (t *Trigger) match(e *Event) (args, reason string) {
-	if len(t.Actions) > 0 && !slices.Contains(t.Actions, e.Action) {
-		return "", fmt.Sprintf("action %q not in %v", e.Action, t.Actions)
+	if actions := t.actions(); len(actions) > 0 && !slices.Contains(actions, e.Action) {
+		if len(t.Actions) == 0 {
+			return "", fmt.Sprintf("action %q not in %v (a command trigger without actions: matches new comments only)", e.Action, actions)
+		}
+		return "", fmt.Sprintf("action %q not in %v", e.Action, actions)
 	}
 	if len(t.Branches) > 0 {
 		branch := e.BaseRef()
@@ -93,6 +97,16 @@ func (t *Trigger) match(e *Event) (args, reason string) {
 		}
 	}
 	return args, ""
+}
+
+// actions returns the actions t matches, nil for any: its Actions, or
+// DefaultCommandActions for a command trigger without them. This is the one
+// place that default is applied (see Trigger).
+func (t *Trigger) actions() []string {
+	if len(t.Actions) == 0 && t.Command != "" {
+		return DefaultCommandActions
+	}
+	return t.Actions
 }
 
 // eval runs the compiled `if:` expression with `event` bound to e. A trigger

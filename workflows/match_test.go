@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -122,6 +123,123 @@ on:
 				t.Errorf("reason %q, want %q", m.Reason, c.reason)
 			}
 		})
+	}
+}
+
+// edited returns a comment event with another action, as ingress
+// normalizes GitHub issue_comment edited/deleted and GitLab note updates.
+func edited(e *Event, action string) *Event {
+	e.Action = action
+	return e
+}
+
+// TestMatchCommandActions: a command trigger without actions fires on new
+// comments only; actions: names the others explicitly. Parsed and hand-built
+// triggers agree.
+func TestMatchCommandActions(t *testing.T) {
+	triggers := map[string]string{
+		"no actions":       "on: [{event: comment, command: /deploy}]",
+		"created":          "on: [{event: comment, command: /deploy, actions: [created]}]",
+		"created, edited":  "on: [{event: comment, command: /deploy, actions: [created, edited]}]",
+		"all three":        "on: [{event: comment, command: /deploy, actions: [created, edited, deleted]}]",
+		"edited only":      "on: [{event: comment, command: /deploy, actions: edited}]",
+		"no command":       "on: [{event: comment}]",
+		"no command, [ed]": "on: [{event: comment, actions: [edited]}]",
+	}
+	hand := map[string]Trigger{
+		"no actions":       {Event: KindComment, Command: "/deploy"},
+		"created":          {Event: KindComment, Command: "/deploy", Actions: []string{"created"}},
+		"created, edited":  {Event: KindComment, Command: "/deploy", Actions: []string{"created", "edited"}},
+		"all three":        {Event: KindComment, Command: "/deploy", Actions: []string{"created", "edited", "deleted"}},
+		"edited only":      {Event: KindComment, Command: "/deploy", Actions: []string{"edited"}},
+		"no command":       {Event: KindComment},
+		"no command, [ed]": {Event: KindComment, Actions: []string{"edited"}},
+	}
+	cases := []struct {
+		trigger string
+		action  string
+		matched bool
+		reason  string
+	}{
+		{"no actions", "created", true, ""},
+		{"no actions", "edited", false, `action "edited" not in [created] (a command trigger without actions: matches new comments only)`},
+		{"no actions", "deleted", false, `action "deleted" not in [created] (a command trigger without actions: matches new comments only)`},
+		{"created", "created", true, ""},
+		{"created", "edited", false, `action "edited" not in [created]`},
+		{"created", "deleted", false, `action "deleted" not in [created]`},
+		{"created, edited", "created", true, ""},
+		{"created, edited", "edited", true, ""},
+		{"created, edited", "deleted", false, `action "deleted" not in [created edited]`},
+		{"all three", "created", true, ""},
+		{"all three", "edited", true, ""},
+		{"all three", "deleted", true, ""},
+		{"edited only", "created", false, `action "created" not in [edited]`},
+		{"edited only", "edited", true, ""},
+		{"no command", "created", true, ""}, // without a command, no actions still means any
+		{"no command", "edited", true, ""},
+		{"no command", "deleted", true, ""},
+		{"no command, [ed]", "edited", true, ""},
+		{"no command, [ed]", "created", false, `action "created" not in [edited]`},
+	}
+	for _, c := range cases {
+		for _, forge := range []Forge{GitHub, GitLab} {
+			if forge == GitLab && c.action == "deleted" {
+				continue // GitLab notes are created or edited only
+			}
+			parsed := mustParse(t, triggers[c.trigger])
+			handBuilt := &Workflow{On: []Trigger{hand[c.trigger]}}
+			for how, w := range map[string]*Workflow{"parsed": parsed, "hand-built": handBuilt} {
+				t.Run(fmt.Sprintf("%s/%s/%s/%s", c.trigger, c.action, forge, how), func(t *testing.T) {
+					m := w.Match(edited(comment(forge, "/deploy staging", true), c.action))
+					if m.Matched != c.matched || m.Reason != c.reason {
+						t.Fatalf("got %+v, want matched %v reason %q", m, c.matched, c.reason)
+					}
+					if m.Matched && hand[c.trigger].Command != "" && m.CommandArgs != "staging" {
+						t.Errorf("command args %q", m.CommandArgs)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDocumentedCommandWorkflows: the README's workflow and
+// examples/chatops-deploy.yaml start on a new /deploy comment and not when
+// an old one is edited or deleted.
+func TestDocumentedCommandWorkflows(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## A workflow\n")
+	if !ok {
+		t.Fatal(`README.md has no "## A workflow" section`)
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	if !ok {
+		t.Fatal("the README's workflow section has no yaml block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	fromReadme, err := Parse("README.md", []byte(block))
+	if err != nil {
+		t.Fatalf("README workflow: %v", err)
+	}
+	example, err := ParseFile("../examples/chatops-deploy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]*Workflow{"README": fromReadme, "chatops-deploy.yaml": example} {
+		for _, forge := range []Forge{GitHub, GitLab} {
+			for action, want := range map[string]bool{"created": true, "edited": false, "deleted": false} {
+				m := w.Match(edited(comment(forge, "/deploy staging", true), action))
+				if m.Matched != want {
+					t.Errorf("%s, %s comment %s: matched %v (%s), want %v", name, forge, action, m.Matched, m.Reason, want)
+				}
+				if m.Matched && m.CommandArgs != "staging" {
+					t.Errorf("%s: command args %q, want staging", name, m.CommandArgs)
+				}
+			}
+		}
 	}
 }
 

@@ -267,6 +267,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 			w.Harnesses = map[string]Harness{}
 		}
 		w.Harnesses[h.name.v] = r.buildHarness(h)
+		r.checkSbxEnvSecrets(h, w.Secrets) // all of secrets: is read already, wherever it stands in the file
 	}
 
 	// steps
@@ -570,6 +571,64 @@ func isSbxBinary(binary string) bool {
 	return filepath.Base(binary) == "sbx"
 }
 
+// checkSbxEnvSecrets reports each prefix arg of an sbx harness that passes a
+// declared secret into the sandbox with -e: `-e NAME`, `-eNAME`, `--env NAME`,
+// `--env=NAME`, each also as NAME=value. sbx copies such a variable into the
+// sandbox, where the agent and everything it runs can read it; sbx secret set
+// keeps the key on the host and lets sbx's proxy inject it into requests
+// instead. The problem sits at the arg that names the secret. Every prefix
+// arg is checked, not only sbx's own options: a false alarm on an inner
+// command's -e is cheaper than a leaked key.
+func (r *reader) checkSbxEnvSecrets(raw rawHarness, secrets []string) {
+	if !isSbxBinary(raw.binary.v) || len(secrets) == 0 {
+		return
+	}
+	args := raw.prefixArgs
+	for i := 0; i < len(args); i++ {
+		a, at := args[i].v, args[i]
+		var value, written string
+		switch {
+		case a == "-e" || a == "--env":
+			if i+1 == len(args) {
+				continue
+			}
+			i++
+			at, value, written = args[i], args[i].v, a+" "+args[i].v
+		case strings.HasPrefix(a, "--env="):
+			value, written = strings.TrimPrefix(a, "--env="), a
+		case strings.HasPrefix(a, "-e") && !strings.HasPrefix(a, "--"):
+			value, written = strings.TrimPrefix(strings.TrimPrefix(a, "-e"), "="), a
+		default:
+			continue
+		}
+		name, _, _ := strings.Cut(value, "=")
+		if contains(secrets, name) {
+			r.errf(at.n, "harnesses.%s.prefix_args: %s would pass the secret %s into the sandbox, where the agent can read it; "+
+				"store it with sbx secret set instead (e.g. echo \"$%s\" | sbx secret set %s)", raw.name.v, written, name, name, sbxService(name))
+		}
+	}
+}
+
+// sbxServices maps well-known key variables to their `sbx secret set`
+// service, for the hint in checkSbxEnvSecrets.
+var sbxServices = map[string]string{
+	"ANTHROPIC_API_KEY":    "anthropic",
+	"OPENAI_API_KEY":       "openai",
+	"GEMINI_API_KEY":       "google",
+	"GOOGLE_API_KEY":       "google",
+	"GITHUB_TOKEN":         "github",
+	"GH_TOKEN":             "github",
+	"COPILOT_GITHUB_TOKEN": "copilot",
+}
+
+// sbxService names the sbx secret service for a variable, or a placeholder.
+func sbxService(name string) string {
+	if s, ok := sbxServices[name]; ok {
+		return s
+	}
+	return "<service>"
+}
+
 func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 	s := Step{
 		ID:         raw.id.v,
@@ -664,10 +723,15 @@ func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt 
 	case raw.provider.n.ShortTag() != "!!str":
 	default:
 		h, ok := w.LookupHarness(hr.Provider)
-		if !ok {
+		switch {
+		case !ok:
 			r.errf(raw.provider.n, "%s: unknown provider %q (built-in: %s; or declare it under harnesses:)", label, hr.Provider, builtinList())
-		} else if isSbxBinary(h.Binary) && (stepContainer || w.Container != nil) {
+		case isSbxBinary(h.Binary) && (stepContainer || w.Container != nil):
 			r.errf(raw.provider.n, "%s: harness %q runs sbx on the host and cannot run inside a container", label, hr.Provider)
+		case h.ShellScript() && raw.model.set():
+			r.errf(raw.model.n, "%s: model does not apply to the shell harness %q: its prompt is a shell script", label, hr.Provider)
+		case h.ShellScript() && len(raw.flags) > 0:
+			r.errf(raw.flags[0].name.n, "%s: with key %q does not apply to the shell harness %q: its prompt is a shell script", label, raw.flags[0].name.v, hr.Provider)
 		}
 	}
 	if hr.Prompt == "" {

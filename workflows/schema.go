@@ -133,7 +133,7 @@ func schemaDoc() obj {
 		p := obj{
 			"provider": obj{"type": "string", "description": "built-in (" + joinComma(builtins) + ") or a harnesses: key"},
 			"model":    obj{"type": "string", "description": "becomes --model M"},
-			"prompt":   obj{"type": "string", "description": "${VAR} substituted by hookrun, never by a shell"},
+			"prompt":   obj{"type": "string", "description": "${VAR} substituted by hookrun, never by a shell; for a shell harness (sh -c, the built-in shell) it is the script and the shell expands ${VAR} from the environment"},
 		}
 		if top {
 			p["fallback"] = obj{"type": "array", "items": ref("fallback"), "description": "tried in order after a failure; inherits prompt"}
@@ -191,11 +191,13 @@ func schemaDoc() obj {
 				}}},
 			}},
 			"trigger": func() obj {
+				actions := stringOrListOf(obj{"type": "string"})
+				actions["description"] = "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"
 				t := closed(obj{
 					"event":    obj{"enum": strs(kinds...)},
-					"actions":  stringOrListOf(obj{"type": "string"}),
+					"actions":  actions,
 					"branches": stringOrListOf(obj{"type": "string", "minLength": 1}),
-					"command":  obj{"type": "string", "pattern": `^/\S+$`},
+					"command":  obj{"type": "string", "pattern": `^/\S+$`, "description": "the first line of a new comment starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS"},
 					"labels":   stringOrListOf(obj{"type": "string"}),
 					"repos":    stringOrListOf(obj{"type": "string", "minLength": 1}),
 					"if":       obj{"type": "string", "pattern": nonBlank, "description": "expr-lang expression over `event`"},

@@ -86,7 +86,9 @@ var invalidKinds = map[string]string{
 	"missing-provider.yaml":         schemaLevel, // required provider and prompt
 	"no-steps.yaml":                 schemaLevel, // required steps
 	"run-and-action.yaml":           schemaLevel, // oneOf run/action
+	"sbx-env-secret.yaml":           semantic,    // sbx harness passing a declared secret with -e
 	"sbx-harness-container.yaml":    semantic,    // harness binary sbx with a container
+	"shell-harness-model.yaml":      semantic,    // model or flags on a shell harness (Harness.ShellScript)
 	"unknown-action.yaml":           schemaLevel, // per-kind action enum
 	"unknown-depends.yaml":          semantic,    // depends target does not exist
 	"unknown-event.yaml":            schemaLevel, // enum

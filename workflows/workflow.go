@@ -1,6 +1,10 @@
 package workflows
 
-import "time"
+import (
+	"path/filepath"
+	"slices"
+	"time"
+)
 
 // This file holds the validated workflow types: what the parser hands to the
 // rest of hookrun after every default is filled in and every rule of
@@ -44,9 +48,17 @@ type Workflow struct {
 }
 
 // Trigger is one entry of `on:`. A workflow runs when any trigger matches.
+//
+// A trigger with a Command and no Actions matches only new comments
+// (DefaultCommandActions, action "created"): editing or deleting an old
+// `/deploy` comment must not deploy again. Naming actions (`actions:
+// [created, edited]`) opts in to the others. The default is applied by
+// Match, not by the parser, so a Trigger built by hand in Go behaves the
+// same as one read from a file; the JSON of a validated workflow shows
+// Actions as written.
 type Trigger struct {
 	Event    Kind     `json:"event"`              // pull_request | comment | issue | push
-	Actions  []string `json:"actions,omitempty"`  // empty: any action
+	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command: DefaultCommandActions
 	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
 	Command  string   `json:"command,omitempty"`  // comment's first line starts with it; the rest becomes CommandArgs
 	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
@@ -98,6 +110,69 @@ type Harness struct {
 	PromptFlag string   `json:"prompt_flag,omitempty"` // required with prompt_mode flag
 }
 
+// posixShells are the program names (without directory) that ShellScript
+// treats as a POSIX shell.
+var posixShells = map[string]bool{
+	"sh": true, "bash": true, "dash": true, "ash": true, "zsh": true,
+	"ksh": true, "ksh93": true, "mksh": true, "pdksh": true, "oksh": true, "loksh": true,
+	"yash": true, "posh": true,
+}
+
+// ShellScript reports whether h runs a POSIX shell that reads its script
+// from the harness invocation, so that the prompt (and any script in
+// prefix_args) is shell source. It is the one rule for "this harness is a
+// shell", used by providers/harness and by validation; the built-in `shell`
+// provider (sh -c) is one such harness.
+//
+// The binary must be a POSIX shell: its base name is sh, bash, dash, ash,
+// zsh, ksh (ksh93, mksh, pdksh, oksh, loksh), yash or posh, or it is busybox
+// with sh or ash as its first prefix arg. The shell then reads a script from
+// hookrun's arguments when a prefix arg is -c or a cluster of short options
+// containing c (-ec, -euc, -lc), when prompt_mode is flag with such a
+// prompt_flag, or when prompt_mode is stdin (a shell reads its script from
+// stdin). A shell running a script file (`sh ./review.sh` with the prompt as
+// its argument) is not a shell script harness: its prompt is data in $1.
+//
+// For such a harness hookrun substitutes nothing: ${VAR} in the prompt and
+// in prefix_args is left to the shell, which expands it from the step's
+// environment (HOOKRUN_* variables, env, params, outputs, secrets), as it
+// does for `run:`. `with.model` and extra `with` keys do not apply.
+func (h Harness) ShellScript() bool {
+	args := h.PrefixArgs
+	switch base := filepath.Base(h.Binary); {
+	case base == "busybox":
+		if len(args) == 0 || (args[0] != "sh" && args[0] != "ash") {
+			return false
+		}
+		args = args[1:]
+	case !posixShells[base]:
+		return false
+	}
+	switch {
+	case h.PromptMode == PromptStdin:
+		return true
+	case h.PromptMode == PromptFlag && isDashC(h.PromptFlag):
+		return true
+	}
+	return slices.ContainsFunc(args, isDashC)
+}
+
+// isDashC reports whether a shell argument is -c or a cluster of short
+// options that includes c (-ec, -euc).
+func isDashC(arg string) bool {
+	if len(arg) < 2 || arg[0] != '-' || arg[1] == '-' {
+		return false
+	}
+	hasC := false
+	for _, c := range arg[1:] {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+		hasC = hasC || c == 'c'
+	}
+	return hasC
+}
+
 // Step is one node of the DAG.
 type Step struct {
 	ID          string        `json:"id"`
@@ -120,7 +195,7 @@ type Step struct {
 type HarnessRun struct {
 	Provider string       `json:"provider"`           // claude | codex | gemini | copilot | opencode | shell | a `harnesses:` key
 	Model    string       `json:"model,omitempty"`    // becomes --model M
-	Prompt   string       `json:"prompt"`             // ${VAR} substituted by hookrun, never by a shell
+	Prompt   string       `json:"prompt"`             // ${VAR} substituted by hookrun, except for a shell harness (Harness.ShellScript): there the shell expands it
 	Flags    []Flag       `json:"flags,omitempty"`    // other `with` keys, sorted by name, become --key value
 	Fallback []HarnessRun `json:"fallback,omitempty"` // tried in order, only after a failure; inherits Prompt when empty
 }
@@ -181,6 +256,10 @@ const (
 	PromptStdin = "stdin"
 )
 
+// DefaultCommandActions are the actions a trigger with a command and no
+// `actions:` matches: a new comment only.
+var DefaultCommandActions = []string{"created"}
+
 // DefaultAuthorAssociations is the default `authorize.author_association`.
 var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 
@@ -198,6 +277,7 @@ var BuiltinHarnesses = map[string]Harness{
 	"opencode": {Binary: "opencode", PrefixArgs: []string{"run"}, PromptMode: PromptArg},
 	// shell: the prompt is shell source like `run:` and is handed to `sh -c`
 	// as written; hookrun does not substitute ${VAR} in it (the shell does).
+	// Harness.ShellScript is true for it, as for any custom sh -c harness.
 	"shell": {Binary: "sh", PrefixArgs: []string{"-c"}, PromptMode: PromptArg},
 }
 

@@ -20,10 +20,14 @@ import (
 //
 // ${VAR} in the prompt, prefix_args, model and flag values is substituted
 // through lookup, once, and the result is one argv element: it is never shell
-// source. The exception is the built-in `shell` provider, whose prompt is
-// shell source like `run:` and is handed to `sh -c` as written (the shell
-// expands it, from the environment). A positional prompt that starts with "-"
-// is preceded by "--" so that no CLI reads it as an option.
+// source. The exception is a shell harness (workflows.Harness.ShellScript:
+// the built-in `shell` provider, or a custom harness such as `binary: sh,
+// prefix_args: [-c]`), whose prompt and prefix_args are shell source like
+// `run:`: they are handed to the shell as written and the shell expands
+// ${VAR} from the environment, so event text never becomes source. Model and
+// flags do not apply to a shell harness and are an error. A positional prompt
+// that starts with "-" is preceded by "--" so that no CLI reads it as an
+// option.
 func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) (string, bool)) (argv []string, stdin string, err error) {
 	if run == nil {
 		return nil, "", errors.New("building harness argv: no harness")
@@ -38,16 +42,20 @@ func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) 
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
-	expand := func(s string) string { return workflows.Expand(s, lookup) }
-	_, custom := w.Harnesses[run.Provider]
-	shell := !custom && run.Provider == "shell"
+	shell := h.ShellScript()
+	expand := func(s string) string {
+		if shell {
+			return s // the shell expands it, from the environment
+		}
+		return workflows.Expand(s, lookup)
+	}
+	if shell && (run.Model != "" || len(run.Flags) > 0) {
+		return nil, "", fmt.Errorf("building harness argv for %s: model and flags do not apply to a shell harness", run.Provider)
+	}
 
 	argv = append(argv, h.Binary)
 	for _, a := range h.PrefixArgs {
 		argv = append(argv, expand(a))
-	}
-	if shell && (run.Model != "" || len(run.Flags) > 0) {
-		return nil, "", errors.New("building harness argv for shell: model and flags do not apply to the shell provider")
 	}
 	if run.Model != "" {
 		argv = append(argv, "--model", expand(run.Model))
@@ -71,10 +79,7 @@ func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) 
 		}
 	}
 
-	prompt := run.Prompt
-	if !shell {
-		prompt = expand(prompt)
-	}
+	prompt := expand(run.Prompt)
 	switch h.PromptMode {
 	case workflows.PromptArg, "":
 		if !shell && strings.HasPrefix(prompt, "-") {

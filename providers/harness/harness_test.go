@@ -50,6 +50,15 @@ var customs = map[string]workflows.Harness{
 	"no_flag":        {Binary: "x", PromptMode: workflows.PromptFlag},
 	"bad_mode":       {Binary: "x", PromptMode: "telepathy"},
 	"unknown_in_arg": {Binary: "y", PrefixArgs: []string{"${NOT_SET}", "$HOOKRUN_PR_TITLE"}},
+	// shells reading their script from hookrun (workflows.Harness.ShellScript)
+	"seed_shell":    {Binary: "sh", PrefixArgs: []string{"-c"}, PromptMode: workflows.PromptArg},
+	"bash_ec":       {Binary: "/bin/bash", PrefixArgs: []string{"-ec"}},
+	"busybox_sh":    {Binary: "busybox", PrefixArgs: []string{"sh", "-c"}},
+	"script_prefix": {Binary: "sh", PrefixArgs: []string{"-c", `echo "${HOOKRUN_PR_TITLE}: $1"`, "sh"}},
+	"bash_stdin":    {Binary: "bash", PromptMode: workflows.PromptStdin},
+	// not shells reading a script: their prompt is data
+	"sh_file":  {Binary: "sh", PrefixArgs: []string{"./review.sh", "${HOOKRUN_PR_NUMBER}"}},
+	"python_c": {Binary: "python3", PrefixArgs: []string{"-c", "import sys; print(sys.argv[1])"}},
 }
 
 const prompt = "Review PR #${HOOKRUN_PR_NUMBER}: ${HOOKRUN_PR_TITLE}"
@@ -90,6 +99,15 @@ func TestArgvGolden(t *testing.T) {
 		tc{"unknown variables and bare $NAME stay as written", custom, workflows.HarnessRun{Provider: "unknown_in_arg", Prompt: "${NOT_SET} $HOOKRUN_PR_TITLE"}},
 		tc{"empty prompt", builtin, workflows.HarnessRun{Provider: "claude"}},
 		tc{"flag with a leading dash kept", builtin, workflows.HarnessRun{Provider: "codex", Prompt: "p", Flags: []workflows.Flag{{Name: "-s", Value: "read-only"}}}},
+		tc{"custom sh -c harness: nothing substituted, the shell reads the environment", custom, workflows.HarnessRun{Provider: "seed_shell", Prompt: `echo "title: ${HOOKRUN_PR_TITLE}"`}},
+		tc{"custom bash -ec harness", custom, workflows.HarnessRun{Provider: "bash_ec", Prompt: prompt}},
+		tc{"custom busybox sh -c harness", custom, workflows.HarnessRun{Provider: "busybox_sh", Prompt: prompt}},
+		tc{"custom sh -c with the script in prefix_args: prefix_args not substituted either", custom, workflows.HarnessRun{Provider: "script_prefix", Prompt: prompt}},
+		tc{"custom bash reading its script from stdin", custom, workflows.HarnessRun{Provider: "bash_stdin", Prompt: prompt}},
+		tc{"custom sh running a script file: prompt and prefix_args are data, substituted", custom, workflows.HarnessRun{Provider: "sh_file", Prompt: prompt}},
+		tc{"custom python -c: not a shell, substituted", custom, workflows.HarnessRun{Provider: "python_c", Prompt: prompt}},
+		tc{"error: custom sh -c harness rejects model", custom, workflows.HarnessRun{Provider: "seed_shell", Prompt: "true", Model: "x"}},
+		tc{"error: custom sh -c harness rejects flags", custom, workflows.HarnessRun{Provider: "bash_ec", Prompt: "true", Flags: flags[:1]}},
 		tc{"error: unknown provider", builtin, workflows.HarnessRun{Provider: "nope", Prompt: "p"}},
 		tc{"error: prompt_mode flag without prompt_flag", custom, workflows.HarnessRun{Provider: "no_flag", Prompt: "p"}},
 		tc{"error: unknown prompt_mode", custom, workflows.HarnessRun{Provider: "bad_mode", Prompt: "p"}},
@@ -146,6 +164,89 @@ func TestArgvHostileTitle(t *testing.T) {
 		want := "Review PR #7: " + hostile
 		if last := argv[len(argv)-1]; last != want {
 			t.Errorf("%s: last argv element %q, want %q", provider, last, want)
+		}
+	}
+}
+
+// shellSeed is a custom harness written exactly as Dagu's docs write
+// `shell`, with a prompt that reads the PR title.
+const shellSeed = `
+harnesses:
+  shell:
+    binary: sh
+    prefix_args:
+      - -c
+    prompt_mode: arg
+steps:
+  - id: read_file
+    action: harness.run
+    with:
+      provider: shell
+      prompt: |
+        echo "title: ${HOOKRUN_PR_TITLE}"
+`
+
+// TestShellHarnessHostileTitleOnHost runs the Dagu-style shell harness on
+// the real host executor with hostile titles: the shell reads the title from
+// the environment, so it prints literally and nothing in it runs.
+func TestShellHarnessHostileTitleOnHost(t *testing.T) {
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	variants := []struct {
+		name string
+		seed string
+	}{
+		{"custom harness named shell", shellSeed},
+		{"custom sh harness under another name", strings.ReplaceAll(shellSeed, "shell", "my_sh")},
+		{"bash -ec", strings.Replace(strings.Replace(shellSeed, "binary: sh", "binary: /bin/bash", 1), "- -c", "- -ec", 1)},
+	}
+	titles := []struct{ name, title string }{
+		{"command substitution", "$(echo PWNED)"},
+		{"backquotes", "`id`"},
+		{"touch", "$(touch " + pwned + ")"},
+		{"backquoted touch and a list", "`touch " + pwned + "`; touch " + pwned},
+		{"closing the quotes", `"; touch ` + pwned + `; echo "`},
+		{"a variable reference", "${HOME} $(touch " + pwned + ")"},
+	}
+	for _, v := range variants {
+		if strings.Contains(v.seed, "/bin/bash") {
+			if _, err := os.Stat("/bin/bash"); err != nil {
+				t.Logf("%s: /bin/bash not installed; the predicate's table test covers it", v.name)
+				continue
+			}
+		}
+		w, err := workflows.Parse("seed.yaml", []byte(v.seed))
+		if err != nil {
+			t.Fatalf("%s: parsing: %v", v.name, err)
+		}
+		run := w.Steps[0].Harness
+		for _, tt := range titles {
+			title := tt.title
+			t.Run(v.name+"/"+tt.name, func(t *testing.T) {
+				vars := map[string]string{"HOOKRUN_PR_TITLE": title}
+				lookup := func(n string) (string, bool) { s, ok := vars[n]; return s, ok }
+				var stdout, stderr bytes.Buffer
+				base := contract.ExecRequest{
+					RunID: "r1", StepID: "read_file", Dir: dir,
+					Env: []workflows.EnvVar{
+						{Name: "PATH", Value: "/usr/bin:/bin"},
+						{Name: "HOME", Value: "/nonexistent"},
+						{Name: "HOOKRUN_PR_TITLE", Value: title},
+					},
+					Stdout: &stdout, Stderr: &stderr, Grace: 500 * time.Millisecond,
+				}
+				res, err := harness.Run(context.Background(), host.New(host.Config{}), base, w, run, lookup)
+				if err != nil || res.ExitCode != 0 {
+					t.Fatalf("exit %d, err %v\n%s", res.ExitCode, err, stderr.String())
+				}
+				if _, err := os.Stat(pwned); err == nil {
+					os.Remove(pwned)
+					t.Fatalf("the title ran: %s exists", pwned)
+				}
+				if want := "title: " + title + "\n"; stdout.String() != want {
+					t.Errorf("stdout %q, want %q", stdout.String(), want)
+				}
+			})
 		}
 	}
 }
