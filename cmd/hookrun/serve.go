@@ -106,6 +106,9 @@ func serveMode(ctx context.Context, m mode, args []string, stdout, stderr io.Wri
 	if err == nil && m.needsNATSURL && cfg.NATS.URL == "" {
 		err = errors.New("nats.url: required for `hookrun " + m.name + "` (use `hookrun serve` for an embedded server)")
 	}
+	if err == nil && m.ingress && len(cfg.AllowRepos) == 0 {
+		err = errAllowReposRequired
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun %s: %v\n", m.name, err)
 		return exitUsage
@@ -171,6 +174,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 			GitHub:           ingress.GitHubConfig{Enabled: cfg.GitHubEnabled(), Secrets: cfg.GitHubSecrets()},
 			GitLab:           ingress.GitLabConfig{Enabled: cfg.GitLabEnabled(), Tokens: cfg.GitLabTokens()},
 			InsecureNoVerify: cfg.InsecureNoVerify,
+			AllowRepos:       cfg.AllowRepos,
 		}, q, set, logger)
 		if err != nil {
 			return fmt.Errorf("configuring ingress: %w", err)
