@@ -28,11 +28,15 @@ import (
 type dirWorkspaces struct {
 	root     string
 	failures atomic.Int32 // Prepare fails this many more times
+	refuse   error        // Prepare returns it when set (a policy refusal)
 	mu       sync.Mutex
 	prepared []string
 }
 
 func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ bool) (string, string, error) {
+	if w.refuse != nil {
+		return "", "", w.refuse
+	}
 	if w.failures.Add(-1) >= 0 {
 		return "", "", errors.New("mirror fetch failed: connection refused")
 	}
