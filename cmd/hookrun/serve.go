@@ -233,6 +233,7 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		Concurrency:       cfg.Runner.Concurrency,
 		HeartbeatInterval: cfg.Runner.Heartbeat,
 		Consumer:          queue.ConsumerConfig{AckWait: cfg.Runner.AckWait, MaxAckPending: cfg.Runner.MaxAckPending},
+		Admit:             admitRepos(cfg.AllowRepos),
 		Logger:            logger,
 	}, runner.Deps{
 		Runs:       q.Runs(),
