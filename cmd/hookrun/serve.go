@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/ingress"
-	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // mode says which halves a process runs.
@@ -207,7 +205,11 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 }
 
 func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, logger *slog.Logger) (*runner.Runner, error) {
-	ws, err := git.New(git.Config{DataDir: cfg.DataDir, Auth: gitAuth(cfg)})
+	reporter, err := newReporter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := newWorkspaces(cfg, reporter)
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
@@ -216,10 +218,6 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		return nil, err
 	}
 	removeOrphans(ctx, dock, q.Runs(), 3*cfg.Runner.Heartbeat, logger)
-	reporter, err := newReporter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: providers,
 		Logs:      q.Logs(),
@@ -245,23 +243,6 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		return nil, fmt.Errorf("configuring runner: %w", err)
 	}
 	return r, nil
-}
-
-// gitAuth lets the mirror fetch private repositories with the forge token.
-func gitAuth(cfg *Config) git.AuthFunc {
-	return func(_ context.Context, e *workflows.Event) (string, string, error) {
-		switch e.Forge {
-		case workflows.GitHub:
-			if cfg.GitHub.Token != "" {
-				return "x-access-token", cfg.GitHub.Token, nil
-			}
-		case workflows.GitLab:
-			if cfg.GitLab.Token != "" {
-				return "oauth2", cfg.GitLab.Token, nil
-			}
-		}
-		return "", "", nil
-	}
 }
 
 // newLogger builds the slog logger: text on a terminal, JSON otherwise.
