@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // Defaults for Config.
@@ -38,6 +40,12 @@ type Config struct {
 	// ReloadInterval is how often the workflow directory is polled for
 	// changes; default 2 s.
 	ReloadInterval time.Duration
+	// AllowRepos are the repositories deliveries are acted on for, globs
+	// over Event.Repo (workflows.MatchRepo: `myorg/*`, `group/**`). A
+	// delivery for any other repository is answered 202 "ignored" and
+	// creates nothing. Empty: every repository (cmd/hookrun refuses to run
+	// ingress without allow_repos; empty is for tests and benchmarks).
+	AllowRepos []string
 }
 
 // GitHubConfig configures the GitHub webhook receiver.
@@ -89,6 +97,11 @@ func (c Config) Validate() error {
 	}
 	if c.ReloadInterval < 0 {
 		errs = append(errs, errors.New("checking reload interval: must not be negative"))
+	}
+	for i, p := range c.AllowRepos {
+		if err := workflows.CheckRepoPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("checking allowed repositories: entry %d: %w", i, err))
+		}
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))

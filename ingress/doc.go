@@ -15,6 +15,12 @@
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
 // carries "duplicate": true with an identical "runs" list.
 //
+// A delivery for a repository outside Config.AllowRepos (the server's
+// allow_repos) is answered 202 {"delivery", "runs": [], "ignored":
+// "repository not allowed"} as soon as it is normalized: nothing is matched,
+// looked up or persisted; it is only counted (outcome "not_allowed") and
+// logged.
+//
 // What authorizes an event (see workflows.Workflow.Authorize for the rules):
 //   - GitHub pull_request: the pull request author's author_association (the
 //     code a run checks out is theirs), not the sender's, which GitHub does

@@ -23,6 +23,7 @@ const (
 	outcomeMalformed    = "malformed"    // missing headers or unparsable body
 	outcomeTooLarge     = "too_large"    // body over the cap
 	outcomeUnavailable  = "unavailable"  // the queue did not persist every run
+	outcomeNotAllowed   = "not_allowed"  // repository outside allow_repos: ignored, nothing persisted
 )
 
 // metrics are one Server's counters and histogram, written in the

@@ -198,6 +198,7 @@ type response struct {
 	Runs      []runRef  `json:"runs"`
 	Skipped   []skipped `json:"skipped,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
+	Ignored   string    `json:"ignored,omitempty"`   // why the delivery was not acted on at all
 	Duplicate bool      `json:"duplicate,omitempty"` // every run already existed: a redelivery
 }
 
@@ -391,6 +392,13 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		s.count(forge, event, outcomeMalformed)
 		return c.JSON(http.StatusBadRequest, errorBody{"malformed payload"})
 	}
+	if !s.repoAllowed(ev.Repo) {
+		// Before anything else reads or writes state: such a delivery
+		// leaves no trace but the log line and the counter.
+		s.count(forge, event, outcomeNotAllowed)
+		s.logger.Info("delivery ignored: repository not allowed", "forge", forge, "event", event, "delivery", delivery, "repo", ev.Repo)
+		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
+	}
 
 	resp := response{Delivery: delivery, Runs: []runRef{}}
 	var reqs []*queue.RunRequest
@@ -467,6 +475,15 @@ func (s *Server) publishAll(ctx context.Context, reqs []*queue.RunRequest) ([]qu
 		return nil, err
 	}
 	return results, nil
+}
+
+// ignoredNotAllowed is the "ignored" answer to a delivery for a repository
+// outside Config.AllowRepos.
+const ignoredNotAllowed = "repository not allowed"
+
+// repoAllowed applies Config.AllowRepos (empty: every repository).
+func (s *Server) repoAllowed(repo string) bool {
+	return len(s.cfg.AllowRepos) == 0 || workflows.AnyRepo(s.cfg.AllowRepos, repo)
 }
 
 // noRunReason summarizes why a handled delivery created no run.

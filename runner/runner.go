@@ -50,6 +50,11 @@ type Config struct {
 	// Consumer tunes the queue consumer used by Start; its Concurrency is
 	// taken from Concurrency.
 	Consumer queue.ConsumerConfig
+	// Admit, when set, is asked about every run before it is claimed; a run
+	// it refuses fails at once with its error (no workspace, no step, no
+	// report), since retrying cannot change the answer. cmd checks the
+	// server's allow_repos here.
+	Admit func(e *workflows.Event) error
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -243,6 +248,12 @@ func (r *Runner) handleOnce(ctx context.Context, d *queue.Delivery, log *slog.Lo
 		log.Warn("taking over a run whose claimant stopped heartbeating", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
 	}
 
+	if r.cfg.Admit != nil {
+		if err := r.cfg.Admit(&req.Event); err != nil {
+			log.Warn("refusing run", "err", err)
+			return queue.Term(fmt.Errorf("refusing run: %w", err))
+		}
+	}
 	wf, ok := r.deps.Workflows.Lookup(req.Workflow)
 	if !ok {
 		return queue.Term(fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID))
@@ -319,6 +330,10 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		stopHeartbeat()
 		if hb.lost.Load() {
 			return nil
+		}
+		if errors.Is(err, contract.ErrRefused) {
+			log.Warn("workspace refused by policy; failing the run", "err", err)
+			return queue.Term(fmt.Errorf("preparing workspace: %w", err))
 		}
 		msg := fmt.Sprintf("preparing workspace: %v", err)
 		log.Warn("preparing workspace failed; handing the run back", "err", err)

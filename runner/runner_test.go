@@ -29,11 +29,15 @@ import (
 type dirWorkspaces struct {
 	root     string
 	failures atomic.Int32 // Prepare fails this many more times
+	refuse   error        // Prepare returns it when set (a policy refusal)
 	mu       sync.Mutex
 	prepared []string
 }
 
 func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ bool) (contract.Workspace, error) {
+	if w.refuse != nil {
+		return contract.Workspace{}, w.refuse
+	}
 	if w.failures.Add(-1) >= 0 {
 		return contract.Workspace{}, errors.New("mirror fetch failed: connection refused")
 	}

@@ -15,6 +15,8 @@ cat > .hookrun/dev.yaml <<YAML
 listen: ${LISTEN}
 data_dir: ./.hookrun
 workflows: ./examples
+# the repository of examples/events/pull_request.opened.json; list yours here
+allow_repos: ["Codertocat/Hello-World"]
 github:
   webhook_secret: \${HOOKRUN_DEV_WEBHOOK_SECRET}
 api:

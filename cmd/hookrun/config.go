@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // Config is the server configuration file (DESIGN.md §6). Values may
@@ -28,6 +30,13 @@ type Config struct {
 	Log       LogConfig     `yaml:"log"`
 	RunURL    string        `yaml:"run_url"`        // link from comments and statuses to a run; "{run}" is replaced by its id; empty: no link
 	Shutdown  time.Duration `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
+
+	// AllowRepos are the repositories this server acts for: globs over
+	// owner/name (GitLab group/sub/project), `*` within a path segment, `**`
+	// across, case-insensitive (workflows.MatchRepo). Required by serve and
+	// ingress (a delivery for any other repository is ignored); a runner
+	// that has it fails runs for other repositories before their checkout.
+	AllowRepos []string `yaml:"allow_repos"`
 
 	// InsecureNoVerify accepts webhooks without a configured secret (flag
 	// --insecure-no-verify only; never from a file).
@@ -215,8 +224,17 @@ func (c *Config) Validate() error {
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
 	}
+	for i, p := range c.AllowRepos {
+		if err := workflows.CheckRepoPattern(p); err != nil {
+			bad(fmt.Sprintf("allow_repos[%d]", i), "%v", err)
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// errAllowReposRequired refuses to serve webhooks for whoever installs the
+// App or knows a secret: the operator names the repositories.
+var errAllowReposRequired = errors.New(`allow_repos: required: list the repositories this server acts for, e.g. allow_repos: ["myorg/*"]`)
 
 // GitHubSecrets are every accepted GitHub webhook secret.
 func (c *Config) GitHubSecrets() []string {

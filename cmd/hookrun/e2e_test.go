@@ -142,6 +142,7 @@ func TestEndToEnd(t *testing.T) {
 listen: `+addr+`
 data_dir: `+filepath.Join(dir, "data")+`
 workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
 github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
 api: { token: "`+apiToken+`" }
 shutdown_grace: 5s

@@ -107,6 +107,7 @@ report: { comment: none, status: false }
 listen: `+listen+`
 workflows: `+filepath.Join(dir, "workflows")+`
 nats: { url: "`+strings.Join(urls, ",")+`", replicas: 3 }
+allow_repos: ["Codertocat/*"]
 github: { webhook_secret: "`+secret+`" }
 api: { token: "`+apiToken+`" }
 runner: { concurrency: 8, ack_wait: 2s, heartbeat: 500ms }

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/ingress"
-	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // mode says which halves a process runs.
@@ -106,6 +104,9 @@ func serveMode(ctx context.Context, m mode, args []string, stdout, stderr io.Wri
 	if err == nil && m.needsNATSURL && cfg.NATS.URL == "" {
 		err = errors.New("nats.url: required for `hookrun " + m.name + "` (use `hookrun serve` for an embedded server)")
 	}
+	if err == nil && m.ingress && len(cfg.AllowRepos) == 0 {
+		err = errAllowReposRequired
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun %s: %v\n", m.name, err)
 		return exitUsage
@@ -176,6 +177,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 			GitHub:           ingress.GitHubConfig{Enabled: cfg.GitHubEnabled(), Secrets: cfg.GitHubSecrets()},
 			GitLab:           ingress.GitLabConfig{Enabled: cfg.GitLabEnabled(), Tokens: cfg.GitLabTokens()},
 			InsecureNoVerify: cfg.InsecureNoVerify,
+			AllowRepos:       cfg.AllowRepos,
 		}, q, set, logger)
 		if err != nil {
 			return fmt.Errorf("configuring ingress: %w", err)
@@ -208,8 +210,12 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 }
 
 func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, logger *slog.Logger) (*runner.Runner, error) {
+	reporter, err := newReporter(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
 	steps := newHostSteps(ctx, cfg, os.Geteuid(), logger)
-	ws, err := git.New(git.Config{DataDir: cfg.DataDir, Auth: gitAuth(cfg), Owner: steps.owner})
+	ws, err := newWorkspaces(cfg, reporter, steps.owner)
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
@@ -218,10 +224,6 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		return nil, err
 	}
 	removeOrphans(ctx, dock, q.Runs(), 3*cfg.Runner.Heartbeat, logger)
-	reporter, err := newReporter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: providers,
 		Logs:      q.Logs(),
@@ -236,6 +238,7 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		Concurrency:       cfg.Runner.Concurrency,
 		HeartbeatInterval: cfg.Runner.Heartbeat,
 		Consumer:          queue.ConsumerConfig{AckWait: cfg.Runner.AckWait, MaxAckPending: cfg.Runner.MaxAckPending},
+		Admit:             admitRepos(cfg.AllowRepos),
 		Logger:            logger,
 	}, runner.Deps{
 		Runs:       q.Runs(),
@@ -247,23 +250,6 @@ func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.Wo
 		return nil, fmt.Errorf("configuring runner: %w", err)
 	}
 	return r, nil
-}
-
-// gitAuth lets the mirror fetch private repositories with the forge token.
-func gitAuth(cfg *Config) git.AuthFunc {
-	return func(_ context.Context, e *workflows.Event) (string, string, error) {
-		switch e.Forge {
-		case workflows.GitHub:
-			if cfg.GitHub.Token != "" {
-				return "x-access-token", cfg.GitHub.Token, nil
-			}
-		case workflows.GitLab:
-			if cfg.GitLab.Token != "" {
-				return "oauth2", cfg.GitLab.Token, nil
-			}
-		}
-		return "", "", nil
-	}
 }
 
 // newLogger builds the slog logger: text on a terminal, JSON otherwise.

@@ -33,6 +33,7 @@ report: { comment: none, status: false }
 listen: `+addr+`
 data_dir: `+filepath.Join(dir, "data")+`
 workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/*"]
 github: { webhook_secret: "`+secret+`" }
 api: { token: "`+apiToken+`" }
 shutdown_grace: 1s

@@ -34,7 +34,7 @@ func (f forgeReporters) Report(ctx context.Context, r *contract.RunReport) (cont
 	return rep.Report(ctx, r)
 }
 
-func newReporter(cfg *Config, logger *slog.Logger) (contract.Reporter, error) {
+func newReporter(cfg *Config, logger *slog.Logger) (forgeReporters, error) {
 	reps := forgeReporters{}
 	if cfg.GitHub.Token != "" || cfg.GitHub.AppID != 0 {
 		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger}

@@ -102,6 +102,8 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 	s.srv, err = ingress.New(ingress.Config{
 		Listen: "127.0.0.1:0",
 		GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{secret}},
+		// As a server runs: the allowlist check is part of every delivery.
+		AllowRepos: []string{"Codertocat/*"},
 	}, q, s.set, logger)
 	if err != nil {
 		s.close()

@@ -22,6 +22,7 @@ const memoryConfig = `listen: %s
 data_dir: %s
 workflows: %s
 nats: { listen: "%s" }
+allow_repos: ["Codertocat/*"]
 github: { webhook_secret: %s }
 runner: { concurrency: 8 }
 log: { level: warn, format: json }

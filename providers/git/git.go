@@ -44,6 +44,12 @@ type Config struct {
 	// LockPoll is how often a Prepare waiting for another process's lock on
 	// a mirror retries. Default 50ms.
 	LockPoll time.Duration
+	// Origins, when non-nil, confines each forge's clone URLs to its host
+	// (Origins.Check): Prepare refuses any other URL, with an error
+	// matching contract.ErrRefused, before it asks Auth for credentials or
+	// runs git. nil allows every URL: `hookrun run`, tests with local
+	// repositories. The servers always set it.
+	Origins Origins
 	// Owner, when set, is the user host steps run as: Prepare hands the
 	// workspace and the run's HOME and TMPDIR to it (the last two private
 	// to it, mode 0700); mirrors and everything else stay hookrun's.
@@ -74,6 +80,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := exec.LookPath(c.GitBinary); err != nil {
 		return fmt.Errorf("validating git config: finding git: %w", err)
+	}
+	if err := c.Origins.Validate(); err != nil {
+		return fmt.Errorf("validating git config: %w", err)
 	}
 	return nil
 }
@@ -169,6 +178,11 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 func (w *Workspaces) clone(ctx context.Context, runID, dir string, e *workflows.Event) (string, error) {
 	if e == nil {
 		return "", fmt.Errorf("preparing workspace of run %s: checkout needs an event", runID)
+	}
+	if w.cfg.Origins != nil {
+		if err := w.cfg.Origins.Check(e); err != nil {
+			return "", fmt.Errorf("preparing workspace of run %s: %w", runID, err)
+		}
 	}
 	plan, err := planFetch(e)
 	if err != nil {

@@ -39,6 +39,7 @@ type fakeGitHub struct {
 	appKey   *rsa.PublicKey
 	appSlug  string
 	tokenTTL []time.Duration // lifetime of each issued installation token, in order; the last repeats
+	repoInst int64           // installation GET /repos/{repo}/installation names (0: 404)
 
 	mu        sync.Mutex
 	nextID    int64
@@ -154,6 +155,7 @@ var (
 	reReactions     = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)/reactions$`)
 	reStatuses      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})$`)
 	reAccessTokens  = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
+	reRepoInstall   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/installation$`)
 )
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
@@ -175,11 +177,19 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// App endpoints take the JWT.
-	if m := reAccessTokens.FindStringSubmatch(path); m != nil || path == "/app" {
+	if m := reAccessTokens.FindStringSubmatch(path); m != nil || path == "/app" || reRepoInstall.MatchString(path) {
 		if !f.checkJWT(w, r) {
 			return
 		}
 		switch {
+		case reRepoInstall.MatchString(path) && r.Method == "GET":
+			ri := reRepoInstall.FindStringSubmatch(path)
+			if owner, name, _ := strings.Cut(f.repo, "/"); ri[1] != owner || ri[2] != name || f.repoInst == 0 {
+				f.fail(w, 404, "Not Found", "no installation on "+ri[1]+"/"+ri[2])
+				return
+			}
+			f.json(w, 200, map[string]any{"id": f.repoInst, "app_id": f.appID, "target_type": "Organization",
+				"account": map[string]any{"login": "Codertocat"}, "repository_selection": "selected"})
 		case path == "/app" && r.Method == "GET":
 			f.json(w, 200, map[string]any{"id": f.appID, "slug": f.appSlug, "name": "hookrun test", "owner": map[string]any{"login": "Codertocat"}})
 		case m != nil && r.Method == "POST":

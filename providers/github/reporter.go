@@ -37,8 +37,10 @@ type Reporter struct {
 	rl    http.RoundTripper
 
 	mu       sync.Mutex
-	installs map[int64]*gh.Client // App: one client (and cached token) per installation
-	login    string               // discovered bot login
+	installs map[int64]*gh.Client         // App: one client per installation
+	tokens   map[int64]*installationToken // App: the cached token of each installation (API and git)
+	repoApps map[string]int64             // App: installation of a repository, for events without one
+	login    string                       // discovered bot login
 
 	comments sticky.Writer // each run's comment, found or created once
 }
@@ -53,7 +55,7 @@ func New(cfg Config) (*Reporter, error) {
 	rl := &ratelimit.Transport{Base: cfg.Transport, MaxWait: cfg.MaxWait, Backoff: cfg.Backoff, Logger: cfg.Logger}
 	rl.SetDefaults()
 	r := &Reporter{cfg: cfg, log: cfg.Logger, base: base,
-		installs: map[int64]*gh.Client{}, login: cfg.BotLogin,
+		installs: map[int64]*gh.Client{}, tokens: map[int64]*installationToken{}, repoApps: map[string]int64{}, login: cfg.BotLogin,
 		comments: sticky.Writer{Log: cfg.Logger, Forge: "github", Noun: "comment"}}
 	if cfg.Token != "" {
 		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
@@ -90,7 +92,7 @@ func (r *Reporter) client(installation int64) (*gh.Client, error) {
 	if c, ok := r.installs[installation]; ok {
 		return c, nil
 	}
-	c := r.newClient(&installationToken{base: r.rl, app: r.app, id: installation, now: time.Now})
+	c := r.newClient(r.tokenLocked(installation))
 	r.installs[installation] = c
 	return c, nil
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookrun/hookrun/providers/git"
+	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// The server's trust boundary, wired from the configuration: which
+// repositories it acts for (allow_repos) and where the forges' credentials
+// may go (each forge's own host).
+
+// admitRepos is the runner's check of allow_repos, defense in depth behind
+// ingress: a run for another repository (published by an older ingress, or
+// by anything else with access to the stream) fails before its checkout.
+// nil when allow_repos is unset, which `hookrun runner` allows.
+func admitRepos(patterns []string) func(*workflows.Event) error {
+	if len(patterns) == 0 {
+		return nil
+	}
+	return func(e *workflows.Event) error {
+		if workflows.AnyRepo(patterns, e.Repo) {
+			return nil
+		}
+		return fmt.Errorf("repository %q is not in allow_repos", e.Repo)
+	}
+}
+
+// newWorkspaces is the runner's git checkouts: clone URLs confined to their
+// forge's host (github.com or the host of github.api_url; gitlab.com or the
+// host of gitlab.base_url), fetched with that forge's credentials.
+// owner, when set, is the step user the run directories are handed to.
+func newWorkspaces(cfg *Config, reps forgeReporters, owner *git.Owner) (*git.Workspaces, error) {
+	gh, err := github.GitOrigin(cfg.GitHub.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	gl, err := gitlab.GitOrigin(cfg.GitLab.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	ghRep, _ := reps[workflows.GitHub].(*github.Reporter)
+	return git.New(git.Config{
+		DataDir: cfg.DataDir,
+		Auth:    gitAuth(cfg, ghRep),
+		Origins: git.Origins{workflows.GitHub: gh, workflows.GitLab: gl},
+		Owner:   owner,
+	})
+}
+
+// gitAuth lets the mirror fetch private repositories: GitHub through its
+// reporter (the token, or an App's installation tokens), GitLab with its
+// token.
+func gitAuth(cfg *Config, gh *github.Reporter) git.AuthFunc {
+	return func(ctx context.Context, e *workflows.Event) (string, string, error) {
+		switch e.Forge {
+		case workflows.GitHub:
+			if gh != nil {
+				return gh.GitCredentials(ctx, e)
+			}
+		case workflows.GitLab:
+			if cfg.GitLab.Token != "" {
+				return "oauth2", cfg.GitLab.Token, nil
+			}
+		}
+		return "", "", nil
+	}
+}
