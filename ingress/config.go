@@ -38,6 +38,9 @@ type Config struct {
 	// ReloadInterval is how often the workflow directory is polled for
 	// changes; default 2 s.
 	ReloadInterval time.Duration
+	// Trust holds what pins comment-triggered runs to a head and looks up
+	// GitLab users' roles (trust.go).
+	Trust TrustConfig
 }
 
 // GitHubConfig configures the GitHub webhook receiver.
@@ -71,6 +74,7 @@ func (c *Config) setDefaults() {
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = DefaultReloadInterval
 	}
+	c.Trust.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -92,6 +96,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
+	errs = append(errs, c.Trust.Validate())
 	return errors.Join(errs...)
 }
 
