@@ -166,11 +166,16 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 
 	var srv *ingress.Server
 	if m.ingress {
+		trust, err := trustLookups(cfg, logger)
+		if err != nil {
+			return err
+		}
 		srv, err = ingress.New(ingress.Config{
 			Listen:           cfg.Listen,
 			GitHub:           ingress.GitHubConfig{Enabled: cfg.GitHubEnabled(), Secrets: cfg.GitHubSecrets()},
 			GitLab:           ingress.GitLabConfig{Enabled: cfg.GitLabEnabled(), Tokens: cfg.GitLabTokens()},
 			InsecureNoVerify: cfg.InsecureNoVerify,
+			Trust:            trust,
 		}, q, set, logger)
 		if err != nil {
 			return fmt.Errorf("configuring ingress: %w", err)
