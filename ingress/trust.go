@@ -178,7 +178,7 @@ func (s *Server) pinHead(ctx context.Context, ev *workflows.Event) (refused stri
 			return ""
 		}
 		log.Warn("looking up the head of a pull request", "err", err)
-		why = append(why, fmt.Sprintf("looking it up on %s failed: %v", ev.Forge, err))
+		why = append(why, fmt.Sprintf("the %s API did not tell it: %v", ev.Forge, err))
 	}
 	refused = fmt.Sprintf("not run: the head commit of pull request #%d was not known when the comment was accepted (%s), "+
 		"and hookrun does not check out whatever the pull request's tip is later in its place. Comment again to retry.",

@@ -180,7 +180,7 @@ func TestCommentHeadLookupOrder(t *testing.T) {
 			wantSHA: headB, wantFork: true, wantCalls: 1},
 		{name: "store unreadable: the API", heads: brokenHeads{}, api: &fakeHeads{head: workflows.Head{SHA: headB}}, wantSHA: headB, wantCalls: 1},
 		{name: "neither", api: &fakeHeads{err: errors.New("GET /repos/Codertocat/Hello-World/pulls/1: 502 Bad Gateway")}, wantCalls: 1,
-			wantRefuse: []string{"no pull_request event of it has been seen", "looking it up on github failed: GET /repos/Codertocat/Hello-World/pulls/1: 502 Bad Gateway", "Comment again"}},
+			wantRefuse: []string{"no pull_request event of it has been seen", "the github API did not tell it: GET /repos/Codertocat/Hello-World/pulls/1: 502 Bad Gateway", "Comment again"}},
 		{name: "neither, no credentials", wantRefuse: []string{"no pull_request event", "no github API credentials", "Comment again"}},
 		{name: "store unreadable, API down", heads: brokenHeads{}, api: &fakeHeads{err: errors.New("connection refused")}, wantCalls: 1,
 			wantRefuse: []string{"reading the head remembered from its pull_request events failed", "connection refused"}},
