@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/queue"
 )
 
 // pinGitHub is the part of the GitHub REST API a comment-triggered run
@@ -438,4 +443,143 @@ func patchPayload(t *testing.T, rel, cloneURL string, edit func(map[string]any))
 		t.Fatal(err)
 	}
 	return b
+}
+
+// glMembers is GET /api/v4/projects/:id/members/all/:user_id of GitLab: it
+// checks the method, the path (project by numeric id) and the PRIVATE-TOKEN
+// header, answers a member object shaped like GitLab's, or 404 for a user
+// who is not a member.
+type glMembers struct {
+	t       *testing.T
+	token   string
+	project int64
+
+	mu     sync.Mutex
+	levels map[int64]int // user id → access level
+	gets   map[int64]int
+	bad    []string
+}
+
+var reGLMember = regexp.MustCompile(`^/api/v4/projects/(\d+)/members/all/(\d+)$`)
+
+func (f *glMembers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	reply := func(code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	if r.Header.Get("PRIVATE-TOKEN") != f.token {
+		f.bad = append(f.bad, r.Method+" "+r.URL.Path+": bad token")
+		reply(401, map[string]string{"message": "401 Unauthorized"})
+		return
+	}
+	m := reGLMember.FindStringSubmatch(r.URL.EscapedPath())
+	if r.Method != http.MethodGet || m == nil || m[1] != strconv.FormatInt(f.project, 10) {
+		f.bad = append(f.bad, r.Method+" "+r.URL.Path+": no such route")
+		reply(404, map[string]string{"message": "404 Not Found"})
+		return
+	}
+	uid, _ := strconv.ParseInt(m[2], 10, 64)
+	f.gets[uid]++
+	level, ok := f.levels[uid]
+	if !ok {
+		reply(404, map[string]string{"message": "404 Not found"})
+		return
+	}
+	reply(200, map[string]any{"id": uid, "username": fmt.Sprintf("user%d", uid), "name": "User", "state": "active",
+		"avatar_url": "https://www.gravatar.com/avatar/x?s=80&d=identicon", "web_url": fmt.Sprintf("http://example.com/user%d", uid),
+		"access_level": level, "created_at": "2012-10-22T14:13:35Z", "expires_at": nil, "membership_state": "active"})
+}
+
+func (f *glMembers) count(uid int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets[uid]
+}
+
+// TestGitLabMemberMergeRequestRuns is issue 13's GitLab trust case through
+// the wiring `serve` and `ingress` use (trustLookups → ingress, on a real
+// embedded NATS, against a fake GitLab API): under the default authorize
+// policy a Developer's merge request runs and a non-member's is refused;
+// the member lookup is cached within its TTL and made again after it.
+func TestGitLabMemberMergeRequestRuns(t *testing.T) {
+	const glToken, hookToken = "glpat-pin-test-token", "gl-hook-token"
+	api := &glMembers{t: t, token: glToken, project: 1, levels: map[int64]int{51: 30}, gets: map[int64]int{}}
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+
+	logger := slog.New(slog.DiscardHandler)
+	trust, err := trustLookups(&Config{GitLab: GitLabConfig{Token: glToken, BaseURL: apiSrv.URL}}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust.AssociationTTL = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pr.yaml"), "name: pr\non:\n  - event: pull_request\n    actions: [opened]\nsteps:\n  - {id: check, run: 'true'}\n")
+	srv, err := ingress.New(ingress.Config{GitLab: ingress.GitLabConfig{Enabled: true, Tokens: []string{hookToken}},
+		WorkflowsDir: dir, Trust: trust}, q, nil, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+
+	mr := func(author int64) (runs int, reason string) {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(fixture(t, "gitlab/merge_request.json"), &m); err != nil {
+			t.Fatal(err)
+		}
+		m["object_attributes"].(map[string]any)["author_id"] = author
+		body, _ := json.Marshal(m)
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/hooks/gitlab", strings.NewReader(string(body)))
+		req.Header.Set("X-Gitlab-Event", "Merge Request Hook")
+		req.Header.Set("X-Gitlab-Token", hookToken)
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Runs   []json.RawMessage `json:"runs"`
+			Reason string            `json:"reason"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("merge request by %d: %d %v", author, resp.StatusCode, err)
+		}
+		return len(a.Runs), a.Reason
+	}
+
+	if n, reason := mr(51); n != 1 {
+		t.Fatalf("the Developer's merge request started %d runs: %s", n, reason)
+	}
+	if n, reason := mr(52); n != 0 || !strings.Contains(reason, "author association NONE") {
+		t.Fatalf("the non-member's merge request: %d runs, reason %q", n, reason)
+	}
+	if n, _ := mr(51); n != 1 || api.count(51) != 1 {
+		t.Fatalf("within the TTL: %d runs, %d lookups of the Developer; want 1 and 1", n, api.count(51))
+	}
+	// The Developer is demoted to Guest; once the cached answer expired
+	// the merge request is refused.
+	api.mu.Lock()
+	api.levels[51] = 10
+	api.mu.Unlock()
+	time.Sleep(1100 * time.Millisecond)
+	if n, reason := mr(51); n != 0 || api.count(51) != 2 || !strings.Contains(reason, "author association NONE") {
+		t.Fatalf("after the TTL: %d runs, %d lookups, reason %q", n, api.count(51), reason)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.bad) > 0 {
+		t.Errorf("requests the real API would refuse: %v", api.bad)
+	}
 }
