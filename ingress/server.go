@@ -81,8 +81,8 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if s := headsOf(pub); cfg.Trust.Heads == nil && s != nil {
-		cfg.Trust.Heads = s
+	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
+		cfg.Trust.Heads = hs
 	}
 	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now,
 		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
