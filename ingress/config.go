@@ -46,6 +46,9 @@ type Config struct {
 	// creates nothing. Empty: every repository (cmd/hookrun refuses to run
 	// ingress without allow_repos; empty is for tests and benchmarks).
 	AllowRepos []string
+	// Trust holds what pins comment-triggered runs to a head and looks up
+	// GitLab users' roles (trust.go).
+	Trust TrustConfig
 }
 
 // GitHubConfig configures the GitHub webhook receiver.
@@ -79,6 +82,7 @@ func (c *Config) setDefaults() {
 	if c.ReloadInterval == 0 {
 		c.ReloadInterval = DefaultReloadInterval
 	}
+	c.Trust.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -105,6 +109,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
+	errs = append(errs, c.Trust.Validate())
 	return errors.Join(errs...)
 }
 

@@ -27,15 +27,26 @@
 //     not send. Fork: head.repo differs from base.repo, or was deleted.
 //   - GitHub issue_comment: the comment's author_association. The payload
 //     does not say where a pull request's head lives, so a comment on a pull
-//     request is marked Fork = true (the untrusted case) with an empty
-//     HeadSHA, resolved by the runner at checkout.
+//     request is matched and authorized as Fork = true (the untrusted case).
+//     Its runs are then pinned to the head the pull request had when the
+//     comment was accepted: the one remembered from its latest pull_request
+//     event (hookrun_heads, written for every pull_request event before
+//     matching), else the one the forge API reports (Config.Trust, bounded
+//     by LookupTimeout); HeadRef, BaseRef and Fork follow that head. When
+//     neither knows it, the run request is Refused and the runner fails it
+//     with a message asking to comment again: the tip is never run instead.
 //   - GitHub issues: the issue author's author_association.
 //   - Pushes (both forges): COLLABORATOR, since pushing needs write access.
 //   - GitLab merge request, note and issue events: GitLab sends nothing like
-//     author_association, so they carry NONE. Under the default policy they
-//     trigger only for logins listed in `authorize.users` (or a workflow
-//     that lists NONE); a member lookup through the GitLab API would be the
-//     way to do better. Fork: source_project_id != target_project_id.
+//     author_association. Once a workflow matched, the author's access level
+//     in the project is looked up (GET /projects/:id/members/all/:user_id
+//     through Config.Trust.GitLabMembers, cached for at most 5 minutes):
+//     Owner → OWNER, Maintainer and Developer → MEMBER, Reporter →
+//     COLLABORATOR, anything else or no membership → NONE. The author is the
+//     merge request's (its code is what runs), the note's or the issue's
+//     (Event.AuthorID, in project Event.ProjectID). Without a lookup, or when
+//     it fails, the event stays NONE (fail closed) and the skip reason says
+//     why. Fork: source_project_id != target_project_id.
 //
 // Parsing: GitHub bodies are decoded into projections of go-github's event
 // types, only the fields normalization reads, by the encoding/json v2

@@ -22,9 +22,11 @@ var ErrMalformedPayload = errors.New("malformed payload")
 // carries none.
 const (
 	// associationNone is used for GitLab events other than pushes: GitLab
-	// payloads say nothing about the actor's role in the project, so such
-	// events are authorized only through `authorize.users` (or a workflow
-	// that lists NONE).
+	// payloads say nothing about the author's role in the project. The
+	// server replaces it with the role the GitLab API reports once a
+	// workflow matched (trust.go); without that, such events are
+	// authorized only through `authorize.users` (or a workflow that lists
+	// NONE).
 	associationNone = "NONE"
 	// associationPusher is used for push events on both forges: a push to
 	// the repository a webhook is installed on needs write access to it,

@@ -27,7 +27,7 @@ const (
 //     payload does not say where a pull request's head lives, so a comment on
 //     a pull request is conservatively marked Fork = true; with the default
 //     `allow_forks: false` only a trusted commenter triggers. HeadSHA is
-//     empty; the runner resolves it at checkout.
+//     empty here; the server pins it once a workflow matched (trust.go).
 //   - issues: the issue author's author_association.
 //   - push: COLLABORATOR (pushing needs write access to the repository).
 func normalizeGitHub(eventName string, body []byte) (*workflows.Event, error) {

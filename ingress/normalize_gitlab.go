@@ -21,11 +21,14 @@ const (
 // Event (without Forge, DeliveryID and Raw, which Normalize sets).
 //
 // GitLab payloads carry nothing like GitHub's author_association, so merge
-// request, note and issue events get AuthorAssociation "NONE": under the
-// default `authorize` they trigger only for logins listed in
-// `authorize.users`. Push and tag push events get "COLLABORATOR", since
-// pushing needs at least the Developer role. Fork is
-// source_project_id != target_project_id.
+// request, note and issue events leave here with AuthorAssociation "NONE"
+// and the numeric ids the association is looked up with: ProjectID (the
+// project the hook belongs to, a merge request's target project) and
+// AuthorID (the merge request's author, whose code a run checks out; the
+// note's author; the issue's author). Once a workflow matches, the server
+// replaces NONE with the member's role from the GitLab API (trust.go). Push
+// and tag push events get "COLLABORATOR", since pushing needs at least the
+// Developer role. Fork is source_project_id != target_project_id.
 func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
 	switch eventName {
 	case glMergeRequest, glNote, glIssue, glPush, glTagPush:
@@ -46,9 +49,9 @@ func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
 	case *gitlab.IssueEvent:
 		return gitlabIssue(p), nil
 	case *gitlab.PushEvent:
-		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL), nil
+		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL, firstID(p.ProjectID, p.Project.ID)), nil
 	case *gitlab.TagEvent:
-		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL), nil
+		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL, firstID(p.ProjectID, p.Project.ID)), nil
 	}
 	// Notes on commits and snippets.
 	return nil, unhandled(workflows.GitLab, eventName)
@@ -88,6 +91,8 @@ func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
 		AuthorAssociation: associationNone,
+		ProjectID:         firstID(p.Project.ID, oa.TargetProjectID),
+		AuthorID:          oa.AuthorID,
 		PullRequest: &workflows.PullRequest{
 			Number:  int(oa.IID),
 			Title:   oa.Title,
@@ -124,6 +129,8 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
 		AuthorAssociation: associationNone,
+		ProjectID:         firstID(p.ProjectID, p.Project.ID, oa.ProjectID),
+		AuthorID:          firstID(oa.AuthorID, gitlabUserID(p.User)),
 		PullRequest: &workflows.PullRequest{
 			Number:  int(mr.IID),
 			Title:   mr.Title,
@@ -142,9 +149,9 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 
 func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
 	oa := p.ObjectAttributes
-	sender := ""
+	sender, userID := "", int64(0)
 	if p.User != nil {
-		sender = p.User.Username
+		sender, userID = p.User.Username, p.User.ID
 	}
 	return &workflows.Event{
 		Kind:              workflows.KindComment,
@@ -153,6 +160,8 @@ func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            sender,
 		AuthorAssociation: associationNone,
+		ProjectID:         firstID(p.ProjectID, oa.ProjectID),
+		AuthorID:          firstID(oa.AuthorID, userID),
 		Issue:             &workflows.Issue{Number: int(p.Issue.IID), Title: p.Issue.Title, URL: p.Issue.URL},
 		Comment:           &workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL},
 		Labels:            gitlabLabels(p.Issue.Labels),
@@ -183,17 +192,20 @@ func gitlabIssue(p *gitlab.IssueEvent) *workflows.Event {
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
 		AuthorAssociation: associationNone,
+		ProjectID:         firstID(p.Project.ID, oa.ProjectID),
+		AuthorID:          oa.AuthorID,
 		Issue:             &workflows.Issue{Number: int(oa.IID), Title: oa.Title, URL: oa.URL},
 		Labels:            gitlabLabels(p.Labels, oa.Labels),
 	}
 }
 
-func gitlabPush(ref, before, after, user, repo, cloneURL string) *workflows.Event {
+func gitlabPush(ref, before, after, user, repo, cloneURL string, projectID int64) *workflows.Event {
 	return &workflows.Event{
 		Kind:              workflows.KindPush,
 		Action:            "pushed",
 		Repo:              repo,
 		CloneURL:          cloneURL,
+		ProjectID:         projectID,
 		Sender:            user,
 		AuthorAssociation: associationPusher,
 		Push: &workflows.Push{
@@ -210,6 +222,23 @@ func gitlabUser(u *gitlab.EventUser) string {
 		return ""
 	}
 	return u.Username
+}
+
+func gitlabUserID(u *gitlab.EventUser) int64 {
+	if u == nil {
+		return 0
+	}
+	return u.ID
+}
+
+// firstID is the first non-zero id.
+func firstID(ids ...int64) int64 {
+	for _, id := range ids {
+		if id != 0 {
+			return id
+		}
+	}
+	return 0
 }
 
 // gitlabLabels returns the titles of the first non-empty label list.

@@ -174,6 +174,8 @@ func TestNormalizeFields(t *testing.T) {
 				want(t, "kind", e.Kind, workflows.KindPullRequest)
 				want(t, "association", e.AuthorAssociation, "NONE")
 				want(t, "has head sha", e.HeadSHA() != "", true)
+				want(t, "project id", e.ProjectID, int64(1))
+				want(t, "author id (the merge request's author, not the sender)", e.AuthorID, int64(51))
 			}},
 		{"gitlab note on merge request", workflows.GitLab, "Note Hook", "testdata/gitlab/note_merge_request.json",
 			func(t *testing.T, e *workflows.Event) {
@@ -181,12 +183,22 @@ func TestNormalizeFields(t *testing.T) {
 				want(t, "has pull request", e.PullRequest != nil, true)
 				want(t, "has issue", e.Issue != nil, false)
 				want(t, "action", e.Action, "created")
+				want(t, "project id", e.ProjectID, int64(5))
+				want(t, "author id (the note's author)", e.AuthorID, int64(1))
 			}},
 		{"gitlab note on issue", workflows.GitLab, "Note Hook", "testdata/gitlab/note_issue.json",
 			func(t *testing.T, e *workflows.Event) {
 				want(t, "kind", e.Kind, workflows.KindComment)
 				want(t, "has pull request", e.PullRequest != nil, false)
 				want(t, "has issue", e.Issue != nil, true)
+				want(t, "project id", e.ProjectID, int64(5))
+				want(t, "author id (the note's author)", e.AuthorID, int64(1))
+			}},
+		{"gitlab issue", workflows.GitLab, "Issue Hook", "testdata/gitlab/issue.json",
+			func(t *testing.T, e *workflows.Event) {
+				want(t, "kind", e.Kind, workflows.KindIssue)
+				want(t, "project id", e.ProjectID, int64(1))
+				want(t, "author id (the issue's author, not the sender)", e.AuthorID, int64(51))
 			}},
 		{"gitlab tag push", workflows.GitLab, "Tag Push Hook", "testdata/gitlab/tag_push.json",
 			func(t *testing.T, e *workflows.Event) {

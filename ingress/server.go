@@ -52,6 +52,7 @@ type Server struct {
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
+	assoc   *assocCache // GitLab associations looked up (trust.go)
 
 	githubSecrets [][]byte
 	gitlabTokens  [][sha256.Size]byte
@@ -80,7 +81,11 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now}
+	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
+		cfg.Trust.Heads = hs
+	}
+	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now,
+		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
 	if s.src == nil {
 		if cfg.WorkflowsDir == "" {
 			return nil, errors.New("creating ingress server: no workflow source and no workflows directory")
@@ -400,21 +405,13 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
 	}
 
+	// The head of a pull_request event is remembered whatever matches, for
+	// the comments that may follow (trust.go); the answer waits for it.
+	headWritten := s.rememberHead(c.Request().Context(), ev)
 	resp := response{Delivery: delivery, Runs: []runRef{}}
-	var reqs []*queue.RunRequest
-	for _, w := range s.src.Workflows() {
-		m := w.Match(ev)
-		if !m.Matched {
-			resp.Skipped = append(resp.Skipped, skipped{w.Name, m.Reason})
-			continue
-		}
-		if ok, reason := authorize(w, ev); !ok {
-			resp.Skipped = append(resp.Skipped, skipped{w.Name, reason})
-			continue
-		}
-		reqs = append(reqs, s.newRunRequest(w, ev, m.CommandArgs))
-	}
+	reqs := s.decide(c.Request().Context(), ev, &resp)
 	if len(reqs) == 0 {
+		headWritten()
 		resp.Reason = noRunReason(resp.Skipped)
 		s.count(forge, event, outcomeNoRun)
 		s.logger.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
@@ -428,6 +425,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	start := time.Now()
 	results, err := s.publishAll(ctx, reqs)
 	s.metrics.publish.observe(time.Since(start).Seconds())
+	headWritten()
 	if err != nil {
 		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
@@ -445,6 +443,64 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	s.logger.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
 		"runs", len(resp.Runs), "duplicate", resp.Duplicate)
 	return c.JSON(http.StatusAccepted, resp)
+}
+
+// decide matches ev against every workflow and returns the run requests of
+// those that matched and authorized it, recording the others in
+// resp.Skipped (in workflow order). Once anything matched, a GitLab
+// event's author association is looked up first, and the runs of a comment
+// are pinned to the pull request's head (or Refused when it is unknown).
+func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response) []*queue.RunRequest {
+	type candidate struct {
+		w      *workflows.Workflow
+		args   string
+		runs   bool
+		reason string // why it does not run
+	}
+	var cands []candidate
+	matched := false
+	for _, w := range s.src.Workflows() {
+		m := w.Match(ev)
+		cands = append(cands, candidate{w: w, args: m.CommandArgs, runs: m.Matched, reason: m.Reason})
+		matched = matched || m.Matched
+	}
+	if !matched {
+		for _, c := range cands {
+			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
+		}
+		return nil
+	}
+	note := s.associate(ctx, ev)
+	authorized := 0
+	for i := range cands {
+		c := &cands[i]
+		if !c.runs {
+			continue
+		}
+		if ok, reason := authorize(c.w, ev); !ok {
+			if note != "" {
+				reason += " (" + note + ")"
+			}
+			c.runs, c.reason = false, reason
+			continue
+		}
+		authorized++
+	}
+	var refused string
+	if authorized > 0 {
+		refused = s.pinHead(ctx, ev)
+	}
+	var reqs []*queue.RunRequest
+	for _, c := range cands {
+		if !c.runs {
+			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
+			continue
+		}
+		req := s.newRunRequest(c.w, ev, c.args)
+		req.Refused = refused
+		reqs = append(reqs, req)
+	}
+	return reqs
 }
 
 // publishAll publishes every request concurrently and returns the results

@@ -52,6 +52,9 @@ type Config struct {
 	DeliveryTTL time.Duration
 	// LogMaxAge is how long HOOKRUN_LOGS keeps step output. Default 7 days.
 	LogMaxAge time.Duration
+	// HeadTTL is how long hookrun_heads remembers a pull request's head
+	// after its latest pull_request event. Default 30 days.
+	HeadTTL time.Duration
 	// PublishTimeout bounds one Publish (all its writes). Default 5s.
 	PublishTimeout time.Duration
 	// SetupTimeout bounds how long Open waits for the embedded server and
@@ -78,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LogMaxAge == 0 {
 		c.LogMaxAge = 7 * 24 * time.Hour
+	}
+	if c.HeadTTL == 0 {
+		c.HeadTTL = 30 * 24 * time.Hour
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
@@ -125,6 +131,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogMaxAge < time.Second {
 		errs = append(errs, fmt.Errorf("log max age must be at least 1s, got %s", c.LogMaxAge))
+	}
+	if c.HeadTTL < time.Second {
+		errs = append(errs, fmt.Errorf("head ttl must be at least 1s, got %s", c.HeadTTL))
 	}
 	if c.PublishTimeout <= 0 || c.SetupTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))

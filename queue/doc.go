@@ -2,8 +2,10 @@
 // default or an external cluster. It owns the HOOKRUN_RUNS work-queue stream
 // of RunRequests (published by ingress, consumed by runners), the
 // hookrun_runs KV bucket of run records, the hookrun_deliveries KV bucket
-// that dedupes redelivered webhooks, and the HOOKRUN_LOGS stream of step
-// output. It imports only workflows.
+// that dedupes redelivered webhooks, the hookrun_heads KV bucket of pull
+// request heads ingress has seen (HeadStore: comment-triggered runs are
+// pinned to them), and the HOOKRUN_LOGS stream of step output. It imports
+// only workflows.
 //
 // Exactly-once in effect: Publish maps each (forge, delivery, workflow) to
 // one run id through a create-only hookrun_deliveries entry and publishes

@@ -24,6 +24,7 @@ const (
 	StreamLogs     = "HOOKRUN_LOGS"       // step output
 	BucketRuns     = "hookrun_runs"       // run records
 	BucketDelivery = "hookrun_deliveries" // delivery key → run id
+	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
 
 	runsSubjectPrefix = "hookrun.runs."
 	logsSubjectPrefix = "hookrun.logs."
@@ -42,9 +43,11 @@ type Queue struct {
 	logsS    jetstream.Stream
 	runsKV   jetstream.KeyValue
 	delKV    jetstream.KeyValue
+	headsKV  jetstream.KeyValue
 
-	runs *RunStore
-	logs *LogStore
+	runs  *RunStore
+	heads *HeadStore
+	logs  *LogStore
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
@@ -114,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q.runs = &RunStore{kv: q.runsKV}
+	q.heads = &HeadStore{kv: q.headsKV}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
 		return nil, err
@@ -244,6 +248,17 @@ func (q *Queue) setup(ctx context.Context) error {
 			})
 			return err
 		}},
+		{"creating bucket " + BucketHeads, func(ctx context.Context) (err error) {
+			q.headsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketHeads,
+				Description: "hookrun pull request heads seen by ingress",
+				History:     1,
+				TTL:         q.cfg.HeadTTL,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
 	}
 	// Concurrently: at R3 each asset waits for its own raft group.
 	errs := make([]error, len(steps))
@@ -307,6 +322,9 @@ func (q *Queue) Ready(ctx context.Context) error {
 
 // Runs is the run record store.
 func (q *Queue) Runs() *RunStore { return q.runs }
+
+// Heads is the store of pull request heads ingress has seen.
+func (q *Queue) Heads() *HeadStore { return q.heads }
 
 // Logs is the step output store.
 func (q *Queue) Logs() *LogStore { return q.logs }

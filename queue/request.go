@@ -32,6 +32,14 @@ type RunRequest struct {
 	Event          workflows.Event `json:"event"`           // the normalized event, Raw included
 	Attempt        int             `json:"attempt"`         // 1 for a fresh run; higher for a manual re-run
 	CreatedAt      time.Time       `json:"created_at"`      // when ingress accepted the event
+	// Refused, when set, says why this run must not execute although its
+	// event matched and was authorized (ingress could not pin the head of
+	// the commented pull request): the runner fails the run with this
+	// message at claim, reports it, and neither prepares a workspace nor
+	// executes a step. Optional and omitted when empty, so the wire format
+	// of every other request is unchanged; a runner older than the field
+	// would ignore it, so upgrade runners before ingress.
+	Refused string `json:"refused,omitempty"`
 }
 
 // decodeRunRequest parses a message body and checks its version.

@@ -15,7 +15,10 @@
 // heartbeat refreshes HeartbeatAt and the step states every
 // HeartbeatInterval and a watch on the record acts at once on
 // CancelRequested (cancel the run) or another claimant (stop: the run was
-// lost). A workspace that cannot be prepared hands the run back (queued)
+// lost). A run request that ingress marked Refused (the head of the
+// commented pull request could not be pinned) is failed right after the
+// claim with that reason and reported: no workspace, no step, no handler.
+// A workspace that cannot be prepared hands the run back (queued)
 // and naks it with PrepareRetry. On shutdown the run is stopped, handed back
 // (queued, attempt kept) and nak'ed for another runner. With
 // concurrency.cancel_in_progress, older unfinished runs of the same group

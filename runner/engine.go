@@ -142,6 +142,10 @@ type RunSpec struct {
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
 	Ref       contract.ReportRef  // what an earlier attempt's reporter stored
+	// Refused, when set, fails the run with this message without executing
+	// anything: no session, no step, no handler; only the final report is
+	// sent (queue.RunRequest.Refused).
+	Refused string
 	// OnChange is called with a copy of all step states after every change
 	// (from the step's goroutine; keep it short).
 	OnChange func(steps []workflows.StepState)
@@ -232,6 +236,9 @@ func (e *Engine) Run(ctx context.Context, spec RunSpec) *Result {
 func (x *execution) now() time.Time { return x.e.cfg.Now().UTC() }
 
 func (x *execution) run(ctx context.Context) *Result {
+	if x.spec.Refused != "" {
+		return x.refuse(ctx)
+	}
 	res := &Result{StartedAt: x.now()}
 	x.loadSecrets()
 	x.sys = x.logWriter(RunLogStep, StreamSystem)
@@ -314,6 +321,29 @@ func (x *execution) run(ctx context.Context) *Result {
 		x.progress.finish(ctx, res)
 	} else {
 		res.Ref = x.spec.Ref
+	}
+	return res
+}
+
+// refuse ends a run that must not execute (RunSpec.Refused): every step is
+// skipped, the run fails with the reason, and the final report shows it.
+// Nothing of the workflow runs, its handlers included.
+func (x *execution) refuse(ctx context.Context) *Result {
+	x.red = NewRedactor()
+	x.sys = x.logWriter(RunLogStep, StreamSystem)
+	defer x.sys.Close()
+	res := &Result{Status: workflows.StatusFailed, StartedAt: x.now(), Error: x.red.String(x.spec.Refused)}
+	for _, st := range x.wf.Steps {
+		res.Steps = append(res.Steps, workflows.StepState{ID: st.ID, Status: workflows.StatusSkipped})
+	}
+	x.states = append([]workflows.StepState(nil), res.Steps...)
+	x.sysf("run %s: %s", res.Status, res.Error)
+	res.FinishedAt = x.now()
+	res.Ref = x.spec.Ref
+	if x.e.cfg.Reporter != nil {
+		p := newProgress(x)
+		p.send(ctx, p.snapshot(contract.PhaseFinal, res.Status, res))
+		res.Ref, res.ReportError = p.ref, p.lastErr
 	}
 	return res
 }

@@ -324,6 +324,20 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 	go func() { defer close(hbDone); hb.loop(hbCtx) }()
 	stopHeartbeat := func() { stopHB(); <-hbDone }
 
+	if req.Refused != "" {
+		// Ingress accepted the event but could not make it safe to run
+		// (the commented pull request's head is unknown): fail it visibly,
+		// with no workspace and no step.
+		log.Warn("failing a run ingress refused to pin", "reason", req.Refused)
+		res := r.deps.Engine.Run(runCtx, RunSpec{ID: req.ID, Attempt: rec.Attempt, Workflow: wf, Event: &req.Event,
+			Ref: refOf(rec), Refused: req.Refused, OnChange: hb.setSteps})
+		stopHeartbeat()
+		if hb.lost.Load() {
+			return nil
+		}
+		return r.finish(ctx, req.ID, res, "", log)
+	}
+
 	ws, err := r.deps.Workspaces.Prepare(runCtx, req.ID, &req.Event, wf.Checkout)
 	headSHA := ws.HeadSHA
 	if err != nil {

@@ -61,6 +61,15 @@ type Event struct {
 	Sender            string `json:"sender"`                       // login of whoever caused the event
 	AuthorAssociation string `json:"author_association,omitempty"` // OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, FIRST_TIMER, FIRST_TIME_CONTRIBUTOR, MANNEQUIN, NONE
 
+	// ProjectID is GitLab's numeric id of the project the event belongs to
+	// (a merge request's target project); 0 for GitHub. Ingress asks the
+	// GitLab API for AuthorID's membership in it.
+	ProjectID int64 `json:"project_id,omitempty"`
+	// AuthorID is GitLab's numeric id of the user AuthorAssociation is
+	// about: a merge request's author (the code is theirs), a note's
+	// author, an issue's author; 0 for GitHub and for pushes.
+	AuthorID int64 `json:"author_id,omitempty"`
+
 	PullRequest *PullRequest `json:"pull_request,omitempty"` // set for pull_request events and comments on pull/merge requests
 	Issue       *Issue       `json:"issue,omitempty"`        // set for issue events and comments on issues
 	Comment     *Comment     `json:"comment,omitempty"`      // set for comment events
@@ -79,7 +88,7 @@ type PullRequest struct {
 	Number  int    `json:"number"`             // PR number (GitHub) or MR iid (GitLab)
 	Title   string `json:"title"`              // untrusted text
 	URL     string `json:"url,omitempty"`      // web URL
-	HeadSHA string `json:"head_sha,omitempty"` // empty for comment events whose payload lacks it; the runner resolves it at checkout
+	HeadSHA string `json:"head_sha,omitempty"` // for a comment, the head ingress pinned when it accepted the comment (see Head); empty only in a run request that is Refused
 	HeadRef string `json:"head_ref,omitempty"` // source branch
 	BaseRef string `json:"base_ref,omitempty"` // target branch
 	Fork    bool   `json:"fork"`               // head lives in another repository
@@ -132,7 +141,8 @@ func (e *Event) Title() string {
 }
 
 // HeadSHA is the commit a run checks out and reports a status on: the pull
-// request head, or the pushed SHA. It may be empty (comments carry no SHA).
+// request head, or the pushed SHA. It is empty for issues, and for a
+// comment on a pull request whose head ingress could not pin.
 func (e *Event) HeadSHA() string {
 	switch {
 	case e.PullRequest != nil:

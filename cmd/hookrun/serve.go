@@ -154,10 +154,16 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 	}
 	go set.Run(ctx, 2*time.Second)
 
+	// One client per forge: the runner reports and clones with it, ingress
+	// asks it what payloads leave out.
+	reporters, err := newReporter(cfg, logger)
+	if err != nil {
+		return err
+	}
 	var r *runner.Runner
 	var consumer *queue.Consumer
 	if m.runner {
-		r, err = newRunner(ctx, cfg, q, set, logger)
+		r, err = newRunner(ctx, cfg, q, set, reporters, logger)
 		if err != nil {
 			return err
 		}
@@ -178,6 +184,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 			GitLab:           ingress.GitLabConfig{Enabled: cfg.GitLabEnabled(), Tokens: cfg.GitLabTokens()},
 			InsecureNoVerify: cfg.InsecureNoVerify,
 			AllowRepos:       cfg.AllowRepos,
+			Trust:            trustLookups(reporters),
 		}, q, set, logger)
 		if err != nil {
 			return fmt.Errorf("configuring ingress: %w", err)
@@ -209,11 +216,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 	return errors.Join(errs...)
 }
 
-func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, logger *slog.Logger) (*runner.Runner, error) {
-	reporter, err := newReporter(cfg, logger)
-	if err != nil {
-		return nil, err
-	}
+func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, reporter forgeReporters, logger *slog.Logger) (*runner.Runner, error) {
 	steps := newHostSteps(ctx, cfg, os.Geteuid(), logger)
 	ws, err := newWorkspaces(cfg, reporter, steps.owner)
 	if err != nil {

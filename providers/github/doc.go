@@ -2,7 +2,9 @@
 // per workflow and pull request (or issue), commit statuses, the eyes
 // reaction, token or GitHub App authentication, and rate-limit retries. It
 // implements contract.Reporter; cmd builds it with New(Config) and hands it
-// to the engine.
+// to the engine. The same Reporter implements workflows.HeadLookup for
+// ingress: the current head of a pull request, read with the same token or
+// installation clients.
 //
 // The comment is found again by the id the run record keeps
 // (RunReport.Ref.CommentID), else by its hidden marker

@@ -49,6 +49,8 @@ type fakeGitHub struct {
 	tokens    map[string]time.Time // issued installation token → expiry
 	issued    []string
 	template  map[string]any // a real comment object (from a webhook payload) used to shape answers
+	pulls     map[int]fakePull
+	prObject  map[string]any // a real pull request object (from a webhook payload) used to shape answers
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
@@ -72,6 +74,12 @@ type fakeReaction struct {
 	Content string
 }
 
+// fakePull is the head and base of one pull request the fake serves.
+type fakePull struct {
+	HeadSHA, HeadRef, BaseRef string
+	HeadRepo                  string // full name; "" = a deleted fork (head.repo null)
+}
+
 func newFakeGitHub(t *testing.T) *fakeGitHub {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/issue_comment.created.json")
@@ -84,9 +92,19 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	if err := json.Unmarshal(raw, &payload); err != nil {
 		t.Fatal(err)
 	}
+	raw, err = os.ReadFile("testdata/pull_request.opened.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prPayload struct {
+		PullRequest map[string]any `json:"pull_request"`
+	}
+	if err := json.Unmarshal(raw, &prPayload); err != nil {
+		t.Fatal(err)
+	}
 	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
 		nextID: 1000, tokens: map[string]time.Time{},
-		template: payload.Comment}
+		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -156,6 +174,7 @@ var (
 	reStatuses      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})$`)
 	reAccessTokens  = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
 	reRepoInstall   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/installation$`)
+	rePull          = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`)
 )
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
@@ -345,9 +364,48 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		f.json(w, 201, map[string]any{"id": id, "state": st.State, "context": st.Context, "description": st.Description, "target_url": st.TargetURL})
 
+	case rePull.MatchString(path) && r.Method == "GET":
+		m := rePull.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		n, _ := strconv.Atoi(m[3])
+		f.mu.Lock()
+		p, ok := f.pulls[n]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		f.json(w, 200, f.pullJSON(n, p))
+
 	default:
 		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
 	}
+}
+
+// pullJSON shapes a pull request answer like GitHub's: the real object from
+// the fixture with number, head and base replaced.
+func (f *fakeGitHub) pullJSON(n int, p fakePull) map[string]any {
+	clone := func(v any) map[string]any {
+		b, _ := json.Marshal(v)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		return out
+	}
+	out := clone(f.prObject)
+	out["number"] = n
+	out["url"] = fmt.Sprintf("%s/api/v3/repos/%s/pulls/%d", f.srv.URL, f.repo, n)
+	head, base := out["head"].(map[string]any), out["base"].(map[string]any)
+	head["sha"], head["ref"], base["ref"] = p.HeadSHA, p.HeadRef, p.BaseRef
+	base["repo"].(map[string]any)["full_name"] = f.repo
+	if p.HeadRepo == "" {
+		head["repo"] = nil
+	} else {
+		head["repo"].(map[string]any)["full_name"] = p.HeadRepo
+		head["label"] = strings.Split(p.HeadRepo, "/")[0] + ":" + p.HeadRef
+	}
+	return out
 }
 
 // list answers GET .../issues/{n}/comments with GitHub's paging (Link header).

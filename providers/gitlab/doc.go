@@ -1,7 +1,9 @@
 // Package gitlab reports runs on GitLab: one sticky merge request or issue
 // note per workflow, commit statuses, and rate-limit retries. It implements
 // contract.Reporter; cmd builds it with New(Config) and hands it to the
-// engine.
+// engine. The same Reporter answers ingress's questions to the API:
+// workflows.AssociationLookup (a user's access level in a project as an
+// author association) and workflows.HeadLookup (a merge request's head).
 //
 // The note is found again by the id the run record keeps
 // (RunReport.Ref.CommentID), else by its hidden marker

@@ -26,6 +26,7 @@ type fakeGitLab struct {
 	t       *testing.T
 	srv     *httptest.Server
 	project string // path it serves
+	projID  int64  // its numeric id (also accepted in paths)
 	token   string
 	botID   int64
 	bot     string
@@ -36,6 +37,8 @@ type fakeGitLab struct {
 	notes    []*fakeNote
 	statuses []fakeStatus
 	current  map[string]string // sha + name → state (GitLab refuses same-state transitions)
+	members  map[int64]fakeMember
+	mrs      map[int64]fakeMR
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered 429
@@ -56,9 +59,23 @@ type fakeStatus struct {
 	SHA, State, Name, Description, TargetURL string
 }
 
+// fakeMember is a user's membership of the project (direct or inherited).
+type fakeMember struct {
+	Username    string
+	AccessLevel int
+	State       string // "active" unless set
+	ExpiresAt   string // YYYY-MM-DD, "" = never
+}
+
+// fakeMR is the head of one merge request.
+type fakeMR struct {
+	SHA, Source, Target string
+	SourceProject       int64 // 0 = the project itself
+}
+
 func newFakeGitLab(t *testing.T) *fakeGitLab {
-	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
-		pageSz: 3, nextID: 2000, current: map[string]string{}}
+	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", projID: 5, token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
+		pageSz: 3, nextID: 2000, current: map[string]string{}, members: map[int64]fakeMember{}, mrs: map[int64]fakeMR{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -112,6 +129,8 @@ var (
 	reNotes    = regexp.MustCompile(`^/projects/([^/]+)/(merge_requests|issues)/(\d+)/notes$`)
 	reNote     = regexp.MustCompile(`^/projects/([^/]+)/(merge_requests|issues)/(\d+)/notes/(\d+)$`)
 	reStatuses = regexp.MustCompile(`^/projects/([^/]+)/statuses/([0-9a-f]{40})$`)
+	reMember   = regexp.MustCompile(`^/projects/([^/]+)/members/all/(\d+)$`)
+	reMR       = regexp.MustCompile(`^/projects/([^/]+)/merge_requests/(\d+)$`)
 )
 
 func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +160,7 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := strings.ReplaceAll(f.project, "/", "%2F")
 	projectOK := func(p string) bool {
-		if p != enc {
+		if p != enc && p != strconv.FormatInt(f.projID, 10) {
 			f.fail(w, 404, "404 Project Not Found", "project "+p)
 			return false
 		}
@@ -255,6 +274,56 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		f.json(w, 201, map[string]any{"id": id, "sha": st.SHA, "status": st.State, "name": st.Name,
 			"description": st.Description, "target_url": st.TargetURL, "allow_failure": false})
+
+	case reMember.MatchString(path) && r.Method == "GET":
+		m := reMember.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		uid, _ := strconv.ParseInt(m[2], 10, 64)
+		f.mu.Lock()
+		mem, ok := f.members[uid]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "404 Not found", "")
+			return
+		}
+		state := mem.State
+		if state == "" {
+			state = "active"
+		}
+		var expires any
+		if mem.ExpiresAt != "" {
+			expires = mem.ExpiresAt
+		}
+		f.json(w, 200, map[string]any{"id": uid, "username": mem.Username, "name": mem.Username, "state": state,
+			"avatar_url": "https://www.gravatar.com/avatar/c2525a7f58ae3776070e44c106c48e15?s=80&d=identicon",
+			"web_url":    "http://example.com/" + mem.Username, "access_level": mem.AccessLevel, "email": mem.Username + "@example.com",
+			"created_at": "2012-10-22T14:13:35Z", "created_by": map[string]any{"id": 1, "username": "root", "name": "Administrator", "state": "active"},
+			"expires_at": expires, "group_saml_identity": nil, "membership_state": "active"})
+
+	case reMR.MatchString(path) && r.Method == "GET":
+		m := reMR.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		iid, _ := strconv.ParseInt(m[2], 10, 64)
+		f.mu.Lock()
+		mr, ok := f.mrs[iid]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "404 Not found", "")
+			return
+		}
+		src := mr.SourceProject
+		if src == 0 {
+			src = f.projID
+		}
+		f.json(w, 200, map[string]any{"id": 100 + iid, "iid": iid, "project_id": f.projID, "title": "MR " + m[2], "state": "opened",
+			"target_branch": mr.Target, "source_branch": mr.Source, "source_project_id": src, "target_project_id": f.projID,
+			"sha": mr.SHA, "merge_commit_sha": nil, "squash_commit_sha": nil, "draft": false, "work_in_progress": false,
+			"web_url":   fmt.Sprintf("http://example.com/%s/-/merge_requests/%d", f.project, iid),
+			"diff_refs": map[string]any{"base_sha": strings.Repeat("1", 40), "head_sha": mr.SHA, "start_sha": strings.Repeat("1", 40)}})
 
 	default:
 		f.fail(w, 404, "404 Not Found", "no route "+r.Method+" "+path)

@@ -1,0 +1,60 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// PullRequestHead implements workflows.HeadLookup with GET
+// /repos/{owner}/{repo}/pulls/{number}, authenticated like the reports (the
+// token, or the event's installation token for an App): the head SHA and
+// branch, the base branch, and Fork when head.repo differs from base.repo
+// or is gone (a deleted fork). Ingress bounds ctx.
+func (r *Reporter) PullRequestHead(ctx context.Context, e *workflows.Event) (workflows.Head, error) {
+	if e == nil || e.PullRequest == nil || e.PullRequest.Number <= 0 {
+		return workflows.Head{}, errors.New("looking up a pull request head on github: event names no pull request")
+	}
+	n := e.PullRequest.Number
+	owner, repo, ok := strings.Cut(e.Repo, "/")
+	if !ok || owner == "" || repo == "" {
+		return workflows.Head{}, fmt.Errorf("looking up the head of pull request #%d on github: repository %q is not owner/name", n, e.Repo)
+	}
+	c, err := r.client(e.InstallationID)
+	if err != nil {
+		return workflows.Head{}, fmt.Errorf("looking up the head of %s#%d on github: %w", e.Repo, n, err)
+	}
+	pr, _, err := c.PullRequests.Get(ctx, owner, repo, n)
+	if err != nil {
+		return workflows.Head{}, fmt.Errorf("looking up the head of %s#%d on github: %w", e.Repo, n, err)
+	}
+	head, base := pr.GetHead(), pr.GetBase()
+	h := workflows.Head{
+		SHA:     head.GetSHA(),
+		HeadRef: head.GetRef(),
+		BaseRef: base.GetRef(),
+		Fork:    head.GetRepo() == nil || !strings.EqualFold(head.GetRepo().GetFullName(), base.GetRepo().GetFullName()),
+	}
+	if !isCommitID(h.SHA) {
+		return workflows.Head{}, fmt.Errorf("looking up the head of %s#%d on github: the answer names no head commit", e.Repo, n)
+	}
+	return h, nil
+}
+
+// isCommitID reports whether s is a full hex SHA-1 or SHA-256 commit id.
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+var _ workflows.HeadLookup = (*Reporter)(nil)

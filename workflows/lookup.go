@@ -1,0 +1,35 @@
+package workflows
+
+import "context"
+
+// Head is where a pull or merge request's head was at one moment: the
+// commit a run triggered by a comment on it checks out, so that what runs
+// is what the commenter saw and not whatever is pushed afterwards.
+type Head struct {
+	SHA     string `json:"sha"`                // head commit
+	HeadRef string `json:"head_ref,omitempty"` // source branch
+	BaseRef string `json:"base_ref,omitempty"` // target branch
+	Fork    bool   `json:"fork"`               // the head lives in another repository
+}
+
+// HeadLookup asks a forge's API for the current head of the pull or merge
+// request an event is about (e.Repo, e.Number(); GitHub: e.InstallationID
+// for an App's token; GitLab: e.ProjectID). Ingress consumes it for a
+// comment whose payload names no head and whose pull request it has seen
+// no pull_request event of; providers/github and providers/gitlab
+// implement it. Callers bound ctx: a forge that is down must not hold a
+// delivery up.
+type HeadLookup interface {
+	PullRequestHead(ctx context.Context, e *Event) (Head, error)
+}
+
+// AssociationLookup asks a forge's API for a user's role in a project as an
+// author association: OWNER, MEMBER, COLLABORATOR, or NONE for a user who
+// is not a member (that is an answer, not an error). projectID and userID
+// are the forge's numeric ids (Event.ProjectID, Event.AuthorID). Ingress
+// consumes it for GitLab events, whose payloads carry no association, and
+// caches the answers; providers/gitlab implements it. An error means the
+// role is unknown: ingress then treats the user as NONE.
+type AssociationLookup interface {
+	AuthorAssociation(ctx context.Context, projectID, userID int64) (string, error)
+}
