@@ -16,8 +16,9 @@ import (
 // fakeGitHub is the part of the GitHub REST API the reporter uses, checking
 // method, path, auth header and JSON body as the real API would.
 type fakeGitHub struct {
-	t     *testing.T
-	token string
+	t       *testing.T
+	token   string
+	context string // the commit status context it accepts: hookrun/<workflow>
 
 	mu       sync.Mutex
 	nextID   int64
@@ -29,7 +30,7 @@ type fakeGitHub struct {
 }
 
 func newFakeGitHub(t *testing.T, token string) (*fakeGitHub, *httptest.Server) {
-	f := &fakeGitHub{t: t, token: token, nextID: 1000, comments: map[int64]string{}}
+	f := &fakeGitHub{t: t, token: token, context: "hookrun/e2e", nextID: 1000, comments: map[int64]string{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -96,7 +97,7 @@ func (f *fakeGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && reStatus.MatchString(r.URL.Path):
 		state, _ := body["state"].(string)
 		ctx, _ := body["context"].(string)
-		if ctx != "hookrun/e2e" || (state != "pending" && state != "success" && state != "failure" && state != "error") {
+		if ctx != f.context || (state != "pending" && state != "success" && state != "failure" && state != "error") {
 			f.bad = append(f.bad, "bad status "+state+" "+ctx)
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			return

@@ -40,6 +40,8 @@ type pinGitHub struct {
 	statuses []pinStatus
 	pullGETs map[int]int
 	bad      []string
+
+	git http.Handler // git smart HTTP for /Codertocat/Hello-World.git, as GitHub serves it
 }
 
 type pinComment struct {
@@ -58,6 +60,16 @@ var (
 )
 
 func (f *pinGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/Codertocat/Hello-World.git/") {
+		// git takes the token as Basic x-access-token:<token>.
+		if user, pass, ok := r.BasicAuth(); !ok || user != "x-access-token" || pass != f.token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
+			http.Error(w, "Invalid username or token.", http.StatusUnauthorized)
+			return
+		}
+		f.git.ServeHTTP(w, r)
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fail := func(code int, why string) {
@@ -179,14 +191,14 @@ func (f *pinGitHub) commentsOn(n int) []string {
 // gitUpstream is a bare repository standing in for GitHub's copy of
 // Codertocat/Hello-World, with a work tree to make commits in.
 type gitUpstream struct {
-	t          *testing.T
-	bare, work string
-	env        []string
+	t                *testing.T
+	root, bare, work string // root holds <owner>/<name>.git, as a git server's project root
+	env              []string
 }
 
 func newGitUpstream(t *testing.T) *gitUpstream {
 	root := t.TempDir()
-	u := &gitUpstream{t: t, bare: filepath.Join(root, "Hello-World.git"), work: filepath.Join(root, "work"),
+	u := &gitUpstream{t: t, root: root, bare: filepath.Join(root, "Codertocat", "Hello-World.git"), work: filepath.Join(root, "work"),
 		env: []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
 			"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + root}}
 	u.git(root, "init", "--quiet", "--bare", "--initial-branch=master", u.bare)
@@ -296,11 +308,13 @@ func TestCommentRunPinnedToCommentedHead(t *testing.T) {
 	}
 	gh := &pinGitHub{t: t, token: ghToken, bare: up.bare, prObject: prPayload.PullRequest, broken: map[int]bool{4: true},
 		nextID: 5000, comments: map[int64]*pinComment{}, pullGETs: map[int]int{}}
+	gh.git = gitHTTPBackend(t, up.root)
 	ghSrv := httptest.NewServer(gh)
 	t.Cleanup(ghSrv.Close)
+	cloneURL := ghSrv.URL + "/Codertocat/Hello-World.git"
 
 	dir := t.TempDir()
-	gate := filepath.Join(dir, "gate")
+	gate := filepath.Join(stepWritableDir(t), "gate")
 	writeFile(t, filepath.Join(dir, "workflows", "review.yaml"), pinReviewWorkflow)
 	writeFile(t, filepath.Join(dir, "workflows", "gate.yaml"), fmt.Sprintf(pinGateWorkflow, gate))
 	addr := freeAddr(t)
@@ -309,6 +323,7 @@ listen: `+addr+`
 data_dir: `+filepath.Join(dir, "data")+`
 workflows: `+filepath.Join(dir, "workflows")+`
 github: { webhook_secret: "`+secret+`", token: "${PIN_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
+allow_repos: ["Codertocat/*"]
 runner: { concurrency: 1, max_ack_pending: 1 }
 api: { token: "`+apiToken+`" }
 shutdown_grace: 5s
@@ -326,7 +341,7 @@ shutdown_grace: 5s
 		return ans
 	}
 	// The pull request event at A1 starts the gate and is remembered.
-	post("pull_request", "pin-pr-1", patchPayload(t, "github/pull_request/opened.payload.json", up.bare, func(m map[string]any) {
+	post("pull_request", "pin-pr-1", patchPayload(t, "github/pull_request/opened.payload.json", cloneURL, func(m map[string]any) {
 		m["number"] = 1
 		pr := m["pull_request"].(map[string]any)
 		pr["number"] = 1
@@ -334,7 +349,7 @@ shutdown_grace: 5s
 		pr["head"].(map[string]any)["repo"].(map[string]any)["full_name"] = "forker/Hello-World"
 	}))
 	comment := func(n int) []byte {
-		return patchPayload(t, "github/issue_comment/created.payload.json", up.bare, func(m map[string]any) {
+		return patchPayload(t, "github/issue_comment/created.payload.json", cloneURL, func(m map[string]any) {
 			issue := m["issue"].(map[string]any)
 			issue["number"] = n
 			issue["pull_request"] = map[string]any{"url": fmt.Sprintf("https://api.github.com/repos/Codertocat/Hello-World/pulls/%d", n)}
@@ -428,8 +443,8 @@ shutdown_grace: 5s
 	}
 }
 
-// patchPayload is a GitHub fixture with its repository's clone URL pointed
-// at the upstream bare repository and edit applied.
+// patchPayload is a GitHub fixture with its repository's clone URL set and
+// edit applied.
 func patchPayload(t *testing.T, rel, cloneURL string, edit func(map[string]any)) []byte {
 	t.Helper()
 	var m map[string]any

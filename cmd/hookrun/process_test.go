@@ -50,11 +50,18 @@ func (l *lockedBuffer) String() string {
 // the test failed.
 func startHookrun(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	return startHookrunBinary(t, name, os.Args[0], nil, env, args...)
+}
+
+// startHookrunBinary is startHookrun with the test binary at bin, run as
+// cred (nil: as the test).
+func startHookrunBinary(t *testing.T, name, bin string, cred *syscall.Credential, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "HOOKRUN_AS_MAIN=1"), env...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}

@@ -54,15 +54,22 @@ type fakeGHES struct {
 
 var reMint = regexp.MustCompile(`^/api/v3/app/installations/(\d+)/access_tokens$`)
 
-func newFakeGHES(t *testing.T, root string, key *rsa.PublicKey, ttl ...time.Duration) *fakeGHES {
+// gitHTTPBackend is git smart HTTP (git http-backend as CGI) for the
+// repositories under root, at /<owner>/<name>.git as forges serve them; the
+// caller checks credentials in front of it.
+func gitHTTPBackend(t *testing.T, root string) http.Handler {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeGHES{t: t, appID: 4242, appKey: key, ttl: ttl, tokens: map[string]time.Time{},
-		git: &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
-			Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}}
+	return &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+}
+
+func newFakeGHES(t *testing.T, root string, key *rsa.PublicKey, ttl ...time.Duration) *fakeGHES {
+	t.Helper()
+	f := &fakeGHES{t: t, appID: 4242, appKey: key, ttl: ttl, tokens: map[string]time.Time{}, git: gitHTTPBackend(t, root)}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
