@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -71,6 +72,13 @@ func startHookrunBinary(t *testing.T, name, bin string, cred *syscall.Credential
 		p.stop(syscall.SIGTERM, 20*time.Second)
 		if t.Failed() {
 			t.Logf("--- output of %s ---\n%s", name, tail(out.String(), 6000))
+			if dir := os.Getenv("HOOKRUN_TEST_LOGDIR"); dir != "" {
+				// The whole output, for a failure the tail does not explain.
+				f := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log")
+				if err := os.WriteFile(f, []byte(out.String()), 0o644); err == nil {
+					t.Logf("whole output of %s: %s", name, f)
+				}
+			}
 		}
 	})
 	return p

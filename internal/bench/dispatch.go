@@ -49,16 +49,25 @@ func runDispatch(ctx context.Context, cfg *Config, dir string, rep *Report) erro
 }
 
 // openDispatchStack opens the stack with the stamping workflow; its step
-// writes into the returned stamps directory.
+// writes into the returned stamps directory, which lies outside dir and is
+// writable by anyone: a `hookrun runner` started as root runs the step as
+// its unprivileged step user.
 func openDispatchStack(ctx context.Context, cfg *Config, dir string) (stamps string, s *stack, err error) {
-	stamps = filepath.Join(dir, "stamps")
-	if err := os.MkdirAll(stamps, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("creating bench dir: %w", err)
+	}
+	if stamps, err = os.MkdirTemp("", "hookrun-bench-stamps-"); err != nil {
+		return "", nil, fmt.Errorf("creating stamp dir: %w", err)
+	}
+	if err := os.Chmod(stamps, 0o777); err != nil {
 		return "", nil, fmt.Errorf("creating stamp dir: %w", err)
 	}
 	s, err = openStack(ctx, dir, cfg.Logger, map[string]string{"bench-dispatch.yaml": fmt.Sprintf(dispatchWorkflow, stamps)})
 	if err != nil {
+		_ = os.RemoveAll(stamps)
 		return "", nil, err
 	}
+	s.cleanup = append(s.cleanup, func() { _ = os.RemoveAll(stamps) })
 	return stamps, s, nil
 }
 

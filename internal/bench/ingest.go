@@ -58,6 +58,8 @@ type stack struct {
 
 	tcpNC *nats.Conn          // and over loopback TCP (the floor's second column)
 	tcpJS jetstream.JetStream //
+
+	cleanup []func() // run by close, last
 }
 
 // openStack opens the queue under dir/nats (listening on a loopback port so
@@ -131,6 +133,9 @@ func (s *stack) close() {
 		s.tcpNC.Close()
 	}
 	_ = s.q.Close()
+	for _, f := range s.cleanup {
+		f()
+	}
 }
 
 // purge empties a stream (work-queue streams grow while nobody consumes).

@@ -1,0 +1,45 @@
+package host_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/hookrun/hookrun/providers/host"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// BenchmarkExec measures what one trivial host step costs: as hookrun's own
+// user, and isolated (a re-execution of the binary as the step's init, two
+// namespaces, the mounts). Run without -race: the race runtime's start-up
+// dominates an isolated step there.
+func BenchmarkExec(b *testing.B) {
+	ws, err := os.MkdirTemp("", "hookrun-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(ws)
+	if err := os.Chown(ws, stepUID, stepUID); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		exec *host.Executor
+	}{
+		{"same_user", host.New(host.Config{})},
+		{"isolated", isolated(ws + "-hidden")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.name == "isolated" && os.Geteuid() != 0 {
+				b.Fatal("isolated steps need root")
+			}
+			req := contract.ExecRequest{Argv: []string{"sh", "-c", "true"}, Env: []workflows.EnvVar{pathEnv}, Dir: ws, Workspace: ws}
+			for b.Loop() {
+				if res, err := bc.exec.Exec(context.Background(), req); err != nil || res.ExitCode != 0 {
+					b.Fatalf("exit %d, err %v", res.ExitCode, err)
+				}
+			}
+		})
+	}
+}
