@@ -18,8 +18,9 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/hookrun (static, CGO off)
+build: ## build bin/hookrun and bin/hookrun-step-init, the init of isolated host steps (static, CGO off)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/hookrun
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/hookrun-step-init ./cmd/hookrun-step-init
 
 .PHONY: run
 run: build ## start `hookrun serve` on examples/ with an embedded NATS and print a signed curl to try

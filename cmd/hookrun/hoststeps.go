@@ -116,7 +116,7 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 		logger.Error("host steps are refused: cannot isolate them", "err", err)
 		return hostSteps{exec: host.Refusing{Reason: reason}}
 	}
-	logger.Info("host steps run isolated", "step_user", cfg.Runner.StepUser, "uid", u.uid, "gid", u.gid, "hidden", iso.Hide)
+	logger.Info("host steps run isolated", "step_user", cfg.Runner.StepUser, "uid", u.uid, "gid", u.gid, "hidden", iso.Hide, "init", iso.InitPath())
 	return hostSteps{
 		exec:  host.New(host.Config{Isolation: iso}),
 		owner: &git.Owner{UID: int(u.uid), GID: int(u.gid)},

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/host/stepinit"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -165,7 +166,7 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		if isoErr != nil {
 			_ = isoErr.Close()
 		}
-		code := startErrorCode(err)
+		code := stepinit.StartErrorCode(err)
 		if code == 0 || e.cfg.Isolation != nil {
 			return res, fmt.Errorf("running step %s: starting %s: %w", req.StepID, req.Argv[0], err)
 		}
@@ -269,7 +270,7 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 		}
 	}
 	env = append(env, workflows.EnvVar{Name: "USER", Value: user}, workflows.EnvVar{Name: "LOGNAME", Value: user})
-	cmd, isoErr, cleanup, err = iso.initCommand(initSpec{
+	cmd, isoErr, cleanup, err = iso.initCommand(stepinit.Spec{
 		Path:   path,
 		Argv:   req.Argv,
 		Env:    envStrings(env),
@@ -331,7 +332,7 @@ func readIsolationErrors(r *os.File) (ready <-chan struct{}, msg <-chan string) 
 		n, _ := io.ReadFull(r, first)
 		close(readyc)
 		b, _ := io.ReadAll(io.LimitReader(r, 4096))
-		if n == 1 && first[0] != initReady {
+		if n == 1 && first[0] != stepinit.Ready {
 			b = append(first, b...)
 		}
 		msgc <- strings.TrimSpace(string(b))
@@ -497,18 +498,6 @@ func checkExecutable(p string) error {
 		return errNotExecutable
 	}
 	return nil
-}
-
-// startErrorCode maps an exec failure to the shell's exit code (126 cannot
-// execute, 127 not found), or 0 when it is not the program's fault.
-func startErrorCode(err error) int {
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		return 127
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
-		return 126
-	}
-	return 0
 }
 
 func envStrings(env []workflows.EnvVar) []string {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,13 +50,50 @@ func ownedDir(t *testing.T) string {
 }
 
 func isolated(hide ...string) *host.Executor {
-	return host.New(host.Config{Grace: 500 * time.Millisecond, Isolation: &host.Isolation{UID: stepUID, GID: stepUID, Username: "nobody", Hide: hide}})
+	return isolatedWith("", hide...)
+}
+
+// isolatedWith is isolated with the given init program ("" re-executes the
+// test binary, which TestMain lets run as the init).
+func isolatedWith(init string, hide ...string) *host.Executor {
+	return host.New(host.Config{Grace: 500 * time.Millisecond,
+		Isolation: &host.Isolation{UID: stepUID, GID: stepUID, Username: "nobody", Hide: hide, InitBinary: init}})
+}
+
+var buildInit = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "hookrun-step-init-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hookrun-step-init")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/hookrun/hookrun/cmd/hookrun-step-init").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building hookrun-step-init: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// inits are the two ways an isolated step starts: a re-execution of the
+// running binary, and the hookrun-step-init program make build installs.
+func inits(t *testing.T) map[string]string {
+	t.Helper()
+	bin, err := buildInit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"re-exec": "", "hookrun-step-init": bin}
 }
 
 func TestIsolatedConformance(t *testing.T) {
 	requireRoot(t)
+	for name, init := range inits(t) {
+		t.Run(name, func(t *testing.T) { isolatedConformance(t, init) })
+	}
+}
+
+func isolatedConformance(t *testing.T, init string) {
 	contracttest.Run(t, func(t *testing.T) contract.Executor {
-		return isolated()
+		return isolatedWith(init)
 	}, contracttest.Options{
 		Workspace: func(t *testing.T) (string, string) {
 			d := ownedDir(t)
@@ -123,10 +161,16 @@ func newFakeDataDir(t *testing.T) fakeDataDir {
 // denied while the run's own directories work.
 func TestIsolationKeepsRunnerSecretsOutOfReach(t *testing.T) {
 	requireRoot(t)
+	for name, init := range inits(t) {
+		t.Run(name, func(t *testing.T) { keepsRunnerSecretsOutOfReach(t, init) })
+	}
+}
+
+func keepsRunnerSecretsOutOfReach(t *testing.T, init string) {
 	const token = "ghp_runner-token-0123456789"
 	t.Setenv("HOOKRUN_TEST_FORGE_TOKEN", token)
 	f := newFakeDataDir(t)
-	exec := isolated(f.root, f.config)
+	exec := isolatedWith(init, f.root, f.config)
 	me := strconv.Itoa(os.Getpid())
 
 	run := func(t *testing.T, script string) (string, int) {

@@ -1,0 +1,301 @@
+package stepinit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Name is the argv[0] of an init, whichever binary runs it.
+const Name = "hookrun-step-init"
+
+// Spec is what the executor tells the init, as JSON on fd 3.
+type Spec struct {
+	Path   string        `json:"path"` // the program, resolved
+	Argv   []string      `json:"argv"`
+	Env    []string      `json:"env"`
+	Dir    string        `json:"dir"`
+	UID    uint32        `json:"uid"`
+	GID    uint32        `json:"gid"`
+	Hide   []string      `json:"hide"`   // absolute paths to cover
+	Expose []string      `json:"expose"` // absolute directories to bring back under covered ones
+	Grace  time.Duration `json:"grace"`  // SIGTERM → SIGKILL for processes the command leaves behind
+}
+
+// Covering returns the path in hide that is p or one of its ancestors, or "".
+func Covering(hide []string, p string) string {
+	for _, h := range hide {
+		if Within(h, p) {
+			return h
+		}
+	}
+	return ""
+}
+
+// Within reports whether p is dir or below it.
+func Within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// StartErrorCode maps an exec failure to the shell's exit code (126 cannot
+// execute, 127 not found), or 0 when it is not the program's fault.
+func StartErrorCode(err error) int {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return 127
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+		return 126
+	}
+	return 0
+}
+
+// Ready is the byte the init writes on fd 4 first, once it catches
+// signals (see Main).
+const Ready = 'R'
+
+// Main is the init of an isolated command: PID 1 of a fresh PID
+// namespace, in a fresh mount namespace, still root. It hides what the spec
+// says, starts the command as the step user in a process group of its own,
+// forwards the signals it gets to that group, reaps every process of the
+// namespace, and exits with the command's status. A failure to isolate is
+// written to fd 4 and exits 125 without running anything.
+//
+// The executor signals only the init: the kernel drops a signal sent to a
+// namespace's PID 1 before it has a handler, so the init says on fd 4 when
+// it has one (Ready), and the executor waits for that before it sends
+// SIGTERM. A signal that arrives before the command exists is forwarded as
+// soon as it does; each reaches the command's group exactly once.
+func Main() int {
+	errW := os.NewFile(4, "isolation-errors")
+	fail := func(err error) int {
+		_, _ = io.WriteString(errW, err.Error())
+		return 125
+	}
+	fwd := &forwarder{}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	go func() {
+		for sig := range sigs {
+			fwd.signal(sig.(syscall.Signal))
+		}
+	}()
+	if _, err := errW.Write([]byte{Ready}); err != nil {
+		return 125
+	}
+	specR := os.NewFile(3, "isolation-spec")
+	var spec Spec
+	err := json.NewDecoder(specR).Decode(&spec)
+	_ = specR.Close()
+	if err != nil {
+		return fail(fmt.Errorf("reading isolation spec: %w", err))
+	}
+	if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+		return fail(err)
+	}
+	syscall.CloseOnExec(4)
+
+	// no_new_privs is per thread and inherited by the children it forks:
+	// set it on the thread that starts the command.
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail(fmt.Errorf("setting no_new_privs: %w", err))
+	}
+	if sig := fwd.pending(); sig != 0 {
+		_ = errW.Close()
+		return 128 + int(sig) // stopped before it started
+	}
+	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys: &syscall.SysProcAttr{
+			Setpgid:    true,
+			Credential: &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}},
+		},
+	})
+	if err != nil {
+		if code := StartErrorCode(err); code != 0 {
+			fmt.Fprintf(os.Stderr, "hookrun: %s: %v\n", spec.Argv[0], err)
+			_ = errW.Close()
+			return code
+		}
+		return fail(fmt.Errorf("starting %s as uid %d: %w", spec.Argv[0], spec.UID, err))
+	}
+	_ = errW.Close()
+	runtime.UnlockOSThread()
+	fwd.started(pid)
+	return reapAll(pid, spec.Grace)
+}
+
+// forwardedSignals are passed on from the init to the command's group.
+var forwardedSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// forwarder passes signals to the command's process group, holding those
+// that arrive before it exists.
+type forwarder struct {
+	mu   sync.Mutex
+	pgid int
+	held []syscall.Signal
+}
+
+func (f *forwarder) signal(sig syscall.Signal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pgid == 0 {
+		f.held = append(f.held, sig)
+		return
+	}
+	_ = syscall.Kill(-f.pgid, sig)
+}
+
+// pending is the first stop signal held so far, or 0.
+func (f *forwarder) pending() syscall.Signal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.held {
+		if s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGHUP || s == syscall.SIGQUIT {
+			return s
+		}
+	}
+	return 0
+}
+
+// started records the command's group and forwards what was held.
+func (f *forwarder) started(pgid int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pgid = pgid
+	for _, s := range f.held {
+		_ = syscall.Kill(-pgid, s)
+	}
+	f.held = nil
+}
+
+// isolateMounts makes the mount namespace private, covers every hidden
+// path, brings the exposed directories back at their paths, and mounts a
+// /proc that shows only this PID namespace.
+func isolateMounts(hide, exposed []string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	// Handles on the exposed directories, taken before anything is covered.
+	type handle struct {
+		path string
+		fd   int
+	}
+	var keep []handle
+	for _, p := range exposed {
+		if Covering(hide, p) == "" {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", p, err)
+		}
+		keep = append(keep, handle{p, fd})
+	}
+	// Outer paths first: a path inside an already hidden one needs nothing.
+	sorted := append([]string(nil), hide...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) < len(sorted[j]) })
+	var tmpfs []string
+	for i, h := range sorted {
+		if Covering(sorted[:i], h) != "" {
+			continue
+		}
+		fi, err := os.Stat(h)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("hiding %s: %w", h, err)
+		case fi.IsDir():
+			if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=1024"); err != nil {
+				return fmt.Errorf("hiding %s: %w", h, err)
+			}
+			tmpfs = append(tmpfs, h)
+		default:
+			if err := unix.Mount("/dev/null", h, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("hiding %s: %w", h, err)
+			}
+			if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+				return fmt.Errorf("hiding %s: %w", h, err)
+			}
+		}
+	}
+	for _, k := range keep {
+		if err := os.MkdirAll(k.path, 0o755); err != nil {
+			return fmt.Errorf("exposing %s: %w", k.path, err)
+		}
+		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("exposing %s: %w", k.path, err)
+		}
+		_ = unix.Close(k.fd)
+	}
+	for _, h := range tmpfs {
+		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("hiding %s: %w", h, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting /proc for the step's PID namespace: %w", err)
+	}
+	return nil
+}
+
+// reapAll waits for the command (pid), reaping every other process of the
+// namespace that ends meanwhile. Once the command has exited, whatever it
+// left behind gets SIGTERM, SIGKILL after grace. It returns the command's
+// status as a shell would (128+N when killed by signal N).
+func reapAll(pid int, grace time.Duration) int {
+	code := -1
+	for code < 0 {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return 125 // ECHILD: cannot happen while the command runs
+		case got == pid:
+			code = ws.ExitStatus()
+			if ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		}
+	}
+	// Leftovers: -1 is every process of this namespace but the init.
+	if syscall.Kill(-1, syscall.SIGTERM) == nil {
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) {
+			var ws syscall.WaitStatus
+			got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.ECHILD) {
+				return code
+			}
+			if got <= 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+	}
+	return code
+}
