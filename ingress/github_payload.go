@@ -3,6 +3,7 @@ package ingress
 import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -115,11 +116,13 @@ type ghPushEvent struct {
 }
 
 // githubDecoding gives the v2 engine encoding/json's v1 leniency where it
-// matters to go-github's results (names matched case-insensitively,
-// duplicate names, invalid UTF-8 mangled rather than refused) without the
+// matters to go-github's results (names matched case-insensitively but
+// with `_` and `-` significant, so "fullname" is not "full_name";
+// duplicate names; invalid UTF-8 mangled rather than refused) without the
 // v1 compatibility layer's other costs.
 var githubDecoding = jsonv2.JoinOptions(
 	jsonv2.MatchCaseInsensitiveNames(true),
+	jsonv1.MatchCaseSensitiveDelimiter(true),
 	jsontext.AllowDuplicateNames(true),
 	jsontext.AllowInvalidUTF8(true),
 )
