@@ -230,7 +230,7 @@ func (x *execution) routeFor(st *workflows.Step) route {
 		return route{exec: p.Containers, place: placeContainer}
 	}
 	if st.Harness != nil {
-		if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok && h.Binary == "sbx" {
+		if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok && h.RunsSbx() {
 			return route{exec: p.Host, place: placeHost}
 		}
 	}

@@ -204,6 +204,26 @@ steps:
 		}
 	})
 
+	t.Run("an sbx binary by path is not wrapped in sbx exec either", func(t *testing.T) {
+		res, sink, _ := runWorkflow(t, `
+sandbox: {provider: sbx, agent: claude}
+harnesses:
+  bypath: {binary: /usr/local/bin/sbx, prefix_args: [exec, my-box, claude], prompt_mode: flag, prompt_flag: -p}
+steps:
+  - {id: agent2, action: harness.run, with: {provider: bypath, prompt: "hi"}, continue_on: failed}
+`, runOpts{cfg: cfg})
+		if st := step(res, "agent2"); st.Status == "" {
+			t.Fatalf("no state for agent2\n%s", sink.all())
+		}
+		if slices.Contains(sbx.session.steps(), "agent2") {
+			t.Fatalf("the harness was wrapped in the sandbox: %v", sbx.session.steps())
+		}
+		req, ok := hostRec.req("agent2")
+		if !ok || !slices.Equal(req.Argv, []string{"/usr/local/bin/sbx", "exec", "my-box", "claude", "-p", "hi"}) {
+			t.Fatalf("host ran %v (argv %q), want the sbx binary as written", hostRec.steps(), req.Argv)
+		}
+	})
+
 	t.Run("missing providers fail clearly", func(t *testing.T) {
 		bare := func(c *runner.EngineConfig) { c.Providers = runner.Providers{Host: hostExec()} }
 		res, _, _ := runWorkflow(t, `

@@ -215,3 +215,17 @@ func (e *Event) Env() []EnvVar {
 	}
 	return env
 }
+
+// IsCommitID reports whether s is a full commit id: 40 (SHA-1) or 64
+// (SHA-256) hex digits.
+func IsCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -566,11 +566,6 @@ func (r *reader) buildHarness(raw rawHarness) Harness {
 	return h
 }
 
-// isSbxBinary reports whether a harness runs the sbx CLI itself.
-func isSbxBinary(binary string) bool {
-	return filepath.Base(binary) == "sbx"
-}
-
 // checkSbxEnvSecrets reports each prefix arg of an sbx harness that passes a
 // declared secret into the sandbox with -e: `-e NAME`, `-eNAME`, `--env NAME`,
 // `--env=NAME`, each also as NAME=value. sbx copies such a variable into the
@@ -580,7 +575,7 @@ func isSbxBinary(binary string) bool {
 // arg is checked, not only sbx's own options: a false alarm on an inner
 // command's -e is cheaper than a leaked key.
 func (r *reader) checkSbxEnvSecrets(raw rawHarness, secrets []string) {
-	if !isSbxBinary(raw.binary.v) || len(secrets) == 0 {
+	if !(Harness{Binary: raw.binary.v}).RunsSbx() || len(secrets) == 0 {
 		return
 	}
 	args := raw.prefixArgs
@@ -726,7 +721,7 @@ func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt 
 		switch {
 		case !ok:
 			r.errf(raw.provider.n, "%s: unknown provider %q (built-in: %s; or declare it under harnesses:)", label, hr.Provider, builtinList())
-		case isSbxBinary(h.Binary) && (stepContainer || w.Container != nil):
+		case h.RunsSbx() && (stepContainer || w.Container != nil):
 			r.errf(raw.provider.n, "%s: harness %q runs sbx on the host and cannot run inside a container", label, hr.Provider)
 		case h.ShellScript() && raw.model.set():
 			r.errf(raw.model.n, "%s: model does not apply to the shell harness %q: its prompt is a shell script", label, hr.Provider)

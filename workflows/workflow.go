@@ -118,6 +118,15 @@ var posixShells = map[string]bool{
 	"yash": true, "posh": true,
 }
 
+// RunsSbx reports whether the harness runs the sbx CLI itself (Dagu's
+// long-lived sandbox pattern, `binary: sbx`, also by a path such as
+// /usr/local/bin/sbx): it is run as written on the runner's host, never
+// wrapped in a second `sbx exec` nor put in a container. The one rule for
+// validation and routing.
+func (h Harness) RunsSbx() bool {
+	return filepath.Base(h.Binary) == "sbx"
+}
+
 // ShellScript reports whether h runs a POSIX shell that reads its script
 // from the harness invocation, so that the prompt (and any script in
 // prefix_args) is shell source. It is the one rule for "this harness is a

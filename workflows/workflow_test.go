@@ -52,3 +52,14 @@ func TestHarnessShellScript(t *testing.T) {
 		})
 	}
 }
+
+func TestHarnessRunsSbx(t *testing.T) {
+	for binary, want := range map[string]bool{
+		"sbx": true, "/usr/local/bin/sbx": true, "./bin/sbx": true,
+		"sbx-wrapper": false, "/opt/sbx/claude": false, "": false, "claude": false,
+	} {
+		if got := (Harness{Binary: binary}).RunsSbx(); got != want {
+			t.Errorf("Harness{Binary: %q}.RunsSbx() = %v, want %v", binary, got, want)
+		}
+	}
+}

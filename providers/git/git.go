@@ -261,7 +261,7 @@ func planFetch(e *workflows.Event) (fetchPlan, error) {
 		return p, err
 	}
 	if sha := e.HeadSHA(); sha != "" {
-		if !isSHA(sha) {
+		if !workflows.IsCommitID(sha) {
 			return p, fmt.Errorf("head SHA %q is not a commit id", sha)
 		}
 		if strings.Trim(sha, "0") == "" {
@@ -608,17 +608,6 @@ func checkBranch(b string) error {
 	return nil
 }
 
-func isSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
 
 // stripUserinfo drops credentials from a URL ("" for a URL with a user but
 // unparseable otherwise); plain paths are returned as they are.

@@ -38,23 +38,11 @@ func (r *Reporter) PullRequestHead(ctx context.Context, e *workflows.Event) (wor
 		BaseRef: base.GetRef(),
 		Fork:    head.GetRepo() == nil || !strings.EqualFold(head.GetRepo().GetFullName(), base.GetRepo().GetFullName()),
 	}
-	if !isCommitID(h.SHA) {
+	if !workflows.IsCommitID(h.SHA) {
 		return workflows.Head{}, fmt.Errorf("looking up the head of %s#%d on github: the answer names no head commit", e.Repo, n)
 	}
 	return h, nil
 }
 
-// isCommitID reports whether s is a full hex SHA-1 or SHA-256 commit id.
-func isCommitID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
 
 var _ workflows.HeadLookup = (*Reporter)(nil)
