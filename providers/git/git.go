@@ -608,7 +608,6 @@ func checkBranch(b string) error {
 	return nil
 }
 
-
 // stripUserinfo drops credentials from a URL ("" for a URL with a user but
 // unparseable otherwise); plain paths are returned as they are.
 func stripUserinfo(raw string) string {

@@ -44,5 +44,4 @@ func (r *Reporter) PullRequestHead(ctx context.Context, e *workflows.Event) (wor
 	return h, nil
 }
 
-
 var _ workflows.HeadLookup = (*Reporter)(nil)
