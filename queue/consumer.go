@@ -20,11 +20,22 @@ import (
 // nak'ed so that another runner takes the run over.
 var ErrShuttingDown = errors.New("runner shutting down")
 
+// Defaults of ConsumerConfig, shared by the runner and cmd's configuration
+// (declared once here).
+const (
+	// DefaultConcurrency is how many runs one process executes at once.
+	DefaultConcurrency = 4
+	// DefaultMaxDeliver is how many times a run is delivered before it is
+	// marked failed.
+	DefaultMaxDeliver = 5
+)
+
 // ConsumerConfig tunes a durable pull consumer of HOOKRUN_RUNS.
 type ConsumerConfig struct {
 	// Durable is the consumer name shared by every runner. Default "hookrun-runner".
 	Durable string
-	// Concurrency is how many handlers run at once in this process. Default 4.
+	// Concurrency is how many handlers run at once in this process.
+	// Default DefaultConcurrency.
 	Concurrency int
 	// MaxAckPending is the server-side cap of unacknowledged runs, shared by
 	// every runner on Durable. Default Concurrency.
@@ -33,7 +44,7 @@ type ConsumerConfig struct {
 	// redelivering. Default 30s.
 	AckWait time.Duration
 	// MaxDeliver is how many times a run is delivered before it is marked
-	// failed. Default 5.
+	// failed. Default DefaultMaxDeliver.
 	MaxDeliver int
 	// Backoff are nak delays by delivery: Backoff[n-1] after the n-th
 	// failed delivery, the last one repeating. Default 1s, 5s, 30s.
@@ -53,7 +64,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.Durable = "hookrun-runner"
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 4
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = c.Concurrency
@@ -62,7 +73,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.AckWait = 30 * time.Second
 	}
 	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 5
+		c.MaxDeliver = DefaultMaxDeliver
 	}
 	if c.Backoff == nil {
 		c.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}

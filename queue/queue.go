@@ -338,18 +338,6 @@ func (q *Queue) ClientURL() string {
 	return q.srv.ClientURL()
 }
 
-// ClusterURL is the embedded server's route URL when it is a cluster node, else "".
-func (q *Queue) ClusterURL() string {
-	if q.srv == nil || q.cfg.ClusterName == "" {
-		return ""
-	}
-	a := q.srv.ClusterAddr()
-	if a == nil {
-		return ""
-	}
-	return "nats-route://" + a.String()
-}
-
 // Close stops any consumers still open (cancelling their handlers),
 // flushes pending log lines, drains the connection and shuts the embedded
 // server down.

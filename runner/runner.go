@@ -33,7 +33,8 @@ type Config struct {
 	// ID names this runner as the claimant in run records. Default
 	// <hostname>-<pid>.
 	ID string
-	// Concurrency is how many runs execute at once in this process. Default 4.
+	// Concurrency is how many runs execute at once in this process.
+	// Default queue.DefaultConcurrency.
 	Concurrency int
 	// HeartbeatInterval is how often the claim in the run record is
 	// refreshed (and the latest step states written). Default 5s.
@@ -70,7 +71,7 @@ func (c *Config) setDefaults() {
 		c.ID = host + "-" + strconv.Itoa(os.Getpid())
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 4
+		c.Concurrency = queue.DefaultConcurrency
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = 5 * time.Second
@@ -185,7 +186,7 @@ func (r *Runner) maxDeliver() int {
 	if r.cfg.Consumer.MaxDeliver > 0 {
 		return r.cfg.Consumer.MaxDeliver
 	}
-	return 5
+	return queue.DefaultMaxDeliver
 }
 
 func (r *Runner) now() time.Time { return r.cfg.Now().UTC() }
