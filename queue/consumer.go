@@ -11,8 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // ErrShuttingDown is the cause (context.Cause) a handler's context carries
@@ -379,23 +377,12 @@ func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger
 	default:
 		return fmt.Errorf("reading delivery of run %s: %w", req.ID, err)
 	}
-	if _, _, err := q.runs.Get(ctx, req.ID); errors.Is(err, ErrNotFound) {
-		if _, err := q.runs.Create(ctx, newQueuedRecord(req)); err != nil && !errors.Is(err, ErrConflict) {
-			return err
-		}
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return q.runs.enqueue(ctx, req)
 }
 
 // removeOrphan deletes the record of a superseded run id if it never started.
 func (q *Queue) removeOrphan(ctx context.Context, id string, log *slog.Logger) {
-	rec, rev, err := q.runs.Get(ctx, id)
-	if err != nil || rec.Status != workflows.StatusQueued {
-		return
-	}
-	if err := q.runsKV.Delete(ctx, id, jetstream.LastRevision(rev)); err != nil {
+	if err := q.runs.dropQueued(ctx, id); err != nil {
 		log.Warn("removing superseded run record", "orphan", id, "err", err)
 	}
 }
@@ -421,7 +408,7 @@ func (c *Consumer) backoff(n uint64) time.Duration {
 // giveUp marks the run failed and terms the message; if the record cannot
 // be written the message is nak'ed so that the failure is not lost.
 func (c *Consumer) giveUp(ctx context.Context, log *slog.Logger, msg jetstream.Msg, req *RunRequest, reason string) {
-	if err := c.q.markFailed(ctx, req, reason); err != nil {
+	if err := c.q.runs.fail(ctx, req, reason); err != nil {
 		log.Error("marking run failed; handing it back", "reason", reason, "err", err)
 		_ = msg.NakWithDelay(c.backoff(uint64(c.cfg.MaxDeliver)))
 		return
@@ -472,7 +459,7 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
 		} else {
 			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)
-			if err := c.q.markFailed(ctx, req, reason); err != nil {
+			if err := c.q.runs.fail(ctx, req, reason); err != nil {
 				log.Error("marking run failed after max deliveries", "run", req.ID, "err", err)
 				return
 			}
@@ -482,34 +469,6 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Warn("deleting exhausted run request", "err", err)
 		}
 	}()
-}
-
-// markFailed records a run as failed with reason unless it already ended;
-// a missing record is created from the request.
-func (q *Queue) markFailed(ctx context.Context, req *RunRequest, reason string) error {
-	now := time.Now().UTC()
-	fail := func(r *RunRecord) bool {
-		if r.Status.Terminal() {
-			return false
-		}
-		r.Status = workflows.StatusFailed
-		r.Error = reason
-		r.FinishedAt = &now
-		r.Claimant = ""
-		return true
-	}
-	for range 3 {
-		_, err := q.runs.Modify(ctx, req.ID, fail)
-		if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		rec := newQueuedRecord(req)
-		fail(rec)
-		if _, err := q.runs.Create(ctx, rec); !errors.Is(err, ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("marking run %s failed: %w", req.ID, ErrConflict)
 }
 
 // Close stops fetching, waits for in-flight handlers until ctx ends, then

@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		q.closeConn()
 		return nil, err
 	}
-	q.runs = &RunStore{kv: q.runsKV}
+	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()

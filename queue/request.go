@@ -114,7 +114,7 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 		req.Attempt = 1
 	}
 	if req.CreatedAt.IsZero() {
-		req.CreatedAt = time.Now().UTC()
+		req.CreatedAt = q.runs.now()
 	}
 	delivery := req.Event.DeliveryID
 	if delivery == "" {
@@ -141,7 +141,7 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
 	}
-	rec, err := encodeRecord(newQueuedRecord(req))
+	rec, err := encodeRecord(q.runs.queued(req))
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publishing run %s: encoding record: %w", req.ID, err)
 	}
@@ -330,21 +330,6 @@ func appendRunRequest(dst []byte, req *RunRequest) ([]byte, error) {
 	out = append(out, raw...)
 	out = append(out, data[end:]...)
 	return out, nil
-}
-
-// newQueuedRecord is the record of a run that was just accepted.
-func newQueuedRecord(req *RunRequest) *RunRecord {
-	return &RunRecord{
-		ID:             req.ID,
-		Workflow:       req.Workflow,
-		WorkflowDigest: req.WorkflowDigest,
-		Repo:           req.Event.Repo,
-		Status:         workflows.StatusQueued,
-		Attempt:        req.Attempt,
-		Event:          req.Event,
-		HeadSHA:        req.Event.HeadSHA(),
-		CreatedAt:      req.CreatedAt,
-	}
 }
 
 // notStoredError marks a publish failure after which the message is known
