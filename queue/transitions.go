@@ -258,6 +258,19 @@ func (r *RunRecord) CheckClaim(claimant string) error {
 	return fmt.Errorf("%w: claimant %q, status %s", ErrClaimLost, r.Claimant, r.Status)
 }
 
+// byClaimant is change for the transitions a claimant makes after its
+// claim: apply runs only while the run is running under claimant; else
+// nothing is written and the error is ErrClaimLost.
+func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
+	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+		if err := r.CheckClaim(claimant); err != nil {
+			return false, err
+		}
+		apply(r)
+		return true, nil
+	})
+}
+
 // HeartbeatSpec is one heartbeat of a claimant.
 type HeartbeatSpec struct {
 	Claimant string                // whose claim it refreshes
@@ -270,10 +283,7 @@ type HeartbeatSpec struct {
 // record as written: its CancelRequested asks the claimant to stop.
 // ErrClaimLost: the claim is not h.Claimant's any more.
 func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*RunRecord, error) {
-	rec, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
-		if err := r.CheckClaim(h.Claimant); err != nil {
-			return false, err
-		}
+	rec, err := s.byClaimant(ctx, id, h.Claimant, func(r *RunRecord) {
 		if h.Steps != nil {
 			r.Steps = h.Steps
 		}
@@ -281,7 +291,6 @@ func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*
 			r.HeadSHA = h.HeadSHA
 		}
 		r.HeartbeatAt = h.Now
-		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("refreshing the claim on run %s: %w", id, err)
@@ -293,14 +302,10 @@ func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*
 // reason (may be empty) as its error, so that another delivery takes it.
 // ErrClaimLost: the claim is not claimant's any more.
 func (s *RunStore) Release(ctx context.Context, id, claimant, reason string) error {
-	_, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
-		if err := r.CheckClaim(claimant); err != nil {
-			return false, err
-		}
+	_, err := s.byClaimant(ctx, id, claimant, func(r *RunRecord) {
 		r.Status = workflows.StatusQueued
 		r.Claimant = ""
 		r.Error = reason
-		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("handing run %s back: %w", id, err)
@@ -324,10 +329,7 @@ type FinishSpec struct {
 // Finish records the outcome of a run still running under f.Claimant.
 // ErrClaimLost: it is not (taken over, cancelled while queued...).
 func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
-	_, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
-		if err := r.CheckClaim(f.Claimant); err != nil {
-			return false, err
-		}
+	_, err := s.byClaimant(ctx, id, f.Claimant, func(r *RunRecord) {
 		fin := f.FinishedAt
 		r.Status = f.Status
 		r.Steps = f.Steps
@@ -341,7 +343,6 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 		}
 		r.FinishedAt = &fin
 		r.HeartbeatAt = f.Now
-		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("finishing run %s: %w", id, err)
