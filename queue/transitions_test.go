@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -57,10 +58,7 @@ func TestRequestCancel(t *testing.T) {
 }
 
 func TestClaim(t *testing.T) {
-	t.Parallel()
-	q := openTest(t, Config{})
-	ctx := testCtx(t, 20*time.Second)
-	rs := q.Runs()
+	rs, ctx := openRuns(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	fresh, stale := now.Add(-time.Second), now.Add(-time.Minute)
 	started := now.Add(-2 * time.Minute)
@@ -164,10 +162,7 @@ func TestClaim(t *testing.T) {
 // The claimant's later transitions write only while the run is running
 // under its claim; otherwise they return ErrClaimLost and write nothing.
 func TestClaimantTransitions(t *testing.T) {
-	t.Parallel()
-	q := openTest(t, Config{})
-	ctx := testCtx(t, 20*time.Second)
-	rs := q.Runs()
+	rs, ctx := openRuns(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	later := now.Add(time.Second)
 	steps := []workflows.StepState{{ID: "s", Status: workflows.StatusSucceeded}}
@@ -231,10 +226,7 @@ func TestClaimantTransitions(t *testing.T) {
 // change is the one compare-and-set loop: it retries a lost race with a
 // fresh read, and gives up with ErrConflict after casAttempts attempts.
 func TestChangeRetryPolicy(t *testing.T) {
-	t.Parallel()
-	q := openTest(t, Config{})
-	ctx := testCtx(t, 20*time.Second)
-	rs := q.Runs()
+	rs, ctx := openRuns(t)
 	id := NewRunID()
 	if _, err := rs.Create(ctx, &RunRecord{ID: id, Workflow: "w", Status: workflows.StatusQueued, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -300,4 +292,10 @@ func TestStoreClock(t *testing.T) {
 	if err != nil || !rec.CreatedAt.Equal(clock) || rec.FinishedAt == nil || !rec.FinishedAt.Equal(clock) || rec.Status != workflows.StatusFailed {
 		t.Fatalf("failed record: %+v, %v; want created and finished at %s", rec, err, clock)
 	}
+}
+
+// openRuns is the run store of a fresh embedded queue, for a parallel test.
+func openRuns(t *testing.T) (*RunStore, context.Context) {
+	t.Parallel()
+	return openTest(t, Config{}).Runs(), testCtx(t, 20*time.Second)
 }
