@@ -64,6 +64,9 @@ type Config struct {
 
 	// Logger receives the queue's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of the records the queue writes itself (a run
+	// queued, cancelled while queued, failed by the queue). Default time.Now.
+	Now func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -93,6 +96,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

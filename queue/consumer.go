@@ -11,8 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // ErrShuttingDown is the cause (context.Cause) a handler's context carries
@@ -20,11 +18,22 @@ import (
 // nak'ed so that another runner takes the run over.
 var ErrShuttingDown = errors.New("runner shutting down")
 
+// Defaults of ConsumerConfig, shared by the runner and cmd's configuration
+// (declared once here).
+const (
+	// DefaultConcurrency is how many runs one process executes at once.
+	DefaultConcurrency = 4
+	// DefaultMaxDeliver is how many times a run is delivered before it is
+	// marked failed.
+	DefaultMaxDeliver = 5
+)
+
 // ConsumerConfig tunes a durable pull consumer of HOOKRUN_RUNS.
 type ConsumerConfig struct {
 	// Durable is the consumer name shared by every runner. Default "hookrun-runner".
 	Durable string
-	// Concurrency is how many handlers run at once in this process. Default 4.
+	// Concurrency is how many handlers run at once in this process.
+	// Default DefaultConcurrency.
 	Concurrency int
 	// MaxAckPending is the server-side cap of unacknowledged runs, shared by
 	// every runner on Durable. Default Concurrency.
@@ -33,7 +42,7 @@ type ConsumerConfig struct {
 	// redelivering. Default 30s.
 	AckWait time.Duration
 	// MaxDeliver is how many times a run is delivered before it is marked
-	// failed. Default 5.
+	// failed. Default DefaultMaxDeliver.
 	MaxDeliver int
 	// Backoff are nak delays by delivery: Backoff[n-1] after the n-th
 	// failed delivery, the last one repeating. Default 1s, 5s, 30s.
@@ -53,7 +62,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.Durable = "hookrun-runner"
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 4
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = c.Concurrency
@@ -62,7 +71,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.AckWait = 30 * time.Second
 	}
 	if c.MaxDeliver == 0 {
-		c.MaxDeliver = 5
+		c.MaxDeliver = DefaultMaxDeliver
 	}
 	if c.Backoff == nil {
 		c.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
@@ -368,23 +377,12 @@ func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger
 	default:
 		return fmt.Errorf("reading delivery of run %s: %w", req.ID, err)
 	}
-	if _, _, err := q.runs.Get(ctx, req.ID); errors.Is(err, ErrNotFound) {
-		if _, err := q.runs.Create(ctx, newQueuedRecord(req)); err != nil && !errors.Is(err, ErrConflict) {
-			return err
-		}
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return q.runs.enqueue(ctx, req)
 }
 
 // removeOrphan deletes the record of a superseded run id if it never started.
 func (q *Queue) removeOrphan(ctx context.Context, id string, log *slog.Logger) {
-	rec, rev, err := q.runs.Get(ctx, id)
-	if err != nil || rec.Status != workflows.StatusQueued {
-		return
-	}
-	if err := q.runsKV.Delete(ctx, id, jetstream.LastRevision(rev)); err != nil {
+	if err := q.runs.dropQueued(ctx, id); err != nil {
 		log.Warn("removing superseded run record", "orphan", id, "err", err)
 	}
 }
@@ -410,7 +408,7 @@ func (c *Consumer) backoff(n uint64) time.Duration {
 // giveUp marks the run failed and terms the message; if the record cannot
 // be written the message is nak'ed so that the failure is not lost.
 func (c *Consumer) giveUp(ctx context.Context, log *slog.Logger, msg jetstream.Msg, req *RunRequest, reason string) {
-	if err := c.q.markFailed(ctx, req, reason); err != nil {
+	if err := c.q.runs.fail(ctx, req, reason); err != nil {
 		log.Error("marking run failed; handing it back", "reason", reason, "err", err)
 		_ = msg.NakWithDelay(c.backoff(uint64(c.cfg.MaxDeliver)))
 		return
@@ -461,7 +459,7 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
 		} else {
 			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)
-			if err := c.q.markFailed(ctx, req, reason); err != nil {
+			if err := c.q.runs.fail(ctx, req, reason); err != nil {
 				log.Error("marking run failed after max deliveries", "run", req.ID, "err", err)
 				return
 			}
@@ -471,34 +469,6 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Warn("deleting exhausted run request", "err", err)
 		}
 	}()
-}
-
-// markFailed records a run as failed with reason unless it already ended;
-// a missing record is created from the request.
-func (q *Queue) markFailed(ctx context.Context, req *RunRequest, reason string) error {
-	now := time.Now().UTC()
-	fail := func(r *RunRecord) bool {
-		if r.Status.Terminal() {
-			return false
-		}
-		r.Status = workflows.StatusFailed
-		r.Error = reason
-		r.FinishedAt = &now
-		r.Claimant = ""
-		return true
-	}
-	for range 3 {
-		_, err := q.runs.Modify(ctx, req.ID, fail)
-		if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		rec := newQueuedRecord(req)
-		fail(rec)
-		if _, err := q.runs.Create(ctx, rec); !errors.Is(err, ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("marking run %s failed: %w", req.ID, ErrConflict)
 }
 
 // Close stops fetching, waits for in-flight handlers until ctx ends, then

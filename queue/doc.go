@@ -13,7 +13,10 @@
 // the same run. Delivery is at-least-once: a run request may reach a
 // handler again (a lost ack, a runner that died, a replay after the
 // duplicate window), so handlers claim runs in hookrun_runs with
-// compare-and-set and skip runs that already ended. A run never vanishes
+// compare-and-set and skip runs that already ended. Records change only
+// through the transitions of transitions.go (queue, claim, heartbeat,
+// release, finish, request-cancel, fail), which share one compare-and-set
+// loop. A run never vanishes
 // silently: a handler's Term, the last failed delivery and the
 // max-deliveries advisory (runners died each time) all mark its record
 // failed with the reason.

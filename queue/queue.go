@@ -116,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		q.closeConn()
 		return nil, err
 	}
-	q.runs = &RunStore{kv: q.runsKV}
+	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
@@ -336,18 +336,6 @@ func (q *Queue) ClientURL() string {
 		return ""
 	}
 	return q.srv.ClientURL()
-}
-
-// ClusterURL is the embedded server's route URL when it is a cluster node, else "".
-func (q *Queue) ClusterURL() string {
-	if q.srv == nil || q.cfg.ClusterName == "" {
-		return ""
-	}
-	a := q.srv.ClusterAddr()
-	if a == nil {
-		return ""
-	}
-	return "nats-route://" + a.String()
 }
 
 // Close stops any consumers still open (cancelling their handlers),

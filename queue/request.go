@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -114,7 +111,7 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 		req.Attempt = 1
 	}
 	if req.CreatedAt.IsZero() {
-		req.CreatedAt = time.Now().UTC()
+		req.CreatedAt = q.runs.now()
 	}
 	delivery := req.Event.DeliveryID
 	if delivery == "" {
@@ -141,7 +138,7 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
 	}
-	rec, err := encodeRecord(newQueuedRecord(req))
+	rec, err := encodeRecord(q.runs.queued(req))
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("publishing run %s: encoding record: %w", req.ID, err)
 	}
@@ -254,15 +251,6 @@ func (q *Queue) publishAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) *pendi
 	return &pendingWrite{fut: fut}
 }
 
-// createAsync writes a key of a KV bucket only if it has never had a value:
-// what KeyValue.Create does, without its wait.
-func (q *Queue) createAsync(subject string, value []byte) *pendingWrite {
-	m := nats.NewMsg(subject)
-	m.Data = value
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	return q.publishAsync(m)
-}
-
 // wait blocks until the write is acknowledged or refused, or ctx ends.
 func (w *pendingWrite) wait(ctx context.Context) {
 	if w.fut == nil || w.ack != nil || w.err != nil {
@@ -281,72 +269,6 @@ func (w *pendingWrite) wait(ctx context.Context) {
 	}
 }
 
-// kvSubject is the subject a KV bucket stores key under.
-func kvSubject(bucket, key string) string {
-	return "$KV." + bucket + "." + key
-}
-
-// isWrongLastSeq: a create-only or compare-and-set write found another
-// revision (10071; 10164 on replicated streams).
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
-// encodeRunRequest is json.Marshal(req) without the cost of re-validating
-// and compacting Event.Raw: encoding/json runs every json.RawMessage through
-// its validator and compactor, which for a 25 KB webhook body was the
-// largest single cost of a publish. Raw is spliced in as it is; it must be
-// valid JSON, which it is when ingress parsed it (an invalid Raw falls back
-// to json.Marshal, which reports it).
-func encodeRunRequest(req *RunRequest) ([]byte, error) {
-	return appendRunRequest(nil, req)
-}
-
-// appendRunRequest is encodeRunRequest appending to dst.
-func appendRunRequest(dst []byte, req *RunRequest) ([]byte, error) {
-	raw := req.Event.Raw
-	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
-		return json.Marshal(req)
-	}
-	r := *req
-	r.Event.Raw = nil
-	data, err := json.Marshal(&r)
-	if err != nil {
-		return nil, err
-	}
-	// The event object is followed by the "attempt" field (RunRequest's
-	// field order). A string inside the event cannot produce the bytes
-	// `},"attempt":` (its quotes are escaped), so their last occurrence
-	// closes the event.
-	end := bytes.LastIndex(data, []byte(`},"attempt":`))
-	if end < 0 {
-		return json.Marshal(req)
-	}
-	out := slices.Grow(dst, len(data)+len(raw)+8)
-	out = append(out, data[:end]...)
-	out = append(out, `,"raw":`...)
-	out = append(out, raw...)
-	out = append(out, data[end:]...)
-	return out, nil
-}
-
-// newQueuedRecord is the record of a run that was just accepted.
-func newQueuedRecord(req *RunRequest) *RunRecord {
-	return &RunRecord{
-		ID:             req.ID,
-		Workflow:       req.Workflow,
-		WorkflowDigest: req.WorkflowDigest,
-		Repo:           req.Event.Repo,
-		Status:         workflows.StatusQueued,
-		Attempt:        req.Attempt,
-		Event:          req.Event,
-		HeadSHA:        req.Event.HeadSHA(),
-		CreatedAt:      req.CreatedAt,
-	}
-}
-
 // notStoredError marks a publish failure after which the message is known
 // not to be in the stream.
 type notStoredError struct{ err error }
@@ -359,26 +281,4 @@ func (e notStoredError) Unwrap() error { return e.err }
 func definitelyNotStored(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
-}
-
-// Message buffers are recycled once their publish is acknowledged (not
-// after a failure, when the client may still hold one): a run request
-// carries the whole webhook body, and the collector's share of ingest CPU
-// was about a tenth.
-var msgPool sync.Pool // of *[]byte
-
-const maxPooledMsg = 1 << 20
-
-func getMsgBuf() []byte {
-	if p, ok := msgPool.Get().(*[]byte); ok {
-		return (*p)[:0]
-	}
-	return nil
-}
-
-func putMsgBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooledMsg {
-		return
-	}
-	msgPool.Put(&b)
 }

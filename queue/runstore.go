@@ -71,9 +71,14 @@ func (f ListFilter) match(r *RunRecord) bool {
 }
 
 // RunStore keeps run records in the hookrun_runs bucket, keyed by run id.
+// Records change through the transitions of transitions.go.
 type RunStore struct {
-	kv jetstream.KeyValue
+	kv    jetstream.KeyValue
+	clock func() time.Time // Config.Now
 }
+
+// now is the store's clock reading, in UTC.
+func (s *RunStore) now() time.Time { return s.clock().UTC() }
 
 func encodeRecord(rec *RunRecord) ([]byte, error) {
 	c := *rec
@@ -160,26 +165,6 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 		return 0, fmt.Errorf("updating run record %s: %w", rec.ID, err)
 	}
 	return nrev, nil
-}
-
-// Modify reads the record, applies fn and writes it back, retrying on
-// conflicts (at most 20 times). fn returning false leaves the record as is.
-func (s *RunStore) Modify(ctx context.Context, id string, fn func(*RunRecord) bool) (*RunRecord, error) {
-	for range 20 {
-		rec, rev, err := s.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !fn(rec) {
-			return rec, nil
-		}
-		if _, err := s.Update(ctx, rec, rev); err == nil {
-			return rec, nil
-		} else if !errors.Is(err, ErrConflict) {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("modifying run record %s: %w (too many retries)", id, ErrConflict)
 }
 
 // List returns the records that match f, newest first (run ids are ULIDs).

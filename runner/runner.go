@@ -16,24 +16,28 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// RunStore is what the runner needs of the run records: read, create and
-// compare-and-set, list (concurrency groups) and watch (cancel requests).
-// *queue.RunStore satisfies it.
+// RunStore is what the runner needs of the run records: the transitions
+// it makes (the queue owns how records change), list (concurrency groups)
+// and watch (cancel requests, takeovers). *queue.RunStore satisfies it.
 type RunStore interface {
-	Create(ctx context.Context, rec *queue.RunRecord) (uint64, error)
-	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	Update(ctx context.Context, rec *queue.RunRecord, rev uint64) (uint64, error)
+	Claim(ctx context.Context, req *queue.RunRequest, c queue.ClaimSpec) (queue.ClaimResult, error)
+	Heartbeat(ctx context.Context, id string, h queue.HeartbeatSpec) (*queue.RunRecord, error)
+	Release(ctx context.Context, id, claimant, reason string) error
+	Finish(ctx context.Context, id string, f queue.FinishSpec) error
+	RequestCancel(ctx context.Context, id string) (*queue.RunRecord, error)
 	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
 	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
-	RequestCancel(ctx context.Context, id string) (*queue.RunRecord, error)
 }
+
+var _ RunStore = (*queue.RunStore)(nil)
 
 // Config configures a Runner.
 type Config struct {
 	// ID names this runner as the claimant in run records. Default
 	// <hostname>-<pid>.
 	ID string
-	// Concurrency is how many runs execute at once in this process. Default 4.
+	// Concurrency is how many runs execute at once in this process.
+	// Default queue.DefaultConcurrency.
 	Concurrency int
 	// HeartbeatInterval is how often the claim in the run record is
 	// refreshed (and the latest step states written). Default 5s.
@@ -70,7 +74,7 @@ func (c *Config) setDefaults() {
 		c.ID = host + "-" + strconv.Itoa(os.Getpid())
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 4
+		c.Concurrency = queue.DefaultConcurrency
 	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = 5 * time.Second
@@ -185,7 +189,7 @@ func (r *Runner) maxDeliver() int {
 	if r.cfg.Consumer.MaxDeliver > 0 {
 		return r.cfg.Consumer.MaxDeliver
 	}
-	return 5
+	return queue.DefaultMaxDeliver
 }
 
 func (r *Runner) now() time.Time { return r.cfg.Now().UTC() }
@@ -196,44 +200,31 @@ func (r *Runner) storeCtx(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.StoreTimeout)
 }
 
-// errRetryClaim is an internal signal: the record changed under us; read it
-// again and decide again.
-var errRetryClaim = errors.New("record changed while claiming")
-
 // Handle executes one delivery; it is the queue.Handler of Start.
 func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	req := d.Request
 	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
-	for range 10 {
-		err := r.handleOnce(ctx, d, log)
-		if !errors.Is(err, errRetryClaim) {
-			return err
-		}
+	wf, refusal := r.admit(req)
+	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
+		Resume: !r.isActive(req.ID), Refuse: refusal != nil}
+	if wf != nil {
+		spec.Group = concurrencyGroup(wf, &req.Event)
 	}
-	return queue.Retry(fmt.Errorf("claiming run %s: %w", req.ID, queue.ErrConflict), time.Second)
-}
-
-func (r *Runner) handleOnce(ctx context.Context, d *queue.Delivery, log *slog.Logger) error {
-	req := d.Request
-	rec, rev, err := r.deps.Runs.Get(ctx, req.ID)
-	if errors.Is(err, queue.ErrNotFound) {
-		rec = newRecord(req)
-		if rev, err = r.deps.Runs.Create(ctx, rec); errors.Is(err, queue.ErrConflict) {
-			return errRetryClaim
-		}
+	res, err := r.deps.Runs.Claim(ctx, req, spec)
+	if errors.Is(err, queue.ErrConflict) {
+		return queue.Retry(err, time.Second)
+	} else if err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("reading run %s: %w", req.ID, err)
+	rec := res.Record
+	if res.TakeOver {
+		log.Warn("taking over a run whose claimant stopped heartbeating", "claimant", res.StaleClaimant, "heartbeat", res.StaleHeartbeat)
 	}
-
-	switch {
-	case rec.Status.Terminal():
+	switch res.Outcome {
+	case queue.ClaimFinished:
 		log.Info("run already finished; acking the redelivery", "status", rec.Status)
 		return nil
-	case rec.Status == workflows.StatusRunning && rec.Claimant != "" && r.now().Sub(rec.HeartbeatAt) < r.cfg.StaleAfter:
-		if rec.Claimant == r.cfg.ID && !r.isActive(req.ID) {
-			break // our own claim from before a restart with the same id: take it back
-		}
+	case queue.ClaimHeld:
 		if d.NumDelivered+1 >= uint64(r.maxDeliver()) {
 			// Another nak would make the queue give up and mark the run
 			// failed under its live claimant. The claimant holds its own
@@ -244,56 +235,34 @@ func (r *Runner) handleOnce(ctx context.Context, d *queue.Delivery, log *slog.Lo
 		}
 		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
 		return queue.Retry(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
-	case rec.Status == workflows.StatusRunning:
-		log.Warn("taking over a run whose claimant stopped heartbeating", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
-	}
-
-	if r.cfg.Admit != nil {
-		if err := r.cfg.Admit(&req.Event); err != nil {
-			log.Warn("refusing run", "err", err)
-			return queue.Term(fmt.Errorf("refusing run: %w", err))
-		}
-	}
-	wf, ok := r.deps.Workflows.Lookup(req.Workflow)
-	if !ok {
-		return queue.Term(fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID))
+	case queue.ClaimRefused:
+		log.Warn("refusing run", "err", refusal)
+		return refusal
+	case queue.ClaimCancelled:
+		log.Info("run was cancelled before it started")
+		return nil
 	}
 	if wf.Digest != "" && req.WorkflowDigest != "" && wf.Digest != req.WorkflowDigest {
 		log.Info("workflow changed since the run was queued; running the loaded version", "queued", req.WorkflowDigest, "loaded", wf.Digest)
 	}
-
-	// Claim by compare-and-set.
-	now := r.now()
-	if rec.StartedAt == nil {
-		rec.Attempt = max(rec.Attempt, 1)
-	} else {
-		rec.Attempt++
-	}
-	rec.Status = workflows.StatusRunning
-	rec.Claimant = r.cfg.ID
-	rec.HeartbeatAt = now
-	rec.StartedAt = &now
-	rec.FinishedAt = nil
-	rec.Error = ""
-	rec.Steps = nil
-	rec.ConcurrencyGroup = concurrencyGroup(wf, &req.Event)
-	if rec.CancelRequested {
-		rec.Status = workflows.StatusCancelled
-		rec.Error = ErrCancelled.Error()
-		rec.FinishedAt = &now
-	}
-	if _, err = r.deps.Runs.Update(ctx, rec, rev); errors.Is(err, queue.ErrConflict) {
-		return errRetryClaim
-	} else if err != nil {
-		return fmt.Errorf("claiming run %s: %w", req.ID, err)
-	}
-	if rec.Status == workflows.StatusCancelled {
-		log.Info("run was cancelled before it started")
-		return nil
-	}
 	log = log.With("attempt", rec.Attempt)
 	log.Info("claimed run")
 	return r.execute(ctx, req, wf, rec, log)
+}
+
+// admit decides whether this runner runs req: the workflow it runs, or the
+// error (a queue.Term) to fail the run with, since retrying cannot change it.
+func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
+	if r.cfg.Admit != nil {
+		if err := r.cfg.Admit(&req.Event); err != nil {
+			return nil, queue.Term(fmt.Errorf("refusing run: %w", err))
+		}
+	}
+	wf, ok := r.deps.Workflows.Lookup(req.Workflow)
+	if !ok {
+		return nil, queue.Term(fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID))
+	}
+	return wf, nil
 }
 
 // execute runs a claimed run to its end and writes the outcome.
@@ -403,36 +372,22 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 func (r *Runner) finish(ctx context.Context, id string, res *Result, headSHA string, log *slog.Logger) error {
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
-	for range 20 {
-		rec, rev, err := r.deps.Runs.Get(sctx, id)
-		if err != nil {
-			return fmt.Errorf("finishing run %s: %w", id, err)
-		}
-		if rec.Claimant != r.cfg.ID || rec.Status != workflows.StatusRunning {
-			log.Warn("run record no longer ours; not writing the result", "claimant", rec.Claimant, "status", rec.Status)
-			return nil
-		}
-		fin := res.FinishedAt
-		rec.Status = res.Status
-		rec.Steps = res.Steps
-		rec.Error = res.Error
-		rec.ReportError = res.ReportError
-		if res.Ref.CommentID != 0 {
-			rec.CommentID = res.Ref.CommentID
-		}
-		if headSHA != "" {
-			rec.HeadSHA = headSHA
-		}
-		rec.FinishedAt = &fin
-		rec.HeartbeatAt = r.now()
-		if _, err := r.deps.Runs.Update(sctx, rec, rev); errors.Is(err, queue.ErrConflict) {
-			continue
-		} else if err != nil {
-			return fmt.Errorf("finishing run %s: %w", id, err)
-		}
+	err := r.deps.Runs.Finish(sctx, id, queue.FinishSpec{
+		Claimant:    r.cfg.ID,
+		Now:         r.now(),
+		Status:      res.Status,
+		Steps:       res.Steps,
+		Error:       res.Error,
+		ReportError: res.ReportError,
+		CommentID:   res.Ref.CommentID,
+		HeadSHA:     headSHA,
+		FinishedAt:  res.FinishedAt,
+	})
+	if errors.Is(err, queue.ErrClaimLost) {
+		log.Warn("run record no longer ours; not writing the result", "err", err)
 		return nil
 	}
-	return fmt.Errorf("finishing run %s: %w", id, queue.ErrConflict)
+	return err
 }
 
 // release puts a claimed run back to queued (attempt kept) so that another
@@ -440,24 +395,8 @@ func (r *Runner) finish(ctx context.Context, id string, res *Result, headSHA str
 func (r *Runner) release(ctx context.Context, id, msg string, log *slog.Logger) {
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
-	for range 20 {
-		rec, rev, err := r.deps.Runs.Get(sctx, id)
-		if err != nil {
-			log.Warn("handing run back", "err", err)
-			return
-		}
-		if rec.Claimant != r.cfg.ID || rec.Status != workflows.StatusRunning {
-			return
-		}
-		rec.Status = workflows.StatusQueued
-		rec.Claimant = ""
-		rec.Error = msg
-		if _, err := r.deps.Runs.Update(sctx, rec, rev); errors.Is(err, queue.ErrConflict) {
-			continue
-		} else if err != nil {
-			log.Warn("handing run back", "err", err)
-		}
-		return
+	if err := r.deps.Runs.Release(sctx, id, r.cfg.ID, msg); err != nil && !errors.Is(err, queue.ErrClaimLost) {
+		log.Warn("handing run back", "err", err)
 	}
 }
 
@@ -519,26 +458,6 @@ func concurrencyGroup(w *workflows.Workflow, e *workflows.Event) string {
 		return "repo:" + e.Repo
 	default:
 		return "group:" + g
-	}
-}
-
-func newRecord(req *queue.RunRequest) *queue.RunRecord {
-	ev := req.Event
-	ev.Raw = nil
-	created := req.CreatedAt
-	if created.IsZero() {
-		created = time.Now().UTC()
-	}
-	return &queue.RunRecord{
-		ID:             req.ID,
-		Workflow:       req.Workflow,
-		WorkflowDigest: req.WorkflowDigest,
-		Repo:           req.Event.Repo,
-		Status:         workflows.StatusQueued,
-		Attempt:        req.Attempt,
-		Event:          ev,
-		HeadSHA:        req.Event.HeadSHA(),
-		CreatedAt:      created,
 	}
 }
 
@@ -615,10 +534,8 @@ func (h *heartbeat) loop(ctx context.Context) {
 
 // check acts on the record as stored; true when we lost the run.
 func (h *heartbeat) check(rec *queue.RunRecord) bool {
-	if rec.Claimant != h.r.cfg.ID || rec.Status != workflows.StatusRunning {
-		h.log.Warn("lost the claim on this run; stopping it", "claimant", rec.Claimant, "status", rec.Status)
-		h.lost.Store(true)
-		h.cancel(ErrAbandoned)
+	if err := rec.CheckClaim(h.r.cfg.ID); err != nil {
+		h.lose(err)
 		return true
 	}
 	if rec.CancelRequested {
@@ -627,36 +544,28 @@ func (h *heartbeat) check(rec *queue.RunRecord) bool {
 	return false
 }
 
+// lose stops a run whose claim another runner (or an ended run) took.
+func (h *heartbeat) lose(err error) {
+	h.log.Warn("lost the claim on this run; stopping it", "err", err)
+	h.lost.Store(true)
+	h.cancel(ErrAbandoned)
+}
+
 // beat refreshes the claim; true when we lost the run.
 func (h *heartbeat) beat(ctx context.Context) bool {
-	for range 5 {
-		rec, rev, err := h.r.deps.Runs.Get(ctx, h.id)
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Warn("heartbeat: reading run record", "err", err)
-			}
-			return false
-		}
-		if h.check(rec) {
-			return true
-		}
-		h.mu.Lock()
-		if h.steps != nil {
-			rec.Steps = h.steps
-		}
-		if h.headSHA != "" {
-			rec.HeadSHA = h.headSHA
-		}
-		h.mu.Unlock()
-		rec.HeartbeatAt = h.r.now()
-		_, err = h.r.deps.Runs.Update(ctx, rec, rev)
-		if errors.Is(err, queue.ErrConflict) {
-			continue
-		}
-		if err != nil && ctx.Err() == nil {
-			h.log.Warn("heartbeat: updating run record", "err", err)
+	h.mu.Lock()
+	spec := queue.HeartbeatSpec{Claimant: h.r.cfg.ID, Now: h.r.now(), Steps: h.steps, HeadSHA: h.headSHA}
+	h.mu.Unlock()
+	rec, err := h.r.deps.Runs.Heartbeat(ctx, h.id, spec)
+	switch {
+	case errors.Is(err, queue.ErrClaimLost):
+		h.lose(err)
+		return true
+	case err != nil:
+		if ctx.Err() == nil {
+			h.log.Warn("heartbeat: refreshing the claim", "err", err)
 		}
 		return false
 	}
-	return false
+	return h.check(rec)
 }

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -142,7 +143,7 @@ func (c *Config) setDefaults() {
 		c.NATS.Replicas = 1
 	}
 	if c.Runner.Concurrency == 0 {
-		c.Runner.Concurrency = 4
+		c.Runner.Concurrency = queue.DefaultConcurrency
 	}
 	if c.Runner.MaxAckPending == 0 {
 		c.Runner.MaxAckPending = 256

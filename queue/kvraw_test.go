@@ -1,0 +1,106 @@
+package queue
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestRawKVSubjects guards what createAsync and kvSubject assume of the
+// jetstream KV API: an entry written raw is the KV entry of that key, at
+// the revision its ack names; an entry written through the API is the last
+// message on kvSubject; a raw create-only write is refused like
+// KeyValue.Create; and in a bucket with a TTL a raw entry expires like any
+// other, after which the key can be created again.
+func TestRawKVSubjects(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, Config{DuplicateWindow: 100 * time.Millisecond, DeliveryTTL: time.Second})
+	ctx := testCtx(t, 30*time.Second)
+	create := func(bucket, key, value string) *pendingWrite {
+		t.Helper()
+		w := q.createAsync(kvSubject(bucket, key), []byte(value))
+		w.wait(ctx)
+		return w
+	}
+
+	// Raw write → KV read, same revision.
+	w := create(BucketRuns, "raw-1", "one")
+	if w.err != nil {
+		t.Fatalf("raw create: %v", w.err)
+	}
+	e, err := q.runsKV.Get(ctx, "raw-1")
+	if err != nil {
+		t.Fatalf("reading a raw write through the KV API: %v (does kvSubject still match the bucket's layout?)", err)
+	}
+	if string(e.Value()) != "one" || e.Revision() != w.ack.Sequence || e.Operation() != jetstream.KeyValuePut {
+		t.Fatalf("KV entry %q rev %d op %v, want \"one\" rev %d put", e.Value(), e.Revision(), e.Operation(), w.ack.Sequence)
+	}
+
+	// KV write → last message on kvSubject, same revision.
+	rev, err := q.runsKV.Put(ctx, "api-1", []byte("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := q.runsKV.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := q.js.Stream(ctx, st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, kvSubject(BucketRuns, "api-1"))
+	if err != nil || string(m.Data) != "two" || m.Sequence != rev {
+		t.Fatalf("last message on %s: %v, %v; want \"two\" at %d", kvSubject(BucketRuns, "api-1"), m, err, rev)
+	}
+
+	// Create-only: a second raw create is refused and changes nothing;
+	// the API agrees that the key exists; compare-and-set on the raw
+	// revision works.
+	if w := create(BucketRuns, "raw-1", "again"); !isWrongLastSeq(w.err) {
+		t.Fatalf("second raw create: %v, want a wrong-last-sequence refusal", w.err)
+	}
+	if _, err := q.runsKV.Create(ctx, "raw-1", []byte("api")); !errors.Is(err, jetstream.ErrKeyExists) {
+		t.Fatalf("KV Create of a raw-created key: %v, want ErrKeyExists", err)
+	}
+	if _, err := q.runsKV.Update(ctx, "raw-1", []byte("three"), w.ack.Sequence); err != nil {
+		t.Fatalf("KV Update at the raw write's revision: %v", err)
+	}
+
+	// A delete marker refuses a raw create (settleDeliveryKey then uses
+	// KeyValue.Create, which handles markers).
+	if err := q.runsKV.Delete(ctx, "api-1"); err != nil {
+		t.Fatal(err)
+	}
+	if w := create(BucketRuns, "api-1", "four"); !isWrongLastSeq(w.err) {
+		t.Fatalf("raw create over a delete marker: %v, want a wrong-last-sequence refusal", w.err)
+	}
+
+	// TTL: a raw entry of hookrun_deliveries expires with the bucket's TTL,
+	// and the key can be created raw again.
+	if w := create(BucketDelivery, "ttl-1", "run-a"); w.err != nil {
+		t.Fatalf("raw create in %s: %v", BucketDelivery, w.err)
+	}
+	if e, err := q.delKV.Get(ctx, "ttl-1"); err != nil || string(e.Value()) != "run-a" {
+		t.Fatalf("delivery key: %v, %v", e, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := q.delKV.Get(ctx, "ttl-1")
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery key still there past its TTL: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if w := create(BucketDelivery, "ttl-1", "run-b"); w.err != nil {
+		t.Fatalf("raw create of an expired key: %v", w.err)
+	}
+	if e, err := q.delKV.Get(ctx, "ttl-1"); err != nil || string(e.Value()) != "run-b" {
+		t.Fatalf("recreated delivery key: %v, %v", e, err)
+	}
+}

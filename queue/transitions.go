@@ -1,0 +1,397 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// The run-record state machine. Every change of a record goes through one
+// of the transitions below, and each of them through change, the one
+// compare-and-set loop with the one retry policy:
+//
+//	(none)     ─queued──────▶ queued (Publish; enqueue; Claim and fail create it when missing)
+//	queued     ─Claim───────▶ running (attempt+1 if it ran before), or cancelled if cancel was requested
+//	running    ─Claim───────▶ running under the new claimant, once the old claim's heartbeat is stale
+//	running    ─Heartbeat───▶ running (HeartbeatAt, steps and head refreshed)
+//	running    ─Release─────▶ queued (attempt kept)
+//	running    ─Finish──────▶ succeeded | partially_succeeded | failed | cancelled
+//	queued     ─RequestCancel▶ cancelled;  running ─RequestCancel▶ running with CancelRequested
+//	unfinished ─fail────────▶ failed (a Term; MaxDeliver exhausted)
+//
+// The runner decides what to do about a run (run it, retry later, hand it
+// back); this file decides how its record changes.
+
+// Retry policy of change: a transition that keeps losing the race to
+// other writers reads and tries again at most casAttempts times, the n-th
+// retry (n-1)×casBackoff after the previous one (the first at once).
+const (
+	casAttempts = 20
+	casBackoff  = 2 * time.Millisecond
+)
+
+// Errors of the transitions.
+var (
+	// ErrRunFinished is returned by RequestCancel for a run that already ended.
+	ErrRunFinished = errors.New("run already finished")
+	// ErrCancelled is the error a run cancelled before it started carries.
+	ErrCancelled = errors.New("run cancelled")
+	// ErrClaimLost: the run is no longer running under the caller's claim
+	// (another runner took it over, it ended, or it was handed back);
+	// Heartbeat, Release and Finish then write nothing.
+	ErrClaimLost = errors.New("run no longer claimed by this runner")
+)
+
+// change reads record id, lets apply decide on it and change it, and
+// writes the result if the record is still at the revision read (else it
+// reads again, under the retry policy above). A missing record is made by
+// create (nil: ErrNotFound), given to apply and written create-only.
+// apply returning false or an error leaves the store as it is; change then
+// returns the record as read with apply's error, else the record as written.
+func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
+	for n := range casAttempts {
+		if n > 1 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("changing run record %s: %w", id, ctx.Err())
+			case <-time.After(time.Duration(n-1) * casBackoff):
+			}
+		}
+		rec, rev, err := s.Get(ctx, id)
+		missing := create != nil && errors.Is(err, ErrNotFound)
+		if missing {
+			rec = create()
+		} else if err != nil {
+			return nil, err
+		}
+		if write, err := apply(rec); err != nil || !write {
+			return rec, err
+		}
+		if missing {
+			_, err = s.Create(ctx, rec)
+		} else {
+			_, err = s.Update(ctx, rec, rev)
+		}
+		if err == nil {
+			return rec, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("changing run record %s: %w after %d attempts", id, ErrConflict, casAttempts)
+}
+
+// Modify reads the record, applies fn and writes it back, retrying on
+// conflicts (the transitions' retry policy). fn returning false leaves the
+// record as is. It is for changes no named transition covers (tests, tools).
+func (s *RunStore) Modify(ctx context.Context, id string, fn func(*RunRecord) bool) (*RunRecord, error) {
+	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) { return fn(r), nil })
+}
+
+// newRecord is the one constructor of run records: the queued record of
+// req, created at req.CreatedAt (now when unset), its event without Raw.
+func newRecord(req *RunRequest, now time.Time) *RunRecord {
+	ev := req.Event
+	ev.Raw = nil
+	created := req.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	return &RunRecord{
+		ID:             req.ID,
+		Workflow:       req.Workflow,
+		WorkflowDigest: req.WorkflowDigest,
+		Repo:           req.Event.Repo,
+		Status:         workflows.StatusQueued,
+		Attempt:        req.Attempt,
+		Event:          ev,
+		HeadSHA:        req.Event.HeadSHA(),
+		CreatedAt:      created,
+	}
+}
+
+// queued is the first transition: the record of a run just accepted.
+// Publish writes it create-only beside the run's message (createAsync);
+// enqueue creates it when no write of Publish's landed.
+func (s *RunStore) queued(req *RunRequest) *RunRecord { return newRecord(req, s.now()) }
+
+// enqueue creates the queued record of req unless one exists.
+func (s *RunStore) enqueue(ctx context.Context, req *RunRequest) error {
+	if _, _, err := s.Get(ctx, req.ID); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if _, err := s.Create(ctx, s.queued(req)); err != nil && !errors.Is(err, ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+// dropQueued deletes the record of a run id that was superseded before it
+// started (see Queue.reconcile); a record that left queued stays.
+func (s *RunStore) dropQueued(ctx context.Context, id string) error {
+	rec, rev, err := s.Get(ctx, id)
+	if err != nil || rec.Status != workflows.StatusQueued {
+		return nil
+	}
+	return s.delete(ctx, id, rev)
+}
+
+// ClaimSpec says who claims a run and on what terms.
+type ClaimSpec struct {
+	// Claimant is the runner claiming the run (its id in records).
+	Claimant string
+	// Now is the claimant's clock: heartbeats are judged by it and the
+	// claim is stamped with it (and a record made here is created at it).
+	Now time.Time
+	// StaleAfter is how old a claimant's heartbeat may be before its
+	// claim is taken over.
+	StaleAfter time.Duration
+	// Resume takes back a live claim of Claimant itself, which Claimant
+	// knows it is not executing (a restart under the same id). Without it
+	// such a claim holds the run like any other's (a duplicate delivery).
+	Resume bool
+	// Refuse says Claimant will not run it (it is not admitted, or its
+	// workflow is not loaded): a run that could be claimed is left as it
+	// is (ClaimRefused) for the caller to fail; a finished or held run is
+	// reported as such, as to any claim.
+	Refuse bool
+	// Group is the run's resolved concurrency group, recorded by the claim.
+	Group string
+}
+
+// ClaimOutcome is what Claim found and did.
+type ClaimOutcome int
+
+// Outcomes of Claim.
+const (
+	// Claimed: the run is running under the claim.
+	Claimed ClaimOutcome = iota + 1
+	// ClaimFinished: the run already ended; nothing was written.
+	ClaimFinished
+	// ClaimHeld: a live claim holds the run (Record.Claimant, whose
+	// heartbeat is Record.HeartbeatAt); nothing was written.
+	ClaimHeld
+	// ClaimRefused: ClaimSpec.Refuse; nothing was written.
+	ClaimRefused
+	// ClaimCancelled: a cancel was requested before the run started; the
+	// claim ended it cancelled.
+	ClaimCancelled
+)
+
+// ClaimResult is the outcome of Claim.
+type ClaimResult struct {
+	Outcome ClaimOutcome
+	// Record is the record as written (Claimed, ClaimCancelled), else as read.
+	Record *RunRecord
+	// TakeOver: the run was running under a claim whose heartbeat is stale
+	// (StaleClaimant's, last at StaleHeartbeat), which a claim replaces.
+	TakeOver       bool
+	StaleClaimant  string
+	StaleHeartbeat time.Time
+}
+
+// Claim makes c.Claimant the run's claimant, creating its record from req
+// if there is none. A finished run is left alone; a run running under a
+// live claim is held by it (unless it is c.Claimant's own and c.Resume);
+// a stale claim is taken over with the next attempt; a run whose cancel
+// was requested is ended cancelled instead of started.
+func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (ClaimResult, error) {
+	var res ClaimResult
+	rec, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, c.Now) }, func(r *RunRecord) (bool, error) {
+		res = ClaimResult{}
+		switch {
+		case r.Status.Terminal():
+			res.Outcome = ClaimFinished
+			return false, nil
+		case r.Status == workflows.StatusRunning && r.Claimant != "" && c.Now.Sub(r.HeartbeatAt) < c.StaleAfter:
+			if r.Claimant != c.Claimant || !c.Resume {
+				res.Outcome = ClaimHeld
+				return false, nil
+			}
+		case r.Status == workflows.StatusRunning:
+			res.TakeOver, res.StaleClaimant, res.StaleHeartbeat = true, r.Claimant, r.HeartbeatAt
+		}
+		if c.Refuse {
+			res.Outcome = ClaimRefused
+			return false, nil
+		}
+		now := c.Now
+		if r.StartedAt == nil {
+			r.Attempt = max(r.Attempt, 1)
+		} else {
+			r.Attempt++
+		}
+		r.Status = workflows.StatusRunning
+		r.Claimant = c.Claimant
+		r.HeartbeatAt = now
+		r.StartedAt = &now
+		r.FinishedAt = nil
+		r.Error = ""
+		r.Steps = nil
+		r.ConcurrencyGroup = c.Group
+		res.Outcome = Claimed
+		if r.CancelRequested {
+			r.Status = workflows.StatusCancelled
+			r.Error = ErrCancelled.Error()
+			r.FinishedAt = &now
+			res.Outcome = ClaimCancelled
+		}
+		return true, nil
+	})
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claiming run %s: %w", req.ID, err)
+	}
+	res.Record = rec
+	return res, nil
+}
+
+// CheckClaim is the rule of every transition a claimant makes after its
+// claim: nil while the run is running under claimant, else ErrClaimLost.
+func (r *RunRecord) CheckClaim(claimant string) error {
+	if r.Claimant == claimant && r.Status == workflows.StatusRunning {
+		return nil
+	}
+	return fmt.Errorf("%w: claimant %q, status %s", ErrClaimLost, r.Claimant, r.Status)
+}
+
+// byClaimant is change for the transitions a claimant makes after its
+// claim: apply runs only while the run is running under claimant; else
+// nothing is written and the error is ErrClaimLost.
+func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
+	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+		if err := r.CheckClaim(claimant); err != nil {
+			return false, err
+		}
+		apply(r)
+		return true, nil
+	})
+}
+
+// HeartbeatSpec is one heartbeat of a claimant.
+type HeartbeatSpec struct {
+	Claimant string                // whose claim it refreshes
+	Now      time.Time             // the claimant's clock: the new HeartbeatAt
+	Steps    []workflows.StepState // the latest step states; nil keeps the stored ones
+	HeadSHA  string                // the resolved head commit; "" keeps the stored one
+}
+
+// Heartbeat refreshes a claim (HeartbeatAt, steps, head) and returns the
+// record as written: its CancelRequested asks the claimant to stop.
+// ErrClaimLost: the claim is not h.Claimant's any more.
+func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*RunRecord, error) {
+	rec, err := s.byClaimant(ctx, id, h.Claimant, func(r *RunRecord) {
+		if h.Steps != nil {
+			r.Steps = h.Steps
+		}
+		if h.HeadSHA != "" {
+			r.HeadSHA = h.HeadSHA
+		}
+		r.HeartbeatAt = h.Now
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refreshing the claim on run %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// Release hands a claimed run back: queued again, its attempt kept and
+// reason (may be empty) as its error, so that another delivery takes it.
+// ErrClaimLost: the claim is not claimant's any more.
+func (s *RunStore) Release(ctx context.Context, id, claimant, reason string) error {
+	_, err := s.byClaimant(ctx, id, claimant, func(r *RunRecord) {
+		r.Status = workflows.StatusQueued
+		r.Claimant = ""
+		r.Error = reason
+	})
+	if err != nil {
+		return fmt.Errorf("handing run %s back: %w", id, err)
+	}
+	return nil
+}
+
+// FinishSpec is how a claimed run ended, as Finish records it.
+type FinishSpec struct {
+	Claimant    string                // whose claim the run must still be under
+	Now         time.Time             // the claimant's clock: the last HeartbeatAt
+	Status      workflows.Status      // the terminal status
+	Steps       []workflows.StepState // the final step states
+	Error       string                // why the run failed, if it did
+	ReportError string                // the last failure to report to the forge
+	CommentID   int64                 // the sticky comment; 0 keeps the stored one
+	HeadSHA     string                // the resolved head commit; "" keeps the stored one
+	FinishedAt  time.Time             // when the run ended
+}
+
+// Finish records the outcome of a run still running under f.Claimant.
+// ErrClaimLost: it is not (taken over, cancelled while queued...).
+func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
+	_, err := s.byClaimant(ctx, id, f.Claimant, func(r *RunRecord) {
+		fin := f.FinishedAt
+		r.Status = f.Status
+		r.Steps = f.Steps
+		r.Error = f.Error
+		r.ReportError = f.ReportError
+		if f.CommentID != 0 {
+			r.CommentID = f.CommentID
+		}
+		if f.HeadSHA != "" {
+			r.HeadSHA = f.HeadSHA
+		}
+		r.FinishedAt = &fin
+		r.HeartbeatAt = f.Now
+	})
+	if err != nil {
+		return fmt.Errorf("finishing run %s: %w", id, err)
+	}
+	return nil
+}
+
+// RequestCancel asks a run to stop, through its record alone so that any
+// process may call it: a queued run is marked cancelled at once (its message
+// is acked and skipped when delivered); a running one gets CancelRequested,
+// which its claimant sees and acts on. It returns the record as written.
+// ErrNotFound: no such run; ErrRunFinished: it ended.
+func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, error) {
+	rec, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+		if r.Status.Terminal() {
+			return false, ErrRunFinished
+		}
+		r.CancelRequested = true
+		if r.Status == workflows.StatusQueued {
+			now := s.now()
+			r.Status = workflows.StatusCancelled
+			r.Error = ErrCancelled.Error()
+			r.FinishedAt = &now
+		}
+		return true, nil
+	})
+	if err != nil {
+		return rec, fmt.Errorf("cancelling run %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// fail ends a run failed with reason unless it already ended, whoever
+// holds it: the queue gives up on it (a Term, MaxDeliver exhausted). A
+// missing record is created from req.
+func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) error {
+	now := s.now()
+	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, func(r *RunRecord) (bool, error) {
+		if r.Status.Terminal() {
+			return false, nil
+		}
+		r.Status = workflows.StatusFailed
+		r.Error = reason
+		r.FinishedAt = &now
+		r.Claimant = ""
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("marking run %s failed: %w", req.ID, err)
+	}
+	return nil
+}
