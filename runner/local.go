@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookrun/hookrun/internal/lines"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -157,6 +157,7 @@ func PrintSummary(w io.Writer, res *Result) {
 // printSink prints log lines prefixed with their step id.
 type printSink struct {
 	mu     sync.Mutex // one line at a time across steps
+	buf    []byte     // the line being printed, under mu
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -173,39 +174,17 @@ func (s *printSink) Writer(_, stepID, stream string) io.WriteCloser {
 		dst = s.stderr
 		prefix += "hookrun: "
 	}
-	return &prefixWriter{mu: &s.mu, dst: dst, prefix: []byte(prefix)}
-}
-
-// prefixWriter receives whole lines (from lineWriter) and prefixes each.
-type prefixWriter struct {
-	mu     *sync.Mutex
-	dst    io.Writer
-	prefix []byte
-	buf    []byte
-}
-
-func (w *prefixWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	w.buf = w.buf[:0]
-	for len(p) > 0 {
-		line := p
-		if i := bytes.IndexByte(p, '\n'); i >= 0 {
-			line, p = p[:i+1], p[i+1:]
-		} else {
-			p = nil
-		}
-		w.buf = append(w.buf, w.prefix...)
-		w.buf = append(w.buf, line...)
+	pre := []byte(prefix)
+	return lines.NewWriter(func(line []byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.buf = append(append(s.buf[:0], pre...), line...)
 		if line[len(line)-1] != '\n' {
-			w.buf = append(w.buf, '\n')
+			s.buf = append(s.buf, '\n')
 		}
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, err := w.dst.Write(w.buf); err != nil {
-		return 0, err
-	}
-	return n, nil
+		_, err := dst.Write(s.buf)
+		return err
+	}, lines.Options{})
 }
 
-func (w *prefixWriter) Close() error { return nil }
+var _ LogSink = (*printSink)(nil)
