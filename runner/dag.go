@@ -18,9 +18,6 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// defaultMaxActiveSteps bounds parallel steps when the workflow does not.
-const defaultMaxActiveSteps = 4
-
 // dependencies returns, for each step, the indexes of the steps it waits
 // for. A chain runs in file order whatever `depends` says; a graph follows
 // `depends` (unknown ids were rejected by validation and are ignored here).
@@ -67,7 +64,7 @@ func (x *execution) runDAG(ctx context.Context) {
 	}
 	maxActive := x.wf.MaxActiveSteps
 	if maxActive <= 0 {
-		maxActive = defaultMaxActiveSteps
+		maxActive = workflows.DefaultMaxActiveSteps
 	}
 	if x.wf.Type == workflows.TypeChain {
 		maxActive = 1
