@@ -14,62 +14,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// HarnessRunner runs a harness.run step: it builds the agent CLI's argv (and
-// stdin) from run, executes it with exec starting from base, and tries
-// run.Fallback in order after a failure. lookup resolves ${NAME} in the
-// prompt and argv elements. providers/harness.Run has this shape; cmd hands
-// it to the engine as HarnessFunc(harness.Run).
-type HarnessRunner interface {
-	RunHarness(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-		run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error)
-}
-
-// HarnessFunc adapts a function to HarnessRunner.
-type HarnessFunc func(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error)
-
-// RunHarness calls f.
-func (f HarnessFunc) RunHarness(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error) {
-	return f(ctx, exec, base, w, run, lookup)
-}
-
 // Providers are the implementations the engine executes steps with. The
 // engine never imports providers/*: cmd/hookrun (or a test) fills this in.
 type Providers struct {
-	Host          contract.Executor // steps without container or sandbox; required
-	Containers    contract.Executor // steps with their own `container:`; nil: such a step fails with a clear error
-	RootContainer contract.Sandbox  // the workflow's root `container:`; nil: such a workflow fails with a clear error
-	SBX           contract.Sandbox  // the workflow's `sandbox:`; nil: such a workflow fails with a clear error
-	Harness       HarnessRunner     // harness.run steps; nil: such a step fails with a clear error
+	Host          contract.Executor      // steps without container or sandbox; required
+	Containers    contract.Executor      // steps with their own `container:`; nil: such a step fails with a clear error
+	RootContainer contract.Sandbox       // the workflow's root `container:`; nil: such a workflow fails with a clear error
+	SBX           contract.Sandbox       // the workflow's `sandbox:`; nil: such a workflow fails with a clear error
+	Harness       contract.HarnessRunner // harness.run steps; nil: such a step fails with a clear error
 }
-
-// LogSink receives step output. Writer returns a writer for one stream of one
-// step; the engine writes whole, redacted lines to it and closes it when the
-// step ends. queue.LogStore satisfies it; RunLocal prints.
-type LogSink interface {
-	Writer(runID, stepID, stream string) io.WriteCloser
-}
-
-// Log streams.
-const (
-	StreamStdout = "stdout"
-	StreamStderr = "stderr"
-	StreamSystem = "system" // hookrun's own lines: retries, timeouts, truncation, sandbox progress
-)
-
-// RunLogStep is the step id under which run-level system lines are logged.
-const RunLogStep = "_run"
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
 	Providers Providers                   // where steps run
-	Logs      LogSink                     // step output; nil: discarded
+	Logs      contract.LogSink            // step output; nil: discarded
 	Reporter  contract.Reporter           // where the run is shown; nil: not reported
 	LookupEnv func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
 	// Redact are values masked in every run's logs, errors and report
@@ -171,16 +133,9 @@ type Result struct {
 // Duration is how long the run took.
 func (r *Result) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }
 
-// Sentinel causes for cancelling a run's context.
+// Causes of the engine's own timeouts (the run's causes are contract's
+// ErrCancelled and ErrAbandoned).
 var (
-	// ErrCancelled is the cause to cancel a run with when a user (the API) or
-	// a newer run of the same concurrency group cancels it: the run ends
-	// cancelled, the cancel and exit handlers run.
-	ErrCancelled = queue.ErrCancelled
-	// ErrAbandoned is the cause when the runner stops working on a run it
-	// will not finish (shutdown, claim lost): no handler, no final report.
-	ErrAbandoned = errors.New("run abandoned by this runner")
-
 	errRunTimeout  = errors.New("run timed out")
 	errStepTimeout = errors.New("step timed out")
 )
@@ -423,7 +378,7 @@ func (x *execution) openSession(ctx context.Context) error {
 		if x.e.cfg.Providers.SBX == nil {
 			return fmt.Errorf("opening sandbox: this runner has no %q sandbox provider configured", x.wf.Sandbox.Provider)
 		}
-		sb, what, x.sessionKind, x.sandboxName = x.e.cfg.Providers.SBX, "sandbox", "sandbox", "hookrun-"+x.spec.ID
+		sb, what, x.sessionKind, x.sandboxName = x.e.cfg.Providers.SBX, "sandbox", "sandbox", contract.SandboxName(x.spec.ID)
 		pl = placeSandbox
 	case x.wf.Container != nil:
 		if x.e.cfg.Providers.RootContainer == nil {
