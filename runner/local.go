@@ -108,8 +108,8 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
 	// Leave the user's directory as it was: drop the event file (and its
 	// directory when nothing else is in it).
-	_ = os.Remove(filepath.Join(dir, ".hookrun", "event.json"))
-	_ = os.Remove(filepath.Join(dir, ".hookrun"))
+	_ = os.Remove(filepath.Join(dir, eventDir, eventName))
+	_ = os.Remove(filepath.Join(dir, eventDir))
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
