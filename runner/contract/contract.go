@@ -74,7 +74,8 @@ type Workspaces interface {
 	// of the event's head when checkout is true (else empty), and the run's
 	// own HOME and TMPDIR. It replaces what an earlier attempt left.
 	Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (Workspace, error)
-	// Remove deletes everything Prepare created for the run.
+	// Remove deletes everything Prepare created for the run; what is
+	// already gone is not an error.
 	Remove(runID string) error
 }
 
