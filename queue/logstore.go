@@ -125,9 +125,21 @@ func (l *LogStore) Flush(ctx context.Context) error {
 // without newline is appended in pieces); a partial last line is appended on
 // Close. Close does not Flush.
 func (l *LogStore) Writer(runID, stepID, stream string) io.WriteCloser {
-	return lines.NewWriter(func(line []byte) error {
-		return l.Append(context.Background(), LogLine{RunID: runID, StepID: stepID, Stream: stream, Text: string(lines.Trim(line))})
-	}, lines.Options{})
+	w := &logWriter{l: l, run: runID, step: stepID, stream: stream}
+	w.Init(w, lines.Options{})
+	return w
+}
+
+// logWriter is the line writer of one stream of one step.
+type logWriter struct {
+	lines.Writer
+	l                 *LogStore
+	run, step, stream string
+}
+
+// WriteLines appends one line.
+func (w *logWriter) WriteLines(line []byte) error {
+	return w.l.Append(context.Background(), LogLine{RunID: w.run, StepID: w.step, Stream: w.stream, Text: string(lines.Trim(line))})
 }
 
 // Read returns the run's stored lines in append order.

@@ -85,7 +85,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 	stderr := x.logWriter(st.ID, contract.StreamStderr)
 	defer stdout.Close()
 	defer stderr.Close()
-	s := &stepRun{x: x, st: st, exec: r.exec, lookup: env.lookup}
+	s := &stepRun{x: x, exec: r.exec, lookup: env.lookup}
 	var out io.Writer = stdout
 	if st.Output != "" {
 		s.capture = &cappedBuffer{limit: maxOutput}
@@ -108,14 +108,14 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 	if st.Action != workflows.ActionHarnessRun {
 		s.req.Argv = []string{"sh", "-c", st.Run}
 	}
-	return s.run(ctx)
+	return s.run(ctx, st)
 }
 
 // stepRun is one step being executed: where, with what request, and the
-// capture of its `output`.
+// capture of its `output`. (The step itself is passed to its methods: kept
+// here, it would escape to the heap with the rest.)
 type stepRun struct {
 	x       *execution
-	st      *workflows.Step
 	exec    contract.Executor
 	req     contract.ExecRequest
 	lookup  func(string) (string, bool) // ${NAME} in harness prompts
@@ -124,8 +124,8 @@ type stepRun struct {
 
 // run makes the attempts the retry policy allows, logs how the step ended
 // and keeps its output.
-func (s *stepRun) run(ctx context.Context) stepOutcome {
-	x, st := s.x, s.st
+func (s *stepRun) run(ctx context.Context, st *workflows.Step) stepOutcome {
+	x := s.x
 	retry := newRetry(st.RetryPolicy)
 	var out stepOutcome
 	for attempt := 1; attempt <= retry.attempts; attempt++ {
@@ -138,7 +138,7 @@ func (s *stepRun) run(ctx context.Context) stepOutcome {
 				return stepOutcome{status: x.stopped(ctx), exit: out.exit, attempts: attempt - 1, err: x.stoppedMsg(ctx, st)}
 			}
 		}
-		out = s.once(ctx)
+		out = s.once(ctx, st)
 		out.attempts = attempt
 		if out.status != workflows.StatusFailed || ctx.Err() != nil || !retryable(st, *out.exit) {
 			break
@@ -157,8 +157,8 @@ func (s *stepRun) run(ctx context.Context) stepOutcome {
 }
 
 // once makes one attempt, bounded by the step's timeout.
-func (s *stepRun) once(ctx context.Context) stepOutcome {
-	x, st := s.x, s.st
+func (s *stepRun) once(ctx context.Context, st *workflows.Step) stepOutcome {
+	x := s.x
 	sctx, cancel := ctx, context.CancelFunc(func() {})
 	if st.Timeout > 0 {
 		sctx, cancel = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)

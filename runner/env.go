@@ -162,8 +162,10 @@ func (x *execution) prefix(p place) *envList {
 // step's own env: the base environment (host only), the workflow's env and
 // params, then the run's variables.
 func (x *execution) buildPrefix(p place) *envList {
-	run := x.runVars(p)
-	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(run.vars))
+	evEnv := x.ev.Env()
+	run := newEnvList(len(evEnv) + 6)
+	x.setRunVars(run, evEnv, p)
+	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(evEnv) + 6)
 	if p == placeHost {
 		x.setBaseEnv(l)
 	}
@@ -189,10 +191,9 @@ func (x *execution) setBaseEnv(l *envList) {
 	}
 }
 
-// runVars are the event's HOOKRUN_* variables and the run's own, with the
-// paths as a step at p sees them.
-func (x *execution) runVars(p place) *envList {
-	evEnv := x.ev.Env()
+// setRunVars sets the event's HOOKRUN_* variables (evEnv) and the run's
+// own, with the paths as a step at p sees them.
+func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) {
 	workspace, eventPath := x.spec.Workspace, ""
 	if p == placeContainer && workspace != "" {
 		workspace = containerWorkspace
@@ -204,7 +205,6 @@ func (x *execution) runVars(p place) *envList {
 			eventPath = filepath.Join(workspace, eventDir, eventName)
 		}
 	}
-	run := newEnvList(len(evEnv) + 6)
 	run.setAll(evEnv)
 	run.set("HOOKRUN_RUN_ID", x.spec.ID)
 	run.set("HOOKRUN_WORKFLOW", x.wf.Name)
@@ -214,7 +214,6 @@ func (x *execution) runVars(p place) *envList {
 	if x.spec.HeadSHA != "" {
 		run.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)
 	}
-	return run
 }
 
 // stepEnv is the environment of one step.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/internal/lines"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -157,7 +158,6 @@ func PrintSummary(w io.Writer, res *Result) {
 // printSink prints log lines prefixed with their step id.
 type printSink struct {
 	mu     sync.Mutex // one line at a time across steps
-	buf    []byte     // the line being printed, under mu
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -166,25 +166,39 @@ func (s *printSink) Writer(_, stepID, stream string) io.WriteCloser {
 	dst := s.stdout
 	prefix := "[" + stepID + "] "
 	switch {
-	case stepID == RunLogStep:
+	case stepID == contract.RunLogStep:
 		dst, prefix = s.stderr, "[hookrun] "
-	case stream == StreamStderr:
+	case stream == contract.StreamStderr:
 		dst = s.stderr
-	case stream == StreamSystem:
+	case stream == contract.StreamSystem:
 		dst = s.stderr
 		prefix += "hookrun: "
 	}
-	pre := []byte(prefix)
-	return lines.NewWriter(func(line []byte) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.buf = append(append(s.buf[:0], pre...), line...)
-		if line[len(line)-1] != '\n' {
-			s.buf = append(s.buf, '\n')
-		}
-		_, err := dst.Write(s.buf)
-		return err
-	}, lines.Options{})
+	w := &prefixWriter{mu: &s.mu, dst: dst, prefix: []byte(prefix)}
+	w.Init(w, lines.Options{})
+	return w
 }
 
-var _ LogSink = (*printSink)(nil)
+// prefixWriter prints each line written to it (internal/lines) with its
+// prefix, one line at a time across the sink's writers.
+type prefixWriter struct {
+	lines.Writer
+	mu     *sync.Mutex
+	dst    io.Writer
+	prefix []byte
+	buf    []byte
+}
+
+// WriteLines prints one line, newline added when it has none.
+func (w *prefixWriter) WriteLines(line []byte) error {
+	w.buf = append(append(w.buf[:0], w.prefix...), line...)
+	if line[len(line)-1] != '\n' {
+		w.buf = append(w.buf, '\n')
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.dst.Write(w.buf)
+	return err
+}
+
+var _ contract.LogSink = (*printSink)(nil)

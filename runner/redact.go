@@ -96,20 +96,35 @@ func (r *Redactor) safeCut(buf []byte, cut int) int {
 	return cut
 }
 
-// newLineWriter returns a writer that buffers writes into complete lines
-// (internal/lines), redacts them and passes them on to dst (newline
-// included; nil dst: discarded). A secret split across two writes is
-// therefore still masked. A line longer than maxLineBuffer is passed on in
-// pieces cut where no secret can straddle the cut. Close flushes the last
-// partial line and closes dst when it is an io.Closer.
-func newLineWriter(dst io.Writer, red *Redactor) *lines.Writer {
-	o := lines.Options{Batch: true, Cut: red.safeCut}
-	o.Closer, _ = dst.(io.Closer)
-	return lines.NewWriter(func(b []byte) error {
-		if dst == nil {
-			return nil
-		}
-		_, err := dst.Write(red.Bytes(b))
-		return err
-	}, o)
+// lineWriter buffers writes into complete lines (internal/lines), redacts
+// them and passes them on to dst (newline included; nil dst: discarded). A
+// secret split across two writes is therefore still masked. A line longer
+// than maxLineBuffer is passed on in pieces cut where no secret can
+// straddle the cut. Close flushes the last partial line and closes dst
+// when it is an io.Closer.
+type lineWriter struct {
+	lines.Writer
+	dst io.Writer
+	red *Redactor
 }
+
+func newLineWriter(dst io.Writer, red *Redactor) *lineWriter {
+	w := &lineWriter{dst: dst, red: red}
+	closer, _ := dst.(io.Closer)
+	w.Init(w, lines.Options{Batch: true, Closer: closer})
+	return w
+}
+
+// WriteLines redacts whole lines and writes them on.
+func (w *lineWriter) WriteLines(b []byte) error {
+	if w.dst == nil {
+		return nil
+	}
+	_, err := w.dst.Write(w.red.Bytes(b))
+	return err
+}
+
+// CutLine cuts an over-long line where no secret straddles the cut.
+func (w *lineWriter) CutLine(buf []byte, at int) int { return w.red.safeCut(buf, at) }
+
+var _ lines.Cutter = (*lineWriter)(nil)

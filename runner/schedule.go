@@ -53,9 +53,9 @@ type schedule struct {
 	ready      []int   // steps whose dependencies have all ended, in file order
 }
 
-func newSchedule(w *workflows.Workflow) *schedule {
+func newSchedule(w *workflows.Workflow) schedule {
 	n := len(w.Steps)
-	s := &schedule{deps: dependencies(w), dependents: make([][]int, n), waiting: make([]int, n)}
+	s := schedule{deps: dependencies(w), dependents: make([][]int, n), waiting: make([]int, n)}
 	for i, ds := range s.deps {
 		s.waiting[i] = len(ds)
 		for _, d := range ds {

@@ -10,21 +10,39 @@ import (
 // default.
 const DefaultMax = 64 << 10
 
+// Sink is where a Writer passes what is written to it on.
+type Sink interface {
+	// WriteLines receives one whole line, newline included (with
+	// Options.Batch: every whole line at hand), a piece of an over-long
+	// line, or on Close the last line without newline. It must not keep p.
+	WriteLines(p []byte) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(p []byte) error
+
+// WriteLines calls f.
+func (f SinkFunc) WriteLines(p []byte) error { return f(p) }
+
+// Cutter is a Sink that chooses where an over-long line is cut: CutLine
+// moves the cut of buf back from at (so that, for example, no secret
+// straddles it); a result <= 0 holds the line back until its newline or
+// Close.
+type Cutter interface {
+	CutLine(buf []byte, at int) int
+}
+
 // Options tunes a Writer. The zero value is ready to use.
 type Options struct {
 	// Max is how much of a line without newline is held back; a partial
 	// line of Max bytes or more is passed on in pieces of Max bytes (or
-	// where Cut says). Default DefaultMax.
+	// where a Cutter sink says). Default DefaultMax.
 	Max int
-	// Cut, when set, moves the cut of an over-long partial line back from
-	// at (so that, for example, no secret straddles it); a result <= 0
-	// holds the line back until its newline or Close.
-	Cut func(buf []byte, at int) int
-	// Batch passes every whole line at hand to one emit call (for one
-	// redaction pass over them); otherwise emit gets one line per call.
+	// Batch passes every whole line at hand to one WriteLines call (for
+	// one redaction pass over them); otherwise each line gets its own.
 	Batch bool
 	// Closer, when set, is closed by the first Close, after the last line
-	// (the destination emit writes to).
+	// (the destination the sink writes to).
 	Closer io.Closer
 }
 
@@ -34,14 +52,17 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// Writer passes what is written to it on to emit in whole lines, newline
-// included: one line per call, or with Options.Batch every whole line at
-// hand. A partial line is held back until its newline, until it reaches
-// Options.Max (then it is passed on in pieces without newline), or until
-// Close, which passes it on as it is. The first error of emit is returned
-// by that Write and every later one. Safe for concurrent use.
+// Writer passes what is written to it on to its Sink in whole lines,
+// newline included. A partial line is held back until its newline, until
+// it reaches Options.Max (then it is passed on in pieces without newline),
+// or until Close, which passes it on as it is. The first error of the sink
+// is returned by that Write and every later one. Safe for concurrent use.
+//
+// A Writer is made by NewWriter, or embedded in the sink's own struct and
+// readied with Init (one allocation for both).
 type Writer struct {
-	emit func(p []byte) error
+	sink Sink
+	cut  Cutter // the sink, when it is one
 	opts Options
 
 	mu     sync.Mutex
@@ -50,11 +71,18 @@ type Writer struct {
 	closed bool
 }
 
-// NewWriter returns a writer passing lines on to emit. emit must not keep p
-// after it returns.
-func NewWriter(emit func(p []byte) error, o Options) *Writer {
+// NewWriter returns a writer passing lines on to sink.
+func NewWriter(sink Sink, o Options) *Writer {
+	w := &Writer{}
+	w.Init(sink, o)
+	return w
+}
+
+// Init readies w, typically embedded in sink, before its first Write.
+func (w *Writer) Init(sink Sink, o Options) {
 	o.setDefaults()
-	return &Writer{emit: emit, opts: o}
+	w.sink, w.opts = sink, o
+	w.cut, _ = sink.(Cutter)
 }
 
 // Write buffers p and passes on every line it completes.
@@ -81,13 +109,13 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	for len(w.buf) >= w.opts.Max {
 		cut := w.opts.Max
-		if w.opts.Cut != nil {
-			cut = min(w.opts.Cut(w.buf, cut), cut)
+		if w.cut != nil {
+			cut = min(w.cut.CutLine(w.buf, cut), cut)
 		}
 		if cut <= 0 {
 			break
 		}
-		if err := w.emit(w.buf[:cut]); err != nil {
+		if err := w.sink.WriteLines(w.buf[:cut]); err != nil {
 			return n, w.fail(err)
 		}
 		w.buf = append(w.buf[:0], w.buf[cut:]...)
@@ -98,11 +126,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 // lines passes on b, which ends with a newline.
 func (w *Writer) lines(b []byte) error {
 	if w.opts.Batch {
-		return w.emit(b)
+		return w.sink.WriteLines(b)
 	}
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
-		if err := w.emit(b[:i+1]); err != nil {
+		if err := w.sink.WriteLines(b[:i+1]); err != nil {
 			return err
 		}
 		b = b[i+1:]
@@ -129,7 +157,7 @@ func (w *Writer) Close() error {
 	w.closed = true
 	err := w.err
 	if err == nil && len(w.buf) > 0 {
-		err = w.fail(w.emit(w.buf))
+		err = w.fail(w.sink.WriteLines(w.buf))
 		w.buf = nil
 	}
 	if w.opts.Closer != nil {
@@ -146,4 +174,7 @@ func Trim(line []byte) []byte {
 	return bytes.TrimSuffix(line, []byte{'\r'})
 }
 
-var _ io.WriteCloser = (*Writer)(nil)
+var (
+	_ io.WriteCloser = (*Writer)(nil)
+	_ Sink           = SinkFunc(nil)
+)

@@ -7,13 +7,21 @@ import (
 	"testing"
 )
 
-// record returns an emit that keeps every call.
-func record(calls *[]string) func([]byte) error {
+// record returns a sink that keeps every call.
+func record(calls *[]string) SinkFunc {
 	return func(p []byte) error {
 		*calls = append(*calls, string(p))
 		return nil
 	}
 }
+
+// cutSink is a recording sink that cuts over-long lines with cut.
+type cutSink struct {
+	SinkFunc
+	cut func(buf []byte, at int) int
+}
+
+func (s cutSink) CutLine(buf []byte, at int) int { return s.cut(buf, at) }
 
 func TestWriter(t *testing.T) {
 	t.Parallel()
@@ -21,28 +29,33 @@ func TestWriter(t *testing.T) {
 	tests := []struct {
 		name   string
 		opts   Options
+		cut    func(buf []byte, at int) int // nil: the sink is no Cutter
 		writes []string
 		want   []string // emit calls, Close included
 	}{
-		{"one line", Options{}, []string{"a\n"}, []string{"a\n"}},
-		{"lines one per call", Options{}, []string{"a\nb\n"}, []string{"a\n", "b\n"}},
-		{"batch passes whole lines at once", Options{Batch: true}, []string{"a\nb\n"}, []string{"a\nb\n"}},
-		{"partial line waits for its newline", Options{}, []string{"com", "piling\nlink", "ing\r\n"}, []string{"compiling\n", "linking\r\n"}},
-		{"batch holds the partial rest", Options{Batch: true}, []string{"a\nb\nc", "\n"}, []string{"a\nb\n", "c\n"}},
-		{"close passes the last partial line", Options{}, []string{"a\npartial"}, []string{"a\n", "partial"}},
-		{"nothing written, nothing emitted", Options{}, nil, nil},
-		{"over-long partial line in pieces of Max", Options{Max: 4}, []string{long}, []string{"xxxx", "xxxx", "xx"}},
-		{"a line with its newline is never cut", Options{Max: 4}, []string{long + "\n"}, []string{long + "\n"}},
-		{"piece at exactly Max", Options{Max: 4}, []string{"abcd", "e\n"}, []string{"abcd", "e\n"}},
-		{"cut moved back", Options{Max: 4, Cut: func(_ []byte, at int) int { return at - 1 }}, []string{"abcdef"}, []string{"abc", "def"}},
-		{"cut after Max is ignored", Options{Max: 4, Cut: func(_ []byte, at int) int { return at + 3 }}, []string{"abcdef"}, []string{"abcd", "ef"}},
-		{"cut at 0 holds the line back", Options{Max: 4, Cut: func([]byte, int) int { return 0 }}, []string{"abcdef", "gh\n"}, []string{"abcdefgh\n"}},
+		{"one line", Options{}, nil, []string{"a\n"}, []string{"a\n"}},
+		{"lines one per call", Options{}, nil, []string{"a\nb\n"}, []string{"a\n", "b\n"}},
+		{"batch passes whole lines at once", Options{Batch: true}, nil, []string{"a\nb\n"}, []string{"a\nb\n"}},
+		{"partial line waits for its newline", Options{}, nil, []string{"com", "piling\nlink", "ing\r\n"}, []string{"compiling\n", "linking\r\n"}},
+		{"batch holds the partial rest", Options{Batch: true}, nil, []string{"a\nb\nc", "\n"}, []string{"a\nb\n", "c\n"}},
+		{"close passes the last partial line", Options{}, nil, []string{"a\npartial"}, []string{"a\n", "partial"}},
+		{"nothing written, nothing emitted", Options{}, nil, nil, nil},
+		{"over-long partial line in pieces of Max", Options{Max: 4}, nil, []string{long}, []string{"xxxx", "xxxx", "xx"}},
+		{"a line with its newline is never cut", Options{Max: 4}, nil, []string{long + "\n"}, []string{long + "\n"}},
+		{"piece at exactly Max", Options{Max: 4}, nil, []string{"abcd", "e\n"}, []string{"abcd", "e\n"}},
+		{"cut moved back", Options{Max: 4}, func(_ []byte, at int) int { return at - 1 }, []string{"abcdef"}, []string{"abc", "def"}},
+		{"cut after Max is ignored", Options{Max: 4}, func(_ []byte, at int) int { return at + 3 }, []string{"abcdef"}, []string{"abcd", "ef"}},
+		{"cut at 0 holds the line back", Options{Max: 4}, func([]byte, int) int { return 0 }, []string{"abcdef", "gh\n"}, []string{"abcdefgh\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var calls []string
-			w := NewWriter(record(&calls), tt.opts)
+			var sink Sink = record(&calls)
+			if tt.cut != nil {
+				sink = cutSink{record(&calls), tt.cut}
+			}
+			w := NewWriter(sink, tt.opts)
 			for _, s := range tt.writes {
 				if n, err := w.Write([]byte(s)); err != nil || n != len(s) {
 					t.Fatalf("Write(%q) = %d, %v", s, n, err)
@@ -75,7 +88,7 @@ func TestWriterErrorsAndClose(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
 	calls := 0
-	w := NewWriter(func([]byte) error { calls++; return boom }, Options{})
+	w := NewWriter(SinkFunc(func([]byte) error { calls++; return boom }), Options{})
 	if n, err := w.Write([]byte("a\n")); !errors.Is(err, boom) || n != 2 {
 		t.Fatalf("first Write = %d, %v; want 2, boom", n, err)
 	}
@@ -90,7 +103,7 @@ func TestWriterErrorsAndClose(t *testing.T) {
 	}
 
 	closer := &countCloser{}
-	w = NewWriter(func([]byte) error { return nil }, Options{Closer: closer})
+	w = NewWriter(SinkFunc(func([]byte) error { return nil }), Options{Closer: closer})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
