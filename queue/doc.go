@@ -5,7 +5,8 @@
 // that dedupes redelivered webhooks, the hookrun_heads KV bucket of pull
 // request heads ingress has seen (HeadStore: comment-triggered runs are
 // pinned to them), and the HOOKRUN_LOGS stream of step output. It imports
-// only workflows.
+// only workflows (and internal/lines, the line writer it shares with the
+// runner).
 //
 // Exactly-once in effect: Publish maps each (forge, delivery, workflow) to
 // one run id through a create-only hookrun_deliveries entry and publishes

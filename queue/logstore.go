@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/internal/lines"
 )
 
 // Log line streams.
@@ -119,72 +120,26 @@ func (l *LogStore) Flush(ctx context.Context) error {
 	return err
 }
 
-// Writer returns a writer that appends each line written to it; a partial
-// last line is appended on Close. Close does not Flush.
+// Writer returns a writer that appends each line written to it (without
+// its newline and a carriage return before it; a line of 64 KiB or more
+// without newline is appended in pieces); a partial last line is appended on
+// Close. Close does not Flush.
 func (l *LogStore) Writer(runID, stepID, stream string) io.WriteCloser {
-	return &lineWriter{l: l, run: runID, step: stepID, stream: stream}
+	w := &logWriter{l: l, run: runID, step: stepID, stream: stream}
+	w.Init(w, lines.Options{})
+	return w
 }
 
-type lineWriter struct {
+// logWriter is the line writer of one stream of one step.
+type logWriter struct {
+	lines.Writer
 	l                 *LogStore
 	run, step, stream string
-
-	mu  sync.Mutex
-	buf []byte
-	err error
 }
 
-// maxLine caps one line; longer output is split.
-const maxLine = 64 << 10
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return 0, w.err
-	}
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			if len(w.buf) >= maxLine {
-				i = maxLine
-			} else {
-				break
-			}
-		}
-		text := strings.TrimSuffix(string(w.buf[:i]), "\r")
-		if i < len(w.buf) && w.buf[i] == '\n' {
-			i++
-		}
-		w.buf = w.buf[i:]
-		if err := w.emit(text); err != nil {
-			w.err = err
-			return len(p), err
-		}
-	}
-	return len(p), nil
-}
-
-func (w *lineWriter) emit(text string) error {
-	return w.l.Append(context.Background(), LogLine{RunID: w.run, StepID: w.step, Stream: w.stream, Text: text})
-}
-
-func (w *lineWriter) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	if len(w.buf) > 0 {
-		text := string(w.buf)
-		w.buf = nil
-		if err := w.emit(text); err != nil {
-			return err
-		}
-	}
-	w.err = errors.New("log writer closed")
-	return nil
+// WriteLines appends one line.
+func (w *logWriter) WriteLines(line []byte) error {
+	return w.l.Append(context.Background(), LogLine{RunID: w.run, StepID: w.step, Stream: w.stream, Text: string(lines.Trim(line))})
 }
 
 // Read returns the run's stored lines in append order.

@@ -2,74 +2,32 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// HarnessRunner runs a harness.run step: it builds the agent CLI's argv (and
-// stdin) from run, executes it with exec starting from base, and tries
-// run.Fallback in order after a failure. lookup resolves ${NAME} in the
-// prompt and argv elements. providers/harness.Run has this shape; cmd hands
-// it to the engine as HarnessFunc(harness.Run).
-type HarnessRunner interface {
-	RunHarness(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-		run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error)
-}
-
-// HarnessFunc adapts a function to HarnessRunner.
-type HarnessFunc func(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error)
-
-// RunHarness calls f.
-func (f HarnessFunc) RunHarness(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error) {
-	return f(ctx, exec, base, w, run, lookup)
-}
-
 // Providers are the implementations the engine executes steps with. The
 // engine never imports providers/*: cmd/hookrun (or a test) fills this in.
 type Providers struct {
-	Host          contract.Executor // steps without container or sandbox; required
-	Containers    contract.Executor // steps with their own `container:`; nil: such a step fails with a clear error
-	RootContainer contract.Sandbox  // the workflow's root `container:`; nil: such a workflow fails with a clear error
-	SBX           contract.Sandbox  // the workflow's `sandbox:`; nil: such a workflow fails with a clear error
-	Harness       HarnessRunner     // harness.run steps; nil: such a step fails with a clear error
+	Host          contract.Executor      // steps without container or sandbox; required
+	Containers    contract.Executor      // steps with their own `container:`; nil: such a step fails with a clear error
+	RootContainer contract.Sandbox       // the workflow's root `container:`; nil: such a workflow fails with a clear error
+	SBX           contract.Sandbox       // the workflow's `sandbox:`; nil: such a workflow fails with a clear error
+	Harness       contract.HarnessRunner // harness.run steps; nil: such a step fails with a clear error
 }
-
-// LogSink receives step output. Writer returns a writer for one stream of one
-// step; the engine writes whole, redacted lines to it and closes it when the
-// step ends. queue.LogStore satisfies it; RunLocal prints.
-type LogSink interface {
-	Writer(runID, stepID, stream string) io.WriteCloser
-}
-
-// Log streams.
-const (
-	StreamStdout = "stdout"
-	StreamStderr = "stderr"
-	StreamSystem = "system" // hookrun's own lines: retries, timeouts, truncation, sandbox progress
-)
-
-// RunLogStep is the step id under which run-level system lines are logged.
-const RunLogStep = "_run"
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
 	Providers Providers                   // where steps run
-	Logs      LogSink                     // step output; nil: discarded
+	Logs      contract.LogSink            // step output; nil: discarded
 	Reporter  contract.Reporter           // where the run is shown; nil: not reported
 	LookupEnv func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
 	// Redact are values masked in every run's logs, errors and report
@@ -171,24 +129,16 @@ type Result struct {
 // Duration is how long the run took.
 func (r *Result) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }
 
-// Sentinel causes for cancelling a run's context.
-var (
-	// ErrCancelled is the cause to cancel a run with when a user (the API) or
-	// a newer run of the same concurrency group cancels it: the run ends
-	// cancelled, the cancel and exit handlers run.
-	ErrCancelled = queue.ErrCancelled
-	// ErrAbandoned is the cause when the runner stops working on a run it
-	// will not finish (shutdown, claim lost): no handler, no final report.
-	ErrAbandoned = errors.New("run abandoned by this runner")
+// errRunTimeout is the cause when a run's context ends at the workflow's
+// timeout (the causes from outside are contract.ErrCancelled and
+// contract.ErrAbandoned).
+var errRunTimeout = errors.New("run timed out")
 
-	errRunTimeout  = errors.New("run timed out")
-	errStepTimeout = errors.New("step timed out")
-)
-
-// maxOutput caps a step's captured `output`.
-const maxOutput = 1 << 20
-
-// execution is the state of one run in progress.
+// execution is the state of one run in progress. Its methods are spread
+// over the files of this package by job: schedule.go (the DAG), route.go
+// (where a step runs), env.go (environments), attempt.go (one step's
+// attempts), session.go (the sandbox or root container), handlers.go
+// (handler_on), logs.go (run and step logs), report.go (reporting).
 type execution struct {
 	e    *Engine
 	spec RunSpec
@@ -196,13 +146,10 @@ type execution struct {
 	ev   *workflows.Event
 	red  *Redactor
 
-	secrets        []workflows.EnvVar
-	secretNames    []string
-	missingSecrets []string
+	secrets runSecrets
 
-	session     contract.Session
-	sessionKind string // "container", "sandbox" or ""
-	sandboxName string
+	session     *runSession // nil: no sandbox or root container
+	sandboxName string      // HOOKRUN_SANDBOX
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -235,18 +182,40 @@ func (e *Engine) Run(ctx context.Context, spec RunSpec) *Result {
 
 func (x *execution) now() time.Time { return x.e.cfg.Now().UTC() }
 
+// run executes the run: the DAG in its session, then the handlers, then the
+// final report.
 func (x *execution) run(ctx context.Context) *Result {
 	if x.spec.Refused != "" {
 		return x.refuse(ctx)
 	}
 	res := &Result{StartedAt: x.now()}
-	x.loadSecrets()
-	x.sys = x.logWriter(RunLogStep, StreamSystem)
+	x.start(ctx)
 	defer x.sys.Close()
-	for _, name := range x.missingSecrets {
+
+	runCtx := ctx
+	if x.wf.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, x.wf.Timeout, errRunTimeout)
+		defer cancel()
+	}
+	end := x.outcome(runCtx, x.execute(runCtx))
+	x.markUnfinished(end.status)
+	if !end.abandoned {
+		x.runHandlers(ctx, end.status)
+	}
+	x.closeSession(ctx)
+	x.finish(ctx, res, end)
+	return res
+}
+
+// start loads the secrets, opens the run log, marks every step pending and
+// sends the start report.
+func (x *execution) start(ctx context.Context) {
+	x.loadSecrets()
+	x.sys = x.logWriter(contract.RunLogStep, contract.StreamSystem)
+	for _, name := range x.secrets.missing {
 		x.sysf("secret %s is not set in the runner's environment; steps see it unset", name)
 	}
-
 	x.states = make([]workflows.StepState, len(x.wf.Steps))
 	for i, st := range x.wf.Steps {
 		x.states[i] = workflows.StepState{ID: st.ID, Status: workflows.StatusPending}
@@ -255,63 +224,63 @@ func (x *execution) run(ctx context.Context) *Result {
 		x.progress = newProgress(x)
 		x.progress.start(ctx)
 	}
+}
 
-	runCtx := ctx
-	if x.wf.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, x.wf.Timeout, errRunTimeout)
-		defer cancel()
-	}
-
-	var runErr error
+// execute writes the event file, opens the session and runs the DAG; its
+// error is the run's failure before any step could run.
+func (x *execution) execute(ctx context.Context) error {
 	if err := x.writeEventFile(); err != nil {
-		runErr = err
-	} else if err := x.openSession(runCtx); err != nil {
-		runErr = err
-	} else {
-		x.runDAG(runCtx)
+		return err
 	}
+	if err := x.openSession(ctx); err != nil {
+		return err
+	}
+	x.runDAG(ctx)
+	return nil
+}
 
-	// Decide the status.
+// runEnd is how the DAG part of a run ended.
+type runEnd struct {
+	status    workflows.Status
+	abandoned bool  // stopped with contract.ErrAbandoned: no handler, no final report
+	err       error // the run's error; nil when it succeeded
+}
+
+// outcome decides the run's status from how runCtx ended, the error of
+// execute and the steps' states.
+func (x *execution) outcome(runCtx context.Context, runErr error) runEnd {
 	cause := context.Cause(runCtx)
 	switch {
-	case runCtx.Err() != nil && errors.Is(cause, ErrAbandoned):
-		res.Status = workflows.StatusCancelled
-		res.Abandoned = true
-		runErr = ErrAbandoned
+	case runCtx.Err() != nil && errors.Is(cause, contract.ErrAbandoned):
+		return runEnd{status: workflows.StatusCancelled, abandoned: true, err: contract.ErrAbandoned}
 	case runCtx.Err() != nil && errors.Is(cause, errRunTimeout):
-		res.Status = workflows.StatusFailed
-		runErr = fmt.Errorf("run timed out after %s", x.wf.Timeout)
+		return runEnd{status: workflows.StatusFailed, err: fmt.Errorf("run timed out after %s", x.wf.Timeout)}
 	case runCtx.Err() != nil:
-		res.Status = workflows.StatusCancelled
-		runErr = ErrCancelled
+		return runEnd{status: workflows.StatusCancelled, err: contract.ErrCancelled}
 	case runErr != nil:
-		res.Status = workflows.StatusFailed
-	default:
-		res.Status = workflows.StatusSucceeded
-		if failed := x.failedStep(); failed != nil {
-			res.Status = workflows.StatusFailed
-			msg := "step " + failed.ID + " failed"
-			if failed.Error != "" {
-				msg += ": " + failed.Error
-			}
-			runErr = errors.New(msg)
-		}
+		return runEnd{status: workflows.StatusFailed, err: runErr}
 	}
-	x.markUnfinished(res.Status)
-
-	if !res.Abandoned {
-		x.runHandlers(ctx, res.Status)
+	failed := x.failedStep()
+	if failed == nil {
+		return runEnd{status: workflows.StatusSucceeded}
 	}
-	x.closeSession(ctx)
+	msg := "step " + failed.ID + " failed"
+	if failed.Error != "" {
+		msg += ": " + failed.Error
+	}
+	return runEnd{status: workflows.StatusFailed, err: errors.New(msg)}
+}
 
+// finish fills in res from the run's end and sends the final report.
+func (x *execution) finish(ctx context.Context, res *Result, end runEnd) {
+	res.Status, res.Abandoned = end.status, end.abandoned
 	res.FinishedAt = x.now()
 	x.mu.Lock()
 	res.Steps = append([]workflows.StepState(nil), x.states...)
 	res.Outputs = append([]workflows.EnvVar(nil), x.outputs...)
 	x.mu.Unlock()
-	if runErr != nil {
-		res.Error = x.red.String(runErr.Error())
+	if end.err != nil {
+		res.Error = x.red.String(end.err.Error())
 		x.sysf("run %s: %s", res.Status, res.Error)
 	}
 	if !res.Abandoned && x.wf.Report.Body != "" {
@@ -322,7 +291,6 @@ func (x *execution) run(ctx context.Context) *Result {
 	} else {
 		res.Ref = x.spec.Ref
 	}
-	return res
 }
 
 // refuse ends a run that must not execute (RunSpec.Refused): every step is
@@ -330,7 +298,7 @@ func (x *execution) run(ctx context.Context) *Result {
 // Nothing of the workflow runs, its handlers included.
 func (x *execution) refuse(ctx context.Context) *Result {
 	x.red = NewRedactor()
-	x.sys = x.logWriter(RunLogStep, StreamSystem)
+	x.sys = x.logWriter(contract.RunLogStep, contract.StreamSystem)
 	defer x.sys.Close()
 	res := &Result{Status: workflows.StatusFailed, StartedAt: x.now(), Error: x.red.String(x.spec.Refused)}
 	for _, st := range x.wf.Steps {
@@ -346,185 +314,6 @@ func (x *execution) refuse(ctx context.Context) *Result {
 		res.Ref, res.ReportError = p.ref, p.lastErr
 	}
 	return res
-}
-
-// loadSecrets reads the workflow's secrets from the runner's environment.
-// A secret that is not set is reported in the run log; steps see it unset.
-func (x *execution) loadSecrets() {
-	var values []string
-	for _, name := range x.wf.Secrets {
-		v, ok := x.e.cfg.LookupEnv(name)
-		if !ok {
-			x.missingSecrets = append(x.missingSecrets, name)
-			continue
-		}
-		x.secrets = append(x.secrets, workflows.EnvVar{Name: name, Value: v})
-		x.secretNames = append(x.secretNames, name)
-		values = append(values, v)
-	}
-	x.red = NewRedactor(append(values, x.e.cfg.Redact...)...)
-}
-
-// logWriter returns a redacting line writer for one stream of one step.
-func (x *execution) logWriter(stepID, stream string) io.WriteCloser {
-	var dst io.Writer
-	if x.e.cfg.Logs != nil {
-		dst = x.e.cfg.Logs.Writer(x.spec.ID, stepID, stream)
-	}
-	return newLineWriter(dst, x.red)
-}
-
-// sysf writes one line to the run's system log.
-func (x *execution) sysf(format string, args ...any) {
-	if x.sys == nil {
-		return
-	}
-	fmt.Fprintf(x.sys, format+"\n", args...)
-}
-
-// stepSysf writes one line to a step's system stream (retries, failures,
-// skips, truncation). These are rare, so the writer is opened per line.
-func (x *execution) stepSysf(stepID, format string, args ...any) {
-	w := x.logWriter(stepID, StreamSystem)
-	fmt.Fprintf(w, format+"\n", args...)
-	w.Close()
-}
-
-// writeEventFile writes the raw payload to <workspace>/.hookrun/event.json
-// for HOOKRUN_EVENT_PATH.
-func (x *execution) writeEventFile() error {
-	if x.spec.Workspace == "" {
-		return nil
-	}
-	raw := []byte(x.ev.Raw)
-	if len(raw) == 0 {
-		var err error
-		if raw, err = json.Marshal(x.ev); err != nil {
-			return fmt.Errorf("encoding event: %w", err)
-		}
-	}
-	dir := filepath.Join(x.spec.Workspace, ".hookrun")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("writing event file: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "event.json"), raw, 0o644); err != nil {
-		return fmt.Errorf("writing event file: %w", err)
-	}
-	return nil
-}
-
-// openSession opens the workflow's sandbox or root container, if any.
-func (x *execution) openSession(ctx context.Context) error {
-	var sb contract.Sandbox
-	var what string
-	pl := placeContainer
-	switch {
-	case x.wf.Sandbox != nil:
-		if x.e.cfg.Providers.SBX == nil {
-			return fmt.Errorf("opening sandbox: this runner has no %q sandbox provider configured", x.wf.Sandbox.Provider)
-		}
-		sb, what, x.sessionKind, x.sandboxName = x.e.cfg.Providers.SBX, "sandbox", "sandbox", "hookrun-"+x.spec.ID
-		pl = placeSandbox
-	case x.wf.Container != nil:
-		if x.e.cfg.Providers.RootContainer == nil {
-			return errors.New("opening root container: this runner has no container provider configured")
-		}
-		sb, what, x.sessionKind = x.e.cfg.Providers.RootContainer, "root container", "container"
-	default:
-		return nil
-	}
-	env := x.prefix(pl)
-	s, err := sb.Open(ctx, contract.OpenRequest{
-		RunID:     x.spec.ID,
-		Workspace: x.spec.Workspace,
-		Workflow:  x.wf,
-		Env:       append([]workflows.EnvVar(nil), env.vars...),
-		Stdout:    x.sys,
-		Stderr:    x.sys,
-	})
-	if err != nil {
-		x.sessionKind, x.sandboxName = "", ""
-		return fmt.Errorf("opening %s: %w", what, err)
-	}
-	x.session = s
-	return nil
-}
-
-// closeSession closes the session whatever happened, with a fresh context.
-func (x *execution) closeSession(ctx context.Context) {
-	if x.session == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := x.session.Close(cctx); err != nil {
-		x.sysf("closing %s: %s", x.sessionKind, x.red.String(err.Error()))
-		x.e.cfg.Logger.Warn("closing run session", "run", x.spec.ID, "kind", x.sessionKind, "err", x.red.String(err.Error()))
-	}
-}
-
-// place is where a step runs, as far as its environment is concerned.
-type place int
-
-const (
-	placeHost      place = iota // host paths, the base environment
-	placeContainer              // the workspace is at /workspace; the image brings PATH and HOME
-	placeSandbox                // host paths (sbx clones the workspace at its path); the VM brings PATH and HOME
-	placeCount
-)
-
-// prefix returns the environment every step of the run at p starts from.
-func (x *execution) prefix(p place) *envList {
-	x.prefixOnce.Do(func() {
-		for i := range x.prefixes {
-			x.prefixes[i] = x.buildPrefix(place(i))
-		}
-	})
-	return x.prefixes[p]
-}
-
-func (x *execution) buildPrefix(p place) *envList {
-	evEnv := x.ev.Env()
-	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(evEnv) + 6)
-	workspace := x.spec.Workspace
-	host := p != placeContainer
-	if p == placeHost {
-		for _, n := range baseEnvNames {
-			if v, ok := x.e.cfg.LookupEnv(n); ok {
-				l.set(n, v)
-			}
-		}
-		if x.spec.Home != "" {
-			l.set("HOME", x.spec.Home)
-		}
-		if x.spec.TmpDir != "" {
-			l.set("TMPDIR", x.spec.TmpDir)
-		}
-	} else if p == placeContainer && workspace != "" {
-		workspace = containerWorkspace
-	}
-	run := newEnvList(len(evEnv) + 6)
-	run.setAll(evEnv)
-	run.set("HOOKRUN_RUN_ID", x.spec.ID)
-	run.set("HOOKRUN_WORKFLOW", x.wf.Name)
-	run.set("HOOKRUN_WORKSPACE", workspace)
-	eventPath := ""
-	if workspace != "" {
-		if host {
-			eventPath = filepath.Join(workspace, ".hookrun", "event.json")
-		} else {
-			eventPath = path.Join(workspace, ".hookrun", "event.json")
-		}
-	}
-	run.set("HOOKRUN_EVENT_PATH", eventPath)
-	run.set("HOOKRUN_SANDBOX", x.sandboxName)
-	if x.spec.HeadSHA != "" {
-		run.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)
-	}
-	l.expandAllWith(x.wf.Env, run)
-	l.expandAllWith(x.wf.Params, run)
-	l.setAll(run.vars)
-	return l
 }
 
 // failedStep returns the first DAG step that failed without continue_on.failed.
@@ -559,44 +348,6 @@ func (x *execution) markUnfinished(runStatus workflows.Status) {
 	if changed {
 		x.changed()
 	}
-}
-
-// reportLookup resolves ${NAME} in report.body: step outputs, the run's
-// HOOKRUN_* variables and HOOKRUN_RUN_STATUS. Secrets are not resolvable.
-func (x *execution) reportLookup(status workflows.Status) func(string) (string, bool) {
-	l := x.prefix(placeHost).clone(len(x.outputs) + 1)
-	x.mu.Lock()
-	l.setAll(x.outputs)
-	x.mu.Unlock()
-	l.set("HOOKRUN_RUN_STATUS", string(status))
-	return func(name string) (string, bool) {
-		if !strings.HasPrefix(name, "HOOKRUN_") && !x.isOutput(name) && !x.isWorkflowVar(name) {
-			return "", false
-		}
-		return l.lookup(name)
-	}
-}
-
-func (x *execution) isOutput(name string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, o := range x.outputs {
-		if o.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func (x *execution) isWorkflowVar(name string) bool {
-	for _, list := range [][]workflows.EnvVar{x.wf.Env, x.wf.Params} {
-		for _, v := range list {
-			if v.Name == name {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // changed tells whoever listens that step states changed.

@@ -1,6 +1,15 @@
 package runner
 
-import "github.com/hookrun/hookrun/workflows"
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookrun/hookrun/workflows"
+)
 
 // baseEnvNames are the only variables a host step inherits from the runner's
 // environment. The runner's environment as a whole is never passed on: it
@@ -81,4 +90,191 @@ func (l *envList) lookup(name string) (string, bool) {
 		return l.vars[i].Value, true
 	}
 	return "", false
+}
+
+// runSecrets are the workflow's secrets as found in the runner's
+// environment.
+type runSecrets struct {
+	vars    []workflows.EnvVar // the secrets that are set, last in every step's environment
+	names   []string           // their names (contract.ExecRequest.SecretNames)
+	missing []string           // names not set in the runner's environment
+}
+
+// loadSecrets reads the workflow's secrets from the runner's environment
+// and makes the run's redactor: the secrets' values and EngineConfig.Redact.
+// A secret that is not set is reported in the run log; steps see it unset.
+func (x *execution) loadSecrets() {
+	var values []string
+	for _, name := range x.wf.Secrets {
+		v, ok := x.e.cfg.LookupEnv(name)
+		if !ok {
+			x.secrets.missing = append(x.secrets.missing, name)
+			continue
+		}
+		x.secrets.vars = append(x.secrets.vars, workflows.EnvVar{Name: name, Value: v})
+		x.secrets.names = append(x.secrets.names, name)
+		values = append(values, v)
+	}
+	x.red = NewRedactor(append(values, x.e.cfg.Redact...)...)
+}
+
+// The raw payload lies at <workspace>/.hookrun/event.json
+// (HOOKRUN_EVENT_PATH).
+const (
+	eventDir  = ".hookrun"
+	eventName = "event.json"
+)
+
+// writeEventFile writes the raw payload to <workspace>/.hookrun/event.json
+// for HOOKRUN_EVENT_PATH.
+func (x *execution) writeEventFile() error {
+	if x.spec.Workspace == "" {
+		return nil
+	}
+	raw := []byte(x.ev.Raw)
+	if len(raw) == 0 {
+		var err error
+		if raw, err = json.Marshal(x.ev); err != nil {
+			return fmt.Errorf("encoding event: %w", err)
+		}
+	}
+	dir := filepath.Join(x.spec.Workspace, eventDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing event file: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, eventName), raw, 0o644); err != nil {
+		return fmt.Errorf("writing event file: %w", err)
+	}
+	return nil
+}
+
+// prefix returns the environment every step of the run at p starts from.
+func (x *execution) prefix(p place) *envList {
+	x.prefixOnce.Do(func() {
+		for i := range x.prefixes {
+			x.prefixes[i] = x.buildPrefix(place(i))
+		}
+	})
+	return x.prefixes[p]
+}
+
+// buildPrefix is the environment of a step at p before outputs and the
+// step's own env: the base environment (host only), the workflow's env and
+// params, then the run's variables.
+func (x *execution) buildPrefix(p place) *envList {
+	evEnv := x.ev.Env()
+	run := newEnvList(len(evEnv) + 6)
+	x.setRunVars(run, evEnv, p)
+	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(evEnv) + 6)
+	if p == placeHost {
+		x.setBaseEnv(l)
+	}
+	l.expandAllWith(x.wf.Env, run)
+	l.expandAllWith(x.wf.Params, run)
+	l.setAll(run.vars)
+	return l
+}
+
+// setBaseEnv sets what a host step inherits: baseEnvNames from the
+// runner's environment, and the run's own HOME and TMPDIR.
+func (x *execution) setBaseEnv(l *envList) {
+	for _, n := range baseEnvNames {
+		if v, ok := x.e.cfg.LookupEnv(n); ok {
+			l.set(n, v)
+		}
+	}
+	if x.spec.Home != "" {
+		l.set("HOME", x.spec.Home)
+	}
+	if x.spec.TmpDir != "" {
+		l.set("TMPDIR", x.spec.TmpDir)
+	}
+}
+
+// setRunVars sets the event's HOOKRUN_* variables (evEnv) and the run's
+// own, with the paths as a step at p sees them.
+func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) {
+	workspace, eventPath := x.spec.Workspace, ""
+	if p == placeContainer && workspace != "" {
+		workspace = containerWorkspace
+	}
+	if workspace != "" {
+		if p == placeContainer {
+			eventPath = path.Join(workspace, eventDir, eventName)
+		} else {
+			eventPath = filepath.Join(workspace, eventDir, eventName)
+		}
+	}
+	run.setAll(evEnv)
+	run.set("HOOKRUN_RUN_ID", x.spec.ID)
+	run.set("HOOKRUN_WORKFLOW", x.wf.Name)
+	run.set("HOOKRUN_WORKSPACE", workspace)
+	run.set("HOOKRUN_EVENT_PATH", eventPath)
+	run.set("HOOKRUN_SANDBOX", x.sandboxName)
+	if x.spec.HeadSHA != "" {
+		run.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)
+	}
+}
+
+// stepEnv is the environment of one step.
+type stepEnv struct {
+	vars   []workflows.EnvVar          // the complete environment, secrets last
+	lookup func(string) (string, bool) // ${NAME} in harness prompts and argv: vars without the secrets
+}
+
+// stepEnv builds the environment of one step: the run prefix, outputs of
+// earlier steps, the step's env (which may reference all of these), extra
+// (HOOKRUN_RUN_STATUS for handlers), then the secrets.
+func (x *execution) stepEnv(st *workflows.Step, r route, extra []workflows.EnvVar) stepEnv {
+	pre := x.prefix(r.place)
+	x.mu.Lock()
+	l := pre.clone(len(x.outputs) + len(st.Env) + len(extra) + len(x.secrets.vars))
+	l.setAll(x.outputs)
+	x.mu.Unlock()
+	if r.place == placeContainer && st.Container != nil {
+		l.expandAll(st.Container.Env)
+	}
+	l.expandAll(st.Env)
+	l.setAll(extra)
+	lookup := l.clone(0).lookup
+	l.setAll(x.secrets.vars)
+	return stepEnv{vars: l.vars, lookup: lookup}
+}
+
+// reportLookup resolves ${NAME} in report.body: step outputs, the run's
+// HOOKRUN_* variables and HOOKRUN_RUN_STATUS. Secrets are not resolvable.
+func (x *execution) reportLookup(status workflows.Status) func(string) (string, bool) {
+	l := x.prefix(placeHost).clone(len(x.outputs) + 1)
+	x.mu.Lock()
+	l.setAll(x.outputs)
+	x.mu.Unlock()
+	l.set("HOOKRUN_RUN_STATUS", string(status))
+	return func(name string) (string, bool) {
+		if !strings.HasPrefix(name, "HOOKRUN_") && !x.isOutput(name) && !x.isWorkflowVar(name) {
+			return "", false
+		}
+		return l.lookup(name)
+	}
+}
+
+func (x *execution) isOutput(name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, o := range x.outputs {
+		if o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *execution) isWorkflowVar(name string) bool {
+	for _, list := range [][]workflows.EnvVar{x.wf.Env, x.wf.Params} {
+		for _, v := range list {
+			if v.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hookrun/hookrun/internal/lines"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -108,8 +109,8 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
 	// Leave the user's directory as it was: drop the event file (and its
 	// directory when nothing else is in it).
-	_ = os.Remove(filepath.Join(dir, ".hookrun", "event.json"))
-	_ = os.Remove(filepath.Join(dir, ".hookrun"))
+	_ = os.Remove(filepath.Join(dir, eventDir, eventName))
+	_ = os.Remove(filepath.Join(dir, eventDir))
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
@@ -165,47 +166,39 @@ func (s *printSink) Writer(_, stepID, stream string) io.WriteCloser {
 	dst := s.stdout
 	prefix := "[" + stepID + "] "
 	switch {
-	case stepID == RunLogStep:
+	case stepID == contract.RunLogStep:
 		dst, prefix = s.stderr, "[hookrun] "
-	case stream == StreamStderr:
+	case stream == contract.StreamStderr:
 		dst = s.stderr
-	case stream == StreamSystem:
+	case stream == contract.StreamSystem:
 		dst = s.stderr
 		prefix += "hookrun: "
 	}
-	return &prefixWriter{mu: &s.mu, dst: dst, prefix: []byte(prefix)}
+	w := &prefixWriter{mu: &s.mu, dst: dst, prefix: []byte(prefix)}
+	w.Init(w, lines.Options{})
+	return w
 }
 
-// prefixWriter receives whole lines (from lineWriter) and prefixes each.
+// prefixWriter prints each line written to it (internal/lines) with its
+// prefix, one line at a time across the sink's writers.
 type prefixWriter struct {
+	lines.Writer
 	mu     *sync.Mutex
 	dst    io.Writer
 	prefix []byte
 	buf    []byte
 }
 
-func (w *prefixWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	w.buf = w.buf[:0]
-	for len(p) > 0 {
-		line := p
-		if i := bytes.IndexByte(p, '\n'); i >= 0 {
-			line, p = p[:i+1], p[i+1:]
-		} else {
-			p = nil
-		}
-		w.buf = append(w.buf, w.prefix...)
-		w.buf = append(w.buf, line...)
-		if line[len(line)-1] != '\n' {
-			w.buf = append(w.buf, '\n')
-		}
+// WriteLines prints one line, newline added when it has none.
+func (w *prefixWriter) WriteLines(line []byte) error {
+	w.buf = append(append(w.buf[:0], w.prefix...), line...)
+	if line[len(line)-1] != '\n' {
+		w.buf = append(w.buf, '\n')
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, err := w.dst.Write(w.buf); err != nil {
-		return 0, err
-	}
-	return n, nil
+	_, err := w.dst.Write(w.buf)
+	return err
 }
 
-func (w *prefixWriter) Close() error { return nil }
+var _ contract.LogSink = (*printSink)(nil)

@@ -5,7 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/hookrun/hookrun/internal/lines"
 )
 
 // redactMask replaces every secret value.
@@ -16,7 +17,6 @@ const redactMask = "***"
 type Redactor struct {
 	secrets [][]byte // longest first, so that a secret containing another is masked whole
 	strs    []string
-	maxLen  int
 }
 
 // NewRedactor returns a redactor for the given values. Empty values are
@@ -46,7 +46,6 @@ func NewRedactor(values ...string) *Redactor {
 	r := &Redactor{strs: list}
 	for _, v := range list {
 		r.secrets = append(r.secrets, []byte(v))
-		r.maxLen = max(r.maxLen, len(v))
 	}
 	return r
 }
@@ -78,85 +77,46 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return b
 }
 
-// empty reports whether there is nothing to redact.
-func (r *Redactor) empty() bool { return r == nil || len(r.secrets) == 0 }
-
 // maxLineBuffer bounds how much of a line without a newline is held back
 // before it is passed on in pieces.
-const maxLineBuffer = 64 << 10
+const maxLineBuffer = lines.DefaultMax
 
-// lineWriter buffers writes into complete lines, redacts each line and passes
-// it on (newline included). A secret split across two writes is therefore
-// still masked. A line longer than maxLineBuffer is passed on in pieces cut
-// where no secret can straddle the cut. Close flushes the last partial line
-// and closes the destination when it is an io.Closer.
-type lineWriter struct {
-	mu     sync.Mutex
-	dst    io.Writer
-	red    *Redactor
-	buf    []byte
-	closed bool
-}
-
-func newLineWriter(dst io.Writer, red *Redactor) *lineWriter {
-	return &lineWriter{dst: dst, red: red}
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return 0, io.ErrClosedPipe
-	}
-	n := len(p)
-	// Fast path: nothing buffered, and p ends on a newline.
-	if len(w.buf) == 0 && n > 0 && p[n-1] == '\n' {
-		return n, w.emit(p)
-	}
-	w.buf = append(w.buf, p...)
-	if i := bytes.LastIndexByte(w.buf, '\n'); i >= 0 {
-		if err := w.emit(w.buf[:i+1]); err != nil {
-			return n, err
-		}
-		w.buf = append(w.buf[:0], w.buf[i+1:]...)
-	}
-	for len(w.buf) > maxLineBuffer {
-		cut := w.safeCut(len(w.buf) - max(w.red.maxLenOrZero()-1, 0))
-		if cut <= 0 {
-			break
-		}
-		if err := w.emit(w.buf[:cut]); err != nil {
-			return n, err
-		}
-		w.buf = append(w.buf[:0], w.buf[cut:]...)
-	}
-	return n, nil
-}
-
-// safeCut moves cut back so that no secret occurrence starts before it and
-// ends after it.
-func (w *lineWriter) safeCut(cut int) int {
-	if w.red.empty() {
+// safeCut moves cut back so that no secret occurrence in buf starts before
+// it and ends after it.
+func (r *Redactor) safeCut(buf []byte, cut int) int {
+	if r == nil {
 		return cut
 	}
-	for _, s := range w.red.secrets {
+	for _, s := range r.secrets {
 		from := max(cut-len(s)+1, 0)
-		if i := bytes.Index(w.buf[from:min(cut+len(s)-1, len(w.buf))], s); i >= 0 && from+i < cut {
+		if i := bytes.Index(buf[from:min(cut+len(s)-1, len(buf))], s); i >= 0 && from+i < cut {
 			cut = from + i
 		}
 	}
 	return cut
 }
 
-func (r *Redactor) maxLenOrZero() int {
-	if r == nil {
-		return 0
-	}
-	return r.maxLen
+// lineWriter buffers writes into complete lines (internal/lines), redacts
+// them and passes them on to dst (newline included; nil dst: discarded). A
+// secret split across two writes is therefore still masked. A line longer
+// than maxLineBuffer is passed on in pieces cut where no secret can
+// straddle the cut. Close flushes the last partial line and closes dst
+// when it is an io.Closer.
+type lineWriter struct {
+	lines.Writer
+	dst io.Writer
+	red *Redactor
 }
 
-// emit redacts complete lines and writes them on.
-func (w *lineWriter) emit(b []byte) error {
+func newLineWriter(dst io.Writer, red *Redactor) *lineWriter {
+	w := &lineWriter{dst: dst, red: red}
+	closer, _ := dst.(io.Closer)
+	w.Init(w, lines.Options{Batch: true, Closer: closer})
+	return w
+}
+
+// WriteLines redacts whole lines and writes them on.
+func (w *lineWriter) WriteLines(b []byte) error {
 	if w.dst == nil {
 		return nil
 	}
@@ -164,23 +124,7 @@ func (w *lineWriter) emit(b []byte) error {
 	return err
 }
 
-// Close flushes a last line without newline and closes the destination.
-func (w *lineWriter) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	var err error
-	if len(w.buf) > 0 {
-		err = w.emit(w.buf)
-		w.buf = nil
-	}
-	if c, ok := w.dst.(io.Closer); ok {
-		if cerr := c.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
-}
+// CutLine cuts an over-long line where no secret straddles the cut.
+func (w *lineWriter) CutLine(buf []byte, at int) int { return w.red.safeCut(buf, at) }
+
+var _ lines.Cutter = (*lineWriter)(nil)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/providers/git"
+	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/providers/harness"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
@@ -19,13 +19,25 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// The implementations cmd/hookrun wires in satisfy the runner's interfaces.
-var (
-	_ runner.Workspaces    = (*git.Workspaces)(nil)
-	_ runner.LogSink       = (*queue.LogStore)(nil)
-	_ runner.RunStore      = (*queue.RunStore)(nil)
-	_ runner.HarnessRunner = runner.HarnessFunc(harness.Run)
-)
+// Every implementation cmd/hookrun wires in has an interface guard: the
+// providers' beside their code, queue's in runner/deps.go. ingress may
+// import neither runner nor its contract, so the guard of its WorkflowSet
+// sits here.
+var _ contract.WorkflowSource = (*ingress.WorkflowSet)(nil)
+
+// The stream names of contract.LogSink are queue's, which cannot import
+// the contract.
+func TestStreamNamesMatchQueue(t *testing.T) {
+	for _, p := range [][2]string{
+		{contract.StreamStdout, queue.StreamStdout},
+		{contract.StreamStderr, queue.StreamStderr},
+		{contract.StreamSystem, queue.StreamSystem},
+	} {
+		if p[0] != p[1] {
+			t.Errorf("contract stream %q, queue stream %q", p[0], p[1])
+		}
+	}
+}
 
 // recExec records the requests it gets and runs them on the real host
 // executor (rewriting container paths to the host workspace), so routing can

@@ -157,7 +157,7 @@ func schemaDoc() obj {
 			"authorize":        ref("authorize"),
 			"concurrency":      closed(obj{"group": obj{"type": "string", "pattern": nonBlank}, "cancel_in_progress": obj{"type": "boolean"}}, "group"),
 			"type":             obj{"enum": strs(TypeGraph, TypeChain), "default": TypeGraph},
-			"max_active_steps": obj{"type": "integer", "minimum": 1, "default": 4},
+			"max_active_steps": obj{"type": "integer", "minimum": 1, "default": DefaultMaxActiveSteps},
 			"timeout":          ref("duration"),
 			"env":              ref("env"),
 			"params": obj{"anyOf": []any{ref("env"), obj{

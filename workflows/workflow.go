@@ -30,7 +30,7 @@ type Workflow struct {
 	Concurrency   *Concurrency `json:"concurrency,omitempty"`
 
 	Type           string             `json:"type"`                // "graph" (default) or "chain"
-	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default 4
+	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default DefaultMaxActiveSteps
 	Timeout        time.Duration      `json:"timeout,omitempty"`   // whole run; 0 = none
 	Env            []EnvVar           `json:"env,omitempty"`       // run-wide environment
 	Params         []EnvVar           `json:"params,omitempty"`    // Dagu params: defaults for named parameters, exported as env
@@ -268,6 +268,10 @@ const (
 // DefaultCommandActions are the actions a trigger with a command and no
 // `actions:` matches: a new comment only.
 var DefaultCommandActions = []string{"created"}
+
+// DefaultMaxActiveSteps is the default `max_active_steps`: the parser fills
+// it in, and the engine applies it to a workflow built without the parser.
+const DefaultMaxActiveSteps = 4
 
 // DefaultAuthorAssociations is the default `authorize.author_association`.
 var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}

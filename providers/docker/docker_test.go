@@ -96,6 +96,33 @@ func TestConformanceRoot(t *testing.T) {
 	}
 }
 
+// The root container passes the Sandbox suite: open, exec, close, and
+// nothing of the run left whatever happened.
+func TestSandboxConformanceRoot(t *testing.T) {
+	d := newDocker(t, Config{})
+	contracttest.RunSandbox(t, func(*testing.T) contract.Sandbox { return d }, contracttest.SandboxOptions{
+		Request: func(t *testing.T) contract.OpenRequest {
+			ws := t.TempDir()
+			if err := os.Chmod(ws, 0o777); err != nil { // the container may run as another user
+				t.Fatal(err)
+			}
+			return contract.OpenRequest{Workspace: ws, Workflow: &workflows.Workflow{Name: "test", Container: testImage}}
+		},
+		Leftovers: func(t *testing.T, req contract.OpenRequest) []string { return containersOf(t, d, req.RunID) },
+		// The container is created, then cannot start: Open must remove it.
+		FailOpen: func(_ *testing.T, req *contract.OpenRequest) contract.Sandbox {
+			c := *testImage
+			c.User = "hookrun-no-such-user"
+			req.Workflow = &workflows.Workflow{Name: "test", Container: &c}
+			return d
+		},
+		PrivateDir:  "/tmp", // the workspace is the host's, shared by the attempts of a run
+		RunIDPrefix: runPrefix + "sandbox-",
+		Startup:     time.Second,
+		StopWithin:  10 * time.Second,
+	})
+}
+
 func openRoot(t *testing.T, d *Docker, runID, workspace string, c *workflows.Container) *Session {
 	t.Helper()
 	sess, err := d.Open(context.Background(), contract.OpenRequest{
@@ -234,15 +261,25 @@ func (w *cancelOnWrite) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-func assertNoContainers(t *testing.T, d *Docker, runID string) {
+// containersOf describes every container of a run, running or not.
+func containersOf(t *testing.T, d *Docker, runID string) []string {
 	t.Helper()
 	list, err := d.Client().ContainerList(context.Background(), container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", LabelRun+"="+runID))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 0 {
-		t.Errorf("%d containers of run %s left", len(list), runID)
+	var out []string
+	for _, c := range list {
+		out = append(out, fmt.Sprintf("container %s (%s, %s)", shortID(c.ID), c.Names, c.State))
+	}
+	return out
+}
+
+func assertNoContainers(t *testing.T, d *Docker, runID string) {
+	t.Helper()
+	if left := containersOf(t, d, runID); len(left) != 0 {
+		t.Errorf("%d containers of run %s left", len(left), runID)
 	}
 }
 

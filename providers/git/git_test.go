@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/providers/git"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/contract/contracttest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -129,6 +131,18 @@ func (u *upstream) updateRef(ref, sha string) {
 func prEvent(forge workflows.Forge, url string, n int, sha string) *workflows.Event {
 	return &workflows.Event{Forge: forge, Kind: workflows.KindPullRequest, Action: "opened", Repo: "acme/widgets",
 		CloneURL: url, PullRequest: &workflows.PullRequest{Number: n, HeadSHA: sha, BaseRef: "main", HeadRef: "feature"}}
+}
+
+// Workspaces passes the conformance suite, with a checkout of a pull
+// request's head from a local upstream.
+func TestWorkspacesConformance(t *testing.T) {
+	u := sharedUpstream(t)
+	contracttest.RunWorkspaces(t, func(t *testing.T) contract.Workspaces { return newWorkspaces(t, t.TempDir()) }, contracttest.WorkspacesOptions{
+		Checkout: func(*testing.T) contracttest.Checkout {
+			return contracttest.Checkout{Event: prEvent(workflows.GitHub, u.bare, 1, u.p1), HeadSHA: u.p1,
+				Files: map[string]string{"README": "v1", "feature.txt": "pr1"}}
+		},
+	})
 }
 
 func newWorkspaces(t *testing.T, data string) *git.Workspaces {

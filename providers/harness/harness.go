@@ -179,3 +179,5 @@ func failure(res contract.ExecResult, err error) string {
 	}
 	return fmt.Sprintf("failed with exit code %d", res.ExitCode)
 }
+
+var _ contract.HarnessRunner = contract.HarnessFunc(Run)

@@ -82,7 +82,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 // SandboxName is the sandbox of a run.
-func SandboxName(runID string) string { return "hookrun-" + runID }
+func SandboxName(runID string) string { return contract.SandboxName(runID) }
 
 // RemoteName is the git remote sbx adds to the workspace for a run's sandbox.
 func RemoteName(runID string) string { return "sandbox-" + SandboxName(runID) }

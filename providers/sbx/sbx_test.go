@@ -55,6 +55,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The provider passes the Sandbox suite against the simulator: open, exec,
+// close, and nothing of the run left whatever happened.
+func TestSandboxConformance(t *testing.T) {
+	s := newSim(t)
+	p := s.provider(t)
+	failing := (&sim{state: s.state, env: []string{"SBXSIM_FAIL=exists:create"}}).provider(t)
+	contracttest.RunSandbox(t, func(*testing.T) contract.Sandbox { return p }, contracttest.SandboxOptions{
+		Request: func(t *testing.T) contract.OpenRequest {
+			return contract.OpenRequest{Workspace: gitRepo(t), Workflow: workflow("claude")}
+		},
+		Leftovers: func(t *testing.T, req contract.OpenRequest) []string {
+			return leftovers(t, s, req.Workspace, req.RunID)
+		},
+		// sbx refuses the create (the name was taken meanwhile).
+		FailOpen: func(*testing.T, *contract.OpenRequest) contract.Sandbox { return failing },
+		Env:      []workflows.EnvVar{{Name: "PATH", Value: os.Getenv("PATH")}},
+	})
+}
+
 // step is one Exec of the lifecycle tests.
 func step(t *testing.T, ctx context.Context, s *Session, req contract.ExecRequest) (contract.ExecResult, string, string, error) {
 	t.Helper()
@@ -195,16 +214,27 @@ func TestLifecycle(t *testing.T) {
 }
 
 // assertGone checks that neither the sandbox nor its remote survived.
-func assertGone(t *testing.T, sim *sim, ws, runID string) {
+// leftovers describes what remains of a run: its sandbox, its remote and
+// remote-tracking refs in the workspace.
+func leftovers(t *testing.T, sim *sim, ws, runID string) []string {
 	t.Helper()
+	var left []string
 	if _, err := os.Stat(filepath.Dir(sim.sandboxDir(SandboxName(runID)))); !os.IsNotExist(err) {
-		t.Errorf("sandbox %s still exists (%v)", SandboxName(runID), err)
+		left = append(left, fmt.Sprintf("sandbox %s still exists (%v)", SandboxName(runID), err))
 	}
 	if remotes := runGit(t, ws, "remote"); strings.Contains(remotes, RemoteName(runID)) {
-		t.Errorf("remote %s left in the workspace: %q", RemoteName(runID), remotes)
+		left = append(left, fmt.Sprintf("remote %s left in the workspace: %q", RemoteName(runID), remotes))
 	}
 	if refs := runGit(t, ws, "for-each-ref", "refs/remotes/"); refs != "" {
-		t.Errorf("remote-tracking refs left: %q", refs)
+		left = append(left, fmt.Sprintf("remote-tracking refs left: %q", refs))
+	}
+	return left
+}
+
+func assertGone(t *testing.T, sim *sim, ws, runID string) {
+	t.Helper()
+	for _, l := range leftovers(t, sim, ws, runID) {
+		t.Error(l)
 	}
 }
 

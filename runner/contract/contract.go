@@ -74,7 +74,8 @@ type Workspaces interface {
 	// of the event's head when checkout is true (else empty), and the run's
 	// own HOME and TMPDIR. It replaces what an earlier attempt left.
 	Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (Workspace, error)
-	// Remove deletes everything Prepare created for the run.
+	// Remove deletes everything Prepare created for the run; what is
+	// already gone is not an error.
 	Remove(runID string) error
 }
 
@@ -85,6 +86,10 @@ type Workspace struct {
 	Home    string // the run's HOME for host steps; "" to keep the runner's
 	TmpDir  string // the run's TMPDIR for host steps; "" to keep the runner's
 }
+
+// SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
+// create --name`).
+func SandboxName(runID string) string { return "hookrun-" + runID }
 
 // Sandbox opens a per-run environment before the first step and closes it
 // after the last (the root container, an sbx microVM).
@@ -147,4 +152,48 @@ type RunReport struct {
 // redelivered run edits the same comment.
 type ReportRef struct {
 	CommentID int64 `json:"comment_id,omitempty"`
+}
+
+// HarnessRunner runs a harness.run step: it builds the agent CLI's argv (and
+// stdin) from run, executes it with exec starting from base, and tries
+// run.Fallback in order after a failure. lookup resolves ${NAME} in the
+// prompt and argv elements. providers/harness.Run has this shape; cmd hands
+// it to the engine as HarnessFunc(harness.Run).
+type HarnessRunner interface {
+	RunHarness(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
+		run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error)
+}
+
+// HarnessFunc adapts a function to HarnessRunner.
+type HarnessFunc func(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
+	run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error)
+
+// RunHarness calls f.
+func (f HarnessFunc) RunHarness(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
+	run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error) {
+	return f(ctx, exec, base, w, run, lookup)
+}
+
+// LogSink receives step output. Writer returns a writer for one stream of one
+// step; the engine writes whole, redacted lines to it and closes it when the
+// step ends. queue.LogStore satisfies it (its guard sits in runner, since
+// queue does not import this package); the local run prints.
+type LogSink interface {
+	Writer(runID, stepID, stream string) io.WriteCloser
+}
+
+// Log streams (the same names as queue's).
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+	StreamSystem = "system" // hookrun's own lines: retries, timeouts, truncation, sandbox progress
+)
+
+// RunLogStep is the step id under which run-level system lines are logged.
+const RunLogStep = "_run"
+
+// WorkflowSource finds the loaded workflow a run request names.
+// ingress.WorkflowSet satisfies it.
+type WorkflowSource interface {
+	Lookup(name string) (*workflows.Workflow, bool)
 }

@@ -51,11 +51,27 @@ func (o *Options) setDefaults() {
 		}
 	}
 	if o.Env == nil {
-		o.Env = []workflows.EnvVar{{Name: "PATH", Value: DefaultPath}}
+		o.Env = defaultEnv()
 	}
 	if o.StopWithin == 0 {
-		o.StopWithin = 5 * time.Second
+		o.StopWithin = defaultStopWithin
 	}
+}
+
+// defaultStopWithin is the default of Options.StopWithin and
+// SandboxOptions.StopWithin.
+const defaultStopWithin = 5 * time.Second
+
+// defaultEnv is the default of Options.Env and SandboxOptions.Env.
+func defaultEnv() []workflows.EnvVar { return []workflows.EnvVar{{Name: "PATH", Value: DefaultPath}} }
+
+// defaultRunIDPrefix starts the run ids the suites make up.
+const defaultRunIDPrefix = "contracttest-"
+
+// newRunID returns a run id unique in this process (and across processes
+// running at once), usable in container and sandbox names.
+func newRunID(prefix string) string {
+	return fmt.Sprintf("%s%d-%d", prefix, os.Getpid(), callSeq.Add(1))
 }
 
 // Run runs the conformance suite against the executors newExec returns (one
@@ -101,8 +117,7 @@ func (s *suite) exec(t *testing.T, ctx context.Context, req contract.ExecRequest
 	}
 	req.Env = append(append([]workflows.EnvVar(nil), s.opts.Env...), req.Env...)
 	if req.RunID == "" {
-		// Unique per call, usable in container and sandbox names.
-		req.RunID = fmt.Sprintf("contracttest-%d-%d", os.Getpid(), callSeq.Add(1))
+		req.RunID = newRunID(defaultRunIDPrefix)
 	}
 	if req.StepID == "" {
 		req.StepID = stepID(t.Name())

@@ -2,6 +2,19 @@ package contract
 
 import "errors"
 
+// Causes the engine's run context is cancelled with
+// (context.WithCancelCause); the runner's claim loop chooses them.
+var (
+	// ErrCancelled is the cause when a user (the API) or a newer run of the
+	// same concurrency group cancels a run: the run ends cancelled and its
+	// cancel and exit handlers run.
+	ErrCancelled = errors.New("run cancelled")
+	// ErrAbandoned is the cause when the runner stops working on a run it
+	// will not finish (shutdown, claim lost): no handler runs and no final
+	// report is sent; another runner executes the run again.
+	ErrAbandoned = errors.New("run abandoned by this runner")
+)
+
 // ErrRefused is matched (errors.Is) by an error a provider returns when the
 // server's policy forbids what a run asks for: a clone URL outside its
 // forge's host, a repository the server does not act for. Retrying cannot
