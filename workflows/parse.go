@@ -184,7 +184,7 @@ func defaultName(file string) string {
 func (r *reader) build(raw *rawWorkflow) *Workflow {
 	w := &Workflow{
 		Type:           TypeGraph,
-		MaxActiveSteps: 4,
+		MaxActiveSteps: DefaultMaxActiveSteps,
 		Authorization:  Authorize{AuthorAssociation: append([]string(nil), DefaultAuthorAssociations...)},
 		Report:         Report{Comment: CommentSticky, Status: true},
 	}

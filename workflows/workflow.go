@@ -30,7 +30,7 @@ type Workflow struct {
 	Concurrency   *Concurrency `json:"concurrency,omitempty"`
 
 	Type           string             `json:"type"`                // "graph" (default) or "chain"
-	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default 4
+	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default DefaultMaxActiveSteps
 	Timeout        time.Duration      `json:"timeout,omitempty"`   // whole run; 0 = none
 	Env            []EnvVar           `json:"env,omitempty"`       // run-wide environment
 	Params         []EnvVar           `json:"params,omitempty"`    // Dagu params: defaults for named parameters, exported as env
@@ -264,6 +264,10 @@ const (
 	PromptFlag  = "flag"
 	PromptStdin = "stdin"
 )
+
+// DefaultMaxActiveSteps is the default `max_active_steps`: how many steps of
+// a graph run at once.
+const DefaultMaxActiveSteps = 4
 
 // DefaultCommandActions are the actions a trigger with a command and no
 // `actions:` matches: a new comment only.
