@@ -494,12 +494,12 @@ func (r *reader) duration(n *yaml.Node, what string) val[time.Duration] {
 		return val[time.Duration]{n: n}
 	}
 	d, err := time.ParseDuration(s.v)
-	if err != nil {
+	switch {
+	case err == nil && d < 0:
+		r.errf(n, "%s: duration %q is negative", what, s.v)
+	case err != nil || !durationSyntax.re.MatchString(s.v):
 		r.errf(n, "%s: invalid duration %q (use a number and a unit: 90s, 30m, 1h30m)", what, s.v)
 		return val[time.Duration]{n: n}
-	}
-	if d < 0 {
-		r.errf(n, "%s: duration %q is negative", what, s.v)
 	}
 	return val[time.Duration]{v: d, n: n}
 }
@@ -533,15 +533,14 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 	if n.ShortTag() != "!!str" {
 		return val[int64]{} // reported by str
 	}
-	text := strings.TrimSpace(s.v)
-	if !sizeSyntax.re.MatchString(text) {
+	if !sizeSyntax.re.MatchString(s.v) {
 		r.errf(n, "%s: invalid size %q (use bytes or a unit: 512m, 1g)", what, s.v)
 		return val[int64]{}
 	}
-	digits := strings.TrimRight(text, "bBkKmMgGtTiI \t\n\f\r")
+	digits := strings.TrimRight(s.v, "bBkKmMgGtTiI \t\n\f\r")
 	num, err := strconv.ParseInt(digits, 10, 64)
 	mult := int64(1)
-	switch unit := strings.ToLower(strings.TrimSpace(text[len(digits):])); {
+	switch unit := strings.ToLower(strings.TrimSpace(s.v[len(digits):])); {
 	case unit == "" || unit == "b":
 	case unit[0] == 'k':
 		mult = 1 << 10
