@@ -23,7 +23,7 @@ func Expand(s string, lookup func(name string) (string, bool)) string {
 		b.WriteString(s[:i])
 		rest := s[i+2:]
 		end := strings.IndexByte(rest, '}')
-		if end < 0 || !envName.re.MatchString(rest[:end]) {
+		if end < 0 || !envName.matches(rest[:end]) {
 			b.WriteString("${")
 			s = rest
 			continue

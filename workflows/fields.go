@@ -89,6 +89,18 @@ type pattern struct {
 	fails string
 	why   func(v string) string
 	bare  bool // the problem leaves the value out ("must not be empty")
+	// unicode, when set, is what the parser matches with instead of re,
+	// where RE2 reads src other than ECMA-262 (editors) does: RE2's \s is
+	// ASCII only, ECMA's takes in Unicode spaces.
+	unicode func(v string) bool
+}
+
+// matches reports whether v matches the pattern.
+func (p *pattern) matches(v string) bool {
+	if p.unicode != nil {
+		return p.unicode(v)
+	}
+	return p.re.MatchString(v)
 }
 
 // compiled compiles p's src; fails defaults to "must match" and the hint.
@@ -156,7 +168,8 @@ var (
 	envName      = compiled(&pattern{src: `^` + envNameSrc + `$`, fails: "is not a valid variable name (" + envNameSrc + ")"})
 	secretName   = compiled(&pattern{src: `^[A-Z_][A-Z0-9_]*$`})
 	flagName     = compiled(&pattern{src: `^[A-Za-z0-9][A-Za-z0-9_-]*$`, fails: "is not a valid flag name"})
-	nonBlank     = compiled(&pattern{src: `\S`, fails: "must not be empty", bare: true})
+	nonBlank     = compiled(&pattern{src: `\S`, fails: "must not be empty", bare: true,
+		unicode: func(v string) bool { return strings.TrimSpace(v) != "" }})
 	absolutePath = compiled(&pattern{src: `^/`, fails: "must be an absolute path"})
 	volumeSpec   = compiled(&pattern{src: `^[^:]+:/[^:]*(:(ro|rw))?$`, fails: "must be host:container[:ro|rw] with an absolute container path"})
 	commandWord  = compiled(&pattern{src: `^/\S+$`, why: func(c string) string {

@@ -80,10 +80,10 @@ func probes(f *field) (good, bad []any) {
 	case f.enum != nil:
 		good, bad = []any{f.enum[0]}, []any{"not-" + f.enum[0]}
 	case f.pattern != nil:
-		if s, ok := str(f.pattern.re.MatchString); ok {
+		if s, ok := str(f.pattern.matches); ok {
 			good = append(good, s)
 		}
-		if s, ok := str(func(s string) bool { return !f.pattern.re.MatchString(s) }); ok {
+		if s, ok := str(func(s string) bool { return !f.pattern.matches(s) }); ok {
 			bad = append(bad, s)
 		}
 	case f.nonEmpty:

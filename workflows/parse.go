@@ -221,7 +221,7 @@ func (r *reader) checkFields(n *yaml.Node, at scope, fs []field) {
 			}
 		case *envList:
 			for _, e := range to.v {
-				if e.name.n.ShortTag() == "!!str" && !envName.re.MatchString(e.name.v) {
+				if e.name.n.ShortTag() == "!!str" && !envName.matches(e.name.v) {
 					r.errf(e.name.n, "%s: %q %s", at.path(f.key), e.name.v, envName.fails)
 				}
 			}
@@ -299,12 +299,12 @@ func (r *reader) checkText(n *yaml.Node, at scope, f *field, v string, item bool
 		default:
 			r.errf(n, "%s %q must be %s", path, v, orList(f.enum))
 		}
-	case f.nonEmpty && v == "", f.pattern != nil && f.pattern.bare && !f.pattern.re.MatchString(v):
+	case f.nonEmpty && v == "", f.pattern != nil && f.pattern.bare && !f.pattern.matches(v):
 		if item {
 			path += " entries"
 		}
 		r.errf(n, "%s must not be empty", path)
-	case f.pattern != nil && !f.pattern.re.MatchString(v):
+	case f.pattern != nil && !f.pattern.matches(v):
 		if item {
 			path += ":"
 		}
@@ -363,7 +363,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 	} else {
 		w.Name = defaultName(r.file)
 		w.namePos = [2]int{1, 1}
-		if !workflowName.re.MatchString(w.Name) {
+		if !workflowName.matches(w.Name) {
 			r.errf(raw.node, "name %q (from the file name) must match %s; set name:", w.Name, workflowName.hint())
 		}
 	}
@@ -379,7 +379,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 	seenSecret := map[string]bool{}
 	for _, s := range raw.secrets.v {
 		switch {
-		case !secretName.re.MatchString(s.v):
+		case !secretName.matches(s.v):
 			r.errf(s.n, "secret name %q %s", s.v, secretName.fails)
 		case seenSecret[s.v]:
 			r.errf(s.n, "secret %q listed twice", s.v)
@@ -516,7 +516,7 @@ func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 			r.errf(rt.labels.v[0].n, "on: push events carry no labels; remove labels")
 		}
 		r.globs(rt.repos, "repos")
-		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" && nonBlank.re.MatchString(t.If) {
+		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" && nonBlank.matches(t.If) {
 			if prog, err := compileIf(t.If); err != nil {
 				msg, _, _ := strings.Cut(err.Error(), "\n")
 				r.errf(rt.ifExpr.n, "on: if %q does not compile: %s", t.If, msg)
@@ -576,12 +576,12 @@ func (r *reader) buildContainer(raw *rawContainer, what string) *Container {
 
 func (r *reader) buildHarness(raw rawHarness) Harness {
 	what := "harnesses." + raw.name.v
-	if !stepID.re.MatchString(raw.name.v) {
+	if !stepID.matches(raw.name.v) {
 		r.errf(raw.name.n, "harnesses: name %q %s", raw.name.v, stepID.fails)
 	}
 	r.checkFields(raw.node, scope{what, "."}, raw.fields())
 	h := Harness{Binary: raw.binary.v, PrefixArgs: texts(raw.prefixArgs), PromptMode: raw.promptMode.v, PromptFlag: raw.promptFlag.v}
-	if h.PromptMode == PromptFlag && !nonBlank.re.MatchString(h.PromptFlag) {
+	if h.PromptMode == PromptFlag && !nonBlank.matches(h.PromptFlag) {
 		r.errf(raw.promptMode.n, "%s: prompt_mode flag needs prompt_flag (for example -p)", what)
 	}
 	return h
@@ -661,10 +661,10 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 	// id: required, or taken from a Dagu-style name
 	switch {
 	case raw.id.set():
-		if raw.id.n.ShortTag() == "!!str" && !stepID.re.MatchString(s.ID) {
+		if raw.id.n.ShortTag() == "!!str" && !stepID.matches(s.ID) {
 			r.errf(raw.id.n, "%s: id %q %s", what, s.ID, stepID.fails)
 		}
-	case raw.name.set() && stepID.re.MatchString(s.Name):
+	case raw.name.set() && stepID.matches(s.Name):
 		s.ID = s.Name
 	case raw.name.set():
 		r.errf(raw.name.n, "%s: id is required (name %q cannot serve as one: %s)", what, s.Name, stepID.hint())
@@ -745,7 +745,7 @@ func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt 
 		hr.Prompt = parentPrompt
 	}
 	for _, f := range raw.flags {
-		if !flagName.re.MatchString(f.name.v) {
+		if !flagName.matches(f.name.v) {
 			r.errf(f.name.n, "%s: with key %q %s", label, f.name.v, flagName.fails)
 			continue
 		}

@@ -497,7 +497,7 @@ func (r *reader) duration(n *yaml.Node, what string) val[time.Duration] {
 	switch {
 	case err == nil && d < 0:
 		r.errf(n, "%s: duration %q is negative", what, s.v)
-	case err != nil || !durationSyntax.re.MatchString(s.v):
+	case err != nil || !durationSyntax.matches(s.v):
 		r.errf(n, "%s: invalid duration %q (use a number and a unit: 90s, 30m, 1h30m)", what, s.v)
 		return val[time.Duration]{n: n}
 	}
@@ -533,7 +533,7 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 	if n.ShortTag() != "!!str" {
 		return val[int64]{} // reported by str
 	}
-	if !sizeSyntax.re.MatchString(s.v) {
+	if !sizeSyntax.matches(s.v) {
 		r.errf(n, "%s: invalid size %q (use bytes or a unit: 512m, 1g)", what, s.v)
 		return val[int64]{}
 	}
