@@ -3,9 +3,9 @@ package workflows
 import "strings"
 
 // Expand replaces every ${NAME} in s with lookup(NAME). NAME is an
-// environment-variable shaped identifier ([A-Za-z_][A-Za-z0-9_]*). Names the
-// lookup does not know, `$NAME` without braces and malformed references are
-// left exactly as written. Substituted values are never expanded again and
+// environment variable name ([A-Za-z_][A-Za-z0-9_]*: the rule of env keys
+// and outputs, envName in fields.go). Names the lookup does not know, `$NAME`
+// without braces and malformed references are left exactly as written. Substituted values are never expanded again and
 // nothing is shell-parsed: this is the only interpolation hookrun does itself,
 // for prompts, harness argv elements and report bodies (DESIGN.md §3).
 func Expand(s string, lookup func(name string) (string, bool)) string {
@@ -23,7 +23,7 @@ func Expand(s string, lookup func(name string) (string, bool)) string {
 		b.WriteString(s[:i])
 		rest := s[i+2:]
 		end := strings.IndexByte(rest, '}')
-		if end < 0 || !isEnvName(rest[:end]) {
+		if end < 0 || !envName.matches(rest[:end]) {
 			b.WriteString("${")
 			s = rest
 			continue
@@ -51,20 +51,4 @@ func EnvLookup(vars ...[]EnvVar) func(string) (string, bool) {
 		v, ok := m[name]
 		return v, ok
 	}
-}
-
-// isEnvName reports whether s is shaped like an environment variable name.
-func isEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ func Parse(file string, data []byte) (*Workflow, error) {
 	if !ok {
 		return nil, r.probs.orNil()
 	}
-	raw := r.readWorkflow(root)
+	raw := readInto(r, &rawWorkflow{node: root}, root, "workflow", "")
 	w := r.build(raw)
 	if err := r.probs.orNil(); err != nil {
 		return nil, err
@@ -158,14 +159,6 @@ func (r *reader) yamlError(err error) {
 	r.probs = append(r.probs, Problem{File: r.file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
-var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9-]+$`)
-	stepIDRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	secretRE  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-	flagRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-)
-
 // defaultName derives a workflow name from a file name: the base name without
 // extension, lowercased, with '_', '.' and spaces turned into '-'.
 func defaultName(file string) string {
@@ -180,85 +173,224 @@ func defaultName(file string) string {
 	}, strings.ToLower(base))
 }
 
+// scope names a mapping in the problems checkFields reports: name with sep
+// before each key. A path (sep ".", or the top level) words a bad value as
+// `container.pull_policy "x" must be always, missing or never`; a place
+// (sep ": ") as `on: unknown event "x" (pull_request, ...)`.
+type scope struct {
+	name string // "container", "on", `step "lint"`; "" at the top level
+	sep  string // "." or ": "
+}
+
+// path names key in messages.
+func (s scope) path(key string) string {
+	if s.name == "" {
+		return key
+	}
+	return s.name + s.sep + key
+}
+
+// checkFields applies the rules of a mapping's field table (fields.go) to
+// the values read, except for the fields marked own and those read by their
+// own read, and fills in the default of every field left out. n is the
+// mapping's node, where a missing key is reported. A value of the wrong type
+// was reported by the raw layer; its rule is not checked.
+func (r *reader) checkFields(n *yaml.Node, at scope, fs []field) {
+	for i := range fs {
+		f := &fs[i]
+		if f.own || f.to == nil {
+			continue
+		}
+		if !slotSet(f.to) {
+			if f.required {
+				r.missing(n, at, f)
+			}
+			setDefault(f)
+			continue
+		}
+		switch to := f.to.(type) {
+		case *val[string]:
+			if to.n.ShortTag() == "!!str" {
+				r.checkText(to.n, at, f, to.v, false)
+			}
+		case *list[string]:
+			for _, item := range to.v {
+				if item.n.ShortTag() == "!!str" {
+					r.checkText(item.n, at, f, item.v, true)
+				}
+			}
+		case *envList:
+			for _, e := range to.v {
+				if e.name.n.ShortTag() == "!!str" && !envName.matches(e.name.v) {
+					r.errf(e.name.n, "%s: %q %s", at.path(f.key), e.name.v, envName.fails)
+				}
+			}
+		case *val[int]:
+			if to.n.ShortTag() == "!!int" {
+				r.checkNumber(to.n, at, f, float64(to.v), false)
+			}
+		case *val[int64]:
+			if f.form == formSize || to.n.ShortTag() == "!!int" { // a size sets n only when it is valid
+				r.checkNumber(to.n, at, f, float64(to.v), false)
+			}
+		case *val[float64]:
+			if tag := to.n.ShortTag(); tag == "!!int" || tag == "!!float" {
+				r.checkNumber(to.n, at, f, to.v, false)
+			}
+		case *list[int]:
+			for _, item := range to.v {
+				if item.n.ShortTag() == "!!int" {
+					r.checkNumber(item.n, at, f, float64(item.v), true)
+				}
+			}
+		}
+	}
+}
+
+// slotSet reports whether the key of a slot was in the file.
+func slotSet(to any) bool {
+	return to.(interface{ set() bool }).set()
+}
+
+// setDefault puts f's default into its slot (its node stays nil).
+func setDefault(f *field) {
+	switch def := f.def.(type) {
+	case nil:
+	case string:
+		f.to.(*val[string]).v = def
+	case bool:
+		f.to.(*val[bool]).v = def
+	case int:
+		f.to.(*val[int]).v = def
+	case []string:
+		items := make([]val[string], len(def))
+		for i, s := range def {
+			items[i] = val[string]{v: s}
+		}
+		f.to.(*list[string]).v = items
+	default:
+		panic(fmt.Sprintf("workflows: field %q has a default of type %T", f.key, f.def))
+	}
+}
+
+// missing reports a required key that is not there.
+func (r *reader) missing(n *yaml.Node, at scope, f *field) {
+	hint := f.example
+	if hint == "" {
+		hint = strings.Join(f.enum, ", ")
+	}
+	if hint != "" {
+		hint = " (" + hint + ")"
+	}
+	r.errf(n, "%s: %s is required%s", at.name, f.key, hint)
+}
+
+// checkText applies f's enum, pattern and nonEmpty to a string value, or
+// to one item of a list of strings.
+func (r *reader) checkText(n *yaml.Node, at scope, f *field, v string, item bool) {
+	path := at.path(f.key)
+	switch {
+	case f.enum != nil && !slices.Contains(f.enum, v):
+		switch {
+		case at.sep == ": ":
+			r.errf(n, "%s: unknown %s %q (%s)", at.name, f.key, v, strings.Join(f.enum, ", "))
+		case len(f.enum) == 1:
+			r.errf(n, "%s %q is not supported (%s)", path, v, f.enum[0])
+		default:
+			r.errf(n, "%s %q must be %s", path, v, orList(f.enum))
+		}
+	case f.nonEmpty && v == "", f.pattern != nil && f.pattern.bare && !f.pattern.matches(v):
+		if item {
+			path += " entries"
+		}
+		r.errf(n, "%s must not be empty", path)
+	case f.pattern != nil && !f.pattern.matches(v):
+		if item {
+			path += ":"
+		}
+		r.errf(n, "%s %q %s", path, v, f.pattern.problem(v))
+	}
+}
+
+// checkNumber applies f's bounds to a number, or to one item of a list.
+func (r *reader) checkNumber(n *yaml.Node, at scope, f *field, x float64, item bool) {
+	b := f.bounds
+	if b == nil || b.has(x) {
+		return
+	}
+	path := at.path(f.key)
+	switch {
+	case item:
+		fails := b.fails
+		if fails == "" {
+			fails = fmt.Sprintf("must be between %v and %v", b.min, b.max)
+		}
+		r.errf(n, "%s: %v %s", path, x, fails)
+	case b.capped:
+		r.errf(n, "%s %v must be between %v and %v", path, x, b.min, b.max)
+	case b.open:
+		r.errf(n, "%s must be more than %v", path, b.min)
+	default:
+		r.errf(n, "%s must be at least %v", path, b.min)
+	}
+}
+
+// orList words a list of choices: "a, b or c".
+func orList(list []string) string {
+	if len(list) < 2 {
+		return strings.Join(list, "")
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " or " + list[len(list)-1]
+}
+
 // build is the second layer: defaults and every rule of DESIGN.md §3.
 func (r *reader) build(raw *rawWorkflow) *Workflow {
+	r.checkFields(raw.node, scope{}, raw.fields())
 	w := &Workflow{
-		Type:           TypeGraph,
-		MaxActiveSteps: DefaultMaxActiveSteps,
-		Authorization:  Authorize{AuthorAssociation: append([]string(nil), DefaultAuthorAssociations...)},
-		Report:         Report{Comment: CommentSticky, Status: true},
+		Name:           raw.name.v,
+		Description:    raw.description.v,
+		Type:           raw.typ.v,
+		MaxActiveSteps: raw.maxActiveSteps.v,
+		Timeout:        raw.timeout.v,
+		Env:            envVars(raw.env.v),
+		Params:         envVars(raw.params.v),
+		Checkout:       raw.checkout.v,
 	}
 
-	// name
+	// name: the file's base name by default
 	if raw.name.set() {
-		w.Name = raw.name.v
 		w.namePos = [2]int{raw.name.n.Line, raw.name.n.Column}
-		if raw.name.n.ShortTag() == "!!str" && !nameRE.MatchString(w.Name) {
-			r.errf(raw.name.n, "name %q must match [a-z0-9-]+", w.Name)
-		}
 	} else {
 		w.Name = defaultName(r.file)
 		w.namePos = [2]int{1, 1}
-		if !nameRE.MatchString(w.Name) {
-			r.errf(raw.node, "name %q (from the file name) must match [a-z0-9-]+; set name:", w.Name)
+		if !workflowName.matches(w.Name) {
+			r.errf(raw.node, "name %q (from the file name) must match %s; set name:", w.Name, workflowName.hint())
 		}
 	}
-	w.Description = raw.description.v
 
 	w.On = r.buildTriggers(raw.on)
-	r.buildAuthorize(raw.authorize, &w.Authorization)
+	w.Authorization = r.buildAuthorize(raw.authorize)
 
 	if c := raw.concurrency; c != nil {
+		r.checkFields(c.node, scope{"concurrency", "."}, c.fields())
 		w.Concurrency = &Concurrency{Group: c.group.v, CancelInProgress: c.cancel.v}
-		if !c.group.set() {
-			r.errf(c.node, "concurrency: group is required")
-		} else if strings.TrimSpace(c.group.v) == "" && c.group.n.ShortTag() == "!!str" {
-			r.errf(c.group.n, "concurrency.group must not be empty")
-		}
 	}
 
-	if raw.typ.set() {
-		w.Type = raw.typ.v
-		if w.Type != TypeGraph && w.Type != TypeChain && raw.typ.n.ShortTag() == "!!str" {
-			r.errf(raw.typ.n, "type %q must be graph or chain", w.Type)
-		}
-	}
-	if raw.maxActiveSteps.set() {
-		w.MaxActiveSteps = raw.maxActiveSteps.v
-		if w.MaxActiveSteps < 1 && raw.maxActiveSteps.n.ShortTag() == "!!int" {
-			r.errf(raw.maxActiveSteps.n, "max_active_steps must be at least 1")
-		}
-	}
-	w.Timeout = raw.timeout.v
-	w.Env = r.buildEnv(raw.env, "env")
-	w.Params = r.buildEnv(raw.params, "params")
 	seenSecret := map[string]bool{}
-	for _, s := range raw.secrets {
+	for _, s := range raw.secrets.v {
 		switch {
-		case !secretRE.MatchString(s.v):
-			r.errf(s.n, "secret name %q must match [A-Z_][A-Z0-9_]*", s.v)
+		case !secretName.matches(s.v):
+			r.errf(s.n, "secret name %q %s", s.v, secretName.fails)
 		case seenSecret[s.v]:
 			r.errf(s.n, "secret %q listed twice", s.v)
 		}
 		seenSecret[s.v] = true
 		w.Secrets = append(w.Secrets, s.v)
 	}
-	w.Checkout = raw.checkout.v
 
 	if s := raw.sandbox; s != nil {
+		r.checkFields(s.node, scope{"sandbox", "."}, s.fields())
 		w.Sandbox = &Sandbox{Provider: s.provider.v, Agent: s.agent.v}
-		switch {
-		case !s.provider.set():
-			r.errf(s.node, "sandbox: provider is required (sbx)")
-		case s.provider.v != "sbx":
-			r.errf(s.provider.n, "sandbox.provider %q is not supported (sbx)", s.provider.v)
-		}
-		switch {
-		case !s.agent.set():
-			r.errf(s.node, "sandbox: agent is required (claude, codex, ...)")
-		case strings.TrimSpace(s.agent.v) == "":
-			r.errf(s.agent.n, "sandbox.agent must not be empty")
-		}
 	}
 	w.Container = r.buildContainer(raw.container, "container")
 
@@ -293,54 +425,53 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 	}
 	r.checkDepends(w, raw, ids)
 
+	handlers := w.HandlerOn.handlers()
 	for _, h := range raw.handlerOn {
 		key := h.key.v
-		var slot **Step
-		switch key {
-		case "success":
-			slot = &w.HandlerOn.Success
-		case "failure":
-			slot = &w.HandlerOn.Failure
-		case "cancel":
-			slot = &w.HandlerOn.Cancel
-		case "exit":
-			slot = &w.HandlerOn.Exit
-		default:
-			r.errf(h.key.n, "handler_on: unknown handler %q (success, failure, cancel, exit)", key)
+		i := slices.IndexFunc(handlers, func(x handler) bool { return x.key == key })
+		if i < 0 {
+			keys := make([]string, len(handlers))
+			for j, x := range handlers {
+				keys[j] = x.key
+			}
+			r.errf(h.key.n, "handler_on: unknown handler %q (%s)", key, strings.Join(keys, ", "))
 			continue
 		}
 		if !h.step.id.set() && !h.step.name.set() {
 			h.step.id = val[string]{v: "on_" + key, n: h.step.node}
 		}
 		s := r.buildStep(w, &h.step, "handler_on."+key)
-		if len(h.step.depends) > 0 {
-			r.errf(h.step.depends[0].n, "handler_on.%s: a handler cannot depend on steps", key)
+		if len(h.step.depends.v) > 0 {
+			r.errf(h.step.depends.v[0].n, "handler_on.%s: a handler cannot depend on steps", key)
 		}
 		if prev, dup := ids[s.ID]; dup && s.ID != "" {
 			r.errf(stepIDNode(&h.step), "duplicate step id %q (first at line %d)", s.ID, prev.Line)
 		} else if s.ID != "" {
 			ids[s.ID] = stepIDNode(&h.step)
 		}
-		*slot = &s
+		*handlers[i].slot = &s
 	}
 
-	if p := raw.report; p != nil {
-		if p.comment.set() {
-			w.Report.Comment = p.comment.v
-			switch p.comment.v {
-			case CommentSticky, CommentNew, CommentNone:
-			default:
-				if p.comment.n.ShortTag() == "!!str" {
-					r.errf(p.comment.n, "report.comment %q must be sticky, new or none", p.comment.v)
-				}
-			}
-		}
-		w.Report.Body = p.body.v
-		if p.status.set() {
-			w.Report.Status = p.status.v
-		}
+	p := raw.report
+	if p == nil {
+		p = &rawReport{} // the defaults
 	}
+	r.checkFields(p.node, scope{"report", "."}, p.fields())
+	w.Report = Report{Comment: p.comment.v, Body: p.body.v, Status: p.status.v}
 	return w
+}
+
+// texts are the values of a list of strings: nil when the key was absent
+// (and has no default), empty (not nil) when the list was.
+func texts(l list[string]) []string {
+	if !l.set() && l.v == nil {
+		return nil
+	}
+	out := make([]string, 0, len(l.v))
+	for _, s := range l.v {
+		out = append(out, s.v)
+	}
+	return out
 }
 
 func stepIDNode(s *rawStep) *yaml.Node {
@@ -356,52 +487,37 @@ func stepIDNode(s *rawStep) *yaml.Node {
 func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 	var out []Trigger
 	for _, rt := range raws {
-		t := Trigger{Event: Kind(rt.event.v), Command: rt.command.v, If: rt.ifExpr.v}
-		known := false
-		switch {
-		case !rt.event.set():
-			r.errf(rt.node, "on: event is required (%s)", kindList())
-		case rt.event.n.ShortTag() != "!!str":
-		default:
-			for _, k := range Kinds {
-				known = known || k == t.Event
-			}
-			if !known {
-				r.errf(rt.event.n, "on: unknown event %q (%s)", rt.event.v, kindList())
-			}
+		r.checkFields(rt.node, scope{"on", ": "}, rt.fields())
+		t := Trigger{
+			Event:    Kind(rt.event.v),
+			Actions:  texts(rt.actions),
+			Branches: texts(rt.branches),
+			Command:  rt.command.v,
+			Labels:   texts(rt.labels),
+			Repos:    texts(rt.repos),
+			If:       rt.ifExpr.v,
 		}
-		for _, a := range rt.actions {
-			if known && !contains(Actions[t.Event], a.v) {
-				r.errf(a.n, "on: unknown action %q for event %s (%s)", a.v, t.Event, strings.Join(Actions[t.Event], ", "))
-			}
-			t.Actions = append(t.Actions, a.v)
-		}
-		t.Branches = r.globs(rt.branches, "branches")
-		if len(rt.branches) > 0 && known && t.Event == KindIssue {
-			r.errf(rt.branches[0].n, "on: issue events have no branch; remove branches")
-		}
-		if rt.command.set() && rt.command.n.ShortTag() == "!!str" {
-			switch c := rt.command.v; {
-			case !strings.HasPrefix(c, "/") || len(c) < 2:
-				r.errf(rt.command.n, "on: command %q must start with / and a word, like /deploy", c)
-			case strings.ContainsAny(c, " \t\n"):
-				r.errf(rt.command.n, "on: command %q must be one word; arguments come after it in the comment", c)
-			}
-			if known && t.Event != KindComment {
-				r.errf(rt.command.n, "on: command is only for event: comment")
+		known := rt.event.set() && rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
+		if known {
+			for _, a := range rt.actions.v {
+				if !slices.Contains(Actions[t.Event], a.v) {
+					r.errf(a.n, "on: unknown action %q for event %s (%s)", a.v, t.Event, strings.Join(Actions[t.Event], ", "))
+				}
 			}
 		}
-		for _, l := range rt.labels {
-			t.Labels = append(t.Labels, l.v)
+		r.globs(rt.branches, "branches")
+		if len(rt.branches.v) > 0 && known && t.Event == KindIssue {
+			r.errf(rt.branches.v[0].n, "on: issue events have no branch; remove branches")
 		}
-		if len(rt.labels) > 0 && known && t.Event == KindPush {
-			r.errf(rt.labels[0].n, "on: push events carry no labels; remove labels")
+		if rt.command.set() && rt.command.n.ShortTag() == "!!str" && known && t.Event != KindComment {
+			r.errf(rt.command.n, "on: command is only for event: comment")
 		}
-		t.Repos = r.globs(rt.repos, "repos")
-		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" {
-			if strings.TrimSpace(t.If) == "" {
-				r.errf(rt.ifExpr.n, "on: if must not be empty")
-			} else if prog, err := compileIf(t.If); err != nil {
+		if len(rt.labels.v) > 0 && known && t.Event == KindPush {
+			r.errf(rt.labels.v[0].n, "on: push events carry no labels; remove labels")
+		}
+		r.globs(rt.repos, "repos")
+		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" && nonBlank.matches(t.If) {
+			if prog, err := compileIf(t.If); err != nil {
 				msg, _, _ := strings.Cut(err.Error(), "\n")
 				r.errf(rt.ifExpr.n, "on: if %q does not compile: %s", t.If, msg)
 			} else {
@@ -413,155 +529,60 @@ func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 	return out
 }
 
-func kindList() string {
-	s := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// globs checks path.Match patterns.
-func (r *reader) globs(raws []val[string], what string) []string {
-	var out []string
-	for _, g := range raws {
-		if g.v == "" {
-			r.errf(g.n, "on: %s entries must not be empty", what)
-		} else if _, err := filepath.Match(g.v, ""); err != nil {
+// globs reports malformed path.Match patterns (empty ones are checkFields').
+func (r *reader) globs(raws list[string], what string) {
+	for _, g := range raws.v {
+		if _, err := filepath.Match(g.v, ""); g.v != "" && err != nil {
 			r.errf(g.n, "on: %s pattern %q is malformed", what, g.v)
 		}
-		out = append(out, g.v)
 	}
-	return out
 }
 
-func (r *reader) buildAuthorize(raw *rawAuthorize, a *Authorize) {
+func (r *reader) buildAuthorize(raw *rawAuthorize) Authorize {
 	if raw == nil {
-		return
+		raw = &rawAuthorize{} // the defaults
 	}
-	if raw.assocSet {
-		a.AuthorAssociation = []string{} // explicit empty list: any association
-		for _, v := range raw.assoc {
-			if !contains(AuthorAssociations, v.v) {
-				r.errf(v.n, "authorize: unknown author_association %q (%s)", v.v, strings.Join(AuthorAssociations, ", "))
-			}
-			a.AuthorAssociation = append(a.AuthorAssociation, v.v)
-		}
-	}
-	for _, u := range raw.users {
-		if strings.TrimSpace(u.v) == "" {
-			r.errf(u.n, "authorize: users entries must not be empty")
-		}
-		a.Users = append(a.Users, u.v)
-	}
-	a.AllowForks = raw.allowForks.v
+	r.checkFields(raw.node, scope{"authorize", ": "}, raw.fields())
+	return Authorize{AuthorAssociation: texts(raw.assoc), Users: texts(raw.users), AllowForks: raw.allowForks.v}
 }
 
-func (r *reader) buildEnv(raws []rawEnv, what string) []EnvVar {
+// envVars are the variables read (their names are checkFields').
+func envVars(raws []rawEnv) []EnvVar {
 	var out []EnvVar
 	for _, e := range raws {
-		if e.name.n != nil && !envNameRE.MatchString(e.name.v) {
-			r.errf(e.name.n, "%s: %q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", what, e.name.v)
-		}
 		out = append(out, EnvVar{Name: e.name.v, Value: e.value.v})
 	}
 	return out
 }
 
-var volumeRE = regexp.MustCompile(`^([^:]+):(/[^:]*)(?::(ro|rw))?$`)
-
 func (r *reader) buildContainer(raw *rawContainer, what string) *Container {
 	if raw == nil {
 		return nil
 	}
-	c := &Container{
+	r.checkFields(raw.node, scope{what, "."}, raw.fields())
+	return &Container{
 		Image:      raw.image.v,
-		PullPolicy: PullMissing,
-		WorkingDir: "/workspace",
+		PullPolicy: raw.pullPolicy.v,
+		WorkingDir: raw.workingDir.v,
+		Volumes:    texts(raw.volumes),
+		Env:        envVars(raw.env.v),
 		User:       raw.user.v,
 		Network:    raw.network.v,
 		Memory:     raw.memory.v,
 		CPUs:       raw.cpus.v,
 		PIDs:       raw.pids.v,
 	}
-	switch {
-	case !raw.image.set():
-		r.errf(raw.node, "%s: image is required", what)
-	case strings.TrimSpace(raw.image.v) == "" && raw.image.n.ShortTag() == "!!str":
-		r.errf(raw.image.n, "%s.image must not be empty", what)
-	}
-	if raw.pullPolicy.set() {
-		c.PullPolicy = raw.pullPolicy.v
-		switch c.PullPolicy {
-		case PullAlways, PullMissing, PullNever:
-		default:
-			if raw.pullPolicy.n.ShortTag() == "!!str" {
-				r.errf(raw.pullPolicy.n, "%s.pull_policy %q must be always, missing or never", what, c.PullPolicy)
-			}
-		}
-	}
-	if raw.workingDir.set() {
-		c.WorkingDir = raw.workingDir.v
-		if !strings.HasPrefix(c.WorkingDir, "/") && raw.workingDir.n.ShortTag() == "!!str" {
-			r.errf(raw.workingDir.n, "%s.working_dir %q must be an absolute path", what, c.WorkingDir)
-		}
-	}
-	for _, v := range raw.volumes {
-		if !volumeRE.MatchString(v.v) {
-			r.errf(v.n, "%s.volumes: %q must be host:container[:ro|rw] with an absolute container path", what, v.v)
-		}
-		c.Volumes = append(c.Volumes, v.v)
-	}
-	c.Env = r.buildEnv(raw.env, what+".env")
-	if raw.memory.set() && raw.memory.v <= 0 && raw.memory.n.Kind == yaml.ScalarNode {
-		r.errf(raw.memory.n, "%s.memory must be more than 0", what)
-	}
-	if raw.cpus.set() && c.CPUs <= 0 {
-		r.errf(raw.cpus.n, "%s.cpus must be more than 0", what)
-	}
-	if raw.pids.set() && c.PIDs <= 0 {
-		r.errf(raw.pids.n, "%s.pids must be more than 0", what)
-	}
-	return c
 }
 
 func (r *reader) buildHarness(raw rawHarness) Harness {
 	what := "harnesses." + raw.name.v
-	h := Harness{Binary: raw.binary.v, PromptMode: PromptArg, PromptFlag: raw.promptFlag.v}
-	if !stepIDRE.MatchString(raw.name.v) {
-		r.errf(raw.name.n, "harnesses: name %q must match [A-Za-z0-9_-]+", raw.name.v)
+	if !stepID.matches(raw.name.v) {
+		r.errf(raw.name.n, "harnesses: name %q %s", raw.name.v, stepID.fails)
 	}
-	switch {
-	case !raw.binary.set():
-		r.errf(raw.node, "%s: binary is required", what)
-	case strings.TrimSpace(raw.binary.v) == "" && raw.binary.n.ShortTag() == "!!str":
-		r.errf(raw.binary.n, "%s.binary must not be empty", what)
-	}
-	for _, a := range raw.prefixArgs {
-		h.PrefixArgs = append(h.PrefixArgs, a.v)
-	}
-	if raw.promptMode.set() {
-		h.PromptMode = raw.promptMode.v
-		switch h.PromptMode {
-		case PromptArg, PromptStdin:
-		case PromptFlag:
-			if strings.TrimSpace(h.PromptFlag) == "" {
-				r.errf(raw.promptMode.n, "%s: prompt_mode flag needs prompt_flag (for example -p)", what)
-			}
-		default:
-			if raw.promptMode.n.ShortTag() == "!!str" {
-				r.errf(raw.promptMode.n, "%s.prompt_mode %q must be arg, flag or stdin", what, h.PromptMode)
-			}
-		}
+	r.checkFields(raw.node, scope{what, "."}, raw.fields())
+	h := Harness{Binary: raw.binary.v, PrefixArgs: texts(raw.prefixArgs), PromptMode: raw.promptMode.v, PromptFlag: raw.promptFlag.v}
+	if h.PromptMode == PromptFlag && !nonBlank.matches(h.PromptFlag) {
+		r.errf(raw.promptMode.n, "%s: prompt_mode flag needs prompt_flag (for example -p)", what)
 	}
 	return h
 }
@@ -578,7 +599,7 @@ func (r *reader) checkSbxEnvSecrets(raw rawHarness, secrets []string) {
 	if !(Harness{Binary: raw.binary.v}).RunsSbx() || len(secrets) == 0 {
 		return
 	}
-	args := raw.prefixArgs
+	args := raw.prefixArgs.v
 	for i := 0; i < len(args); i++ {
 		a, at := args[i].v, args[i]
 		var value, written string
@@ -597,7 +618,7 @@ func (r *reader) checkSbxEnvSecrets(raw rawHarness, secrets []string) {
 			continue
 		}
 		name, _, _ := strings.Cut(value, "=")
-		if contains(secrets, name) {
+		if slices.Contains(secrets, name) {
 			r.errf(at.n, "harnesses.%s.prefix_args: %s would pass the secret %s into the sandbox, where the agent can read it; "+
 				"store it with sbx secret set instead (e.g. echo \"$%s\" | sbx secret set %s)", raw.name.v, written, name, name, sbxService(name))
 		}
@@ -630,7 +651,9 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 		Name:       raw.name.v,
 		Run:        raw.run.v,
 		Action:     raw.action.v,
+		Depends:    texts(raw.depends),
 		Output:     raw.output.v,
+		Env:        envVars(raw.env.v),
 		WorkingDir: raw.workingDir.v,
 		ContinueOn: raw.continueOn.v,
 		Timeout:    raw.timeout.v,
@@ -638,13 +661,13 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 	// id: required, or taken from a Dagu-style name
 	switch {
 	case raw.id.set():
-		if raw.id.n.ShortTag() == "!!str" && !stepIDRE.MatchString(s.ID) {
-			r.errf(raw.id.n, "%s: id %q must match [A-Za-z0-9_-]+", what, s.ID)
+		if raw.id.n.ShortTag() == "!!str" && !stepID.matches(s.ID) {
+			r.errf(raw.id.n, "%s: id %q %s", what, s.ID, stepID.fails)
 		}
-	case raw.name.set() && stepIDRE.MatchString(s.Name):
+	case raw.name.set() && stepID.matches(s.Name):
 		s.ID = s.Name
 	case raw.name.set():
-		r.errf(raw.name.n, "%s: id is required (name %q cannot serve as one: [A-Za-z0-9_-]+)", what, s.Name)
+		r.errf(raw.name.n, "%s: id is required (name %q cannot serve as one: %s)", what, s.Name, stepID.hint())
 	default:
 		r.errf(raw.node, "%s: id is required", what)
 	}
@@ -655,13 +678,7 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 	if s.ID != "" {
 		label = fmt.Sprintf("step %q", s.ID)
 	}
-	for _, d := range raw.depends {
-		s.Depends = append(s.Depends, d.v)
-	}
-	if raw.output.set() && raw.output.n.ShortTag() == "!!str" && !envNameRE.MatchString(s.Output) {
-		r.errf(raw.output.n, "%s: output %q is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)", label, s.Output)
-	}
-	s.Env = r.buildEnv(raw.env, label+": env")
+	r.checkFields(raw.node, scope{label, ": "}, raw.fields())
 	s.Container = r.buildContainer(raw.container, "container")
 
 	switch {
@@ -669,10 +686,6 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 		r.errf(raw.action.n, "%s: run and action are mutually exclusive; use one", label)
 	case !raw.run.set() && !raw.action.set():
 		r.errf(raw.node, "%s: needs run or action", label)
-	case raw.run.set() && strings.TrimSpace(s.Run) == "" && raw.run.n.ShortTag() == "!!str":
-		r.errf(raw.run.n, "%s: run must not be empty", label)
-	case raw.action.set() && s.Action != ActionHarnessRun && raw.action.n.ShortTag() == "!!str":
-		r.errf(raw.action.n, "%s: unknown action %q (harness.run)", label, s.Action)
 	}
 	if raw.with != nil && s.Action != ActionHarnessRun && !raw.action.set() {
 		r.errf(raw.with.node, "%s: with is only for action: harness.run", label)
@@ -687,20 +700,15 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 	}
 
 	if p := raw.retry; p != nil {
+		r.checkFields(p.node, scope{label + ": retry_policy", "."}, p.fields())
 		rp := &RetryPolicy{Limit: p.limit.v, Interval: p.interval.v, Backoff: p.backoff.v, MaxInterval: p.maxInterval.v}
-		if p.limit.set() && (rp.Limit < 0 || rp.Limit > 100) {
-			r.errf(p.limit.n, "%s: retry_policy.limit %d must be between 0 and 100", label, rp.Limit)
-		}
-		if p.backoff.set() && rp.Backoff != 0 && rp.Backoff < 1 {
-			r.errf(p.backoff.n, "%s: retry_policy.backoff %v must be at least 1 (or 0 for a constant interval)", label, rp.Backoff)
+		if p.backoff.set() && rp.Backoff != 0 && rp.Backoff < backoffMin {
+			r.errf(p.backoff.n, "%s: retry_policy.backoff %v must be at least %v (or 0 for a constant interval)", label, rp.Backoff, backoffMin)
 		}
 		if p.maxInterval.set() && rp.MaxInterval > 0 && rp.MaxInterval < rp.Interval {
 			r.errf(p.maxInterval.n, "%s: retry_policy.max_interval is shorter than interval", label)
 		}
-		for _, c := range p.exitCodes {
-			if c.v < 0 || c.v > 255 {
-				r.errf(c.n, "%s: retry_policy.exit_codes: %d is not an exit code (0..255)", label, c.v)
-			}
+		for _, c := range p.exitCodes.v {
 			rp.ExitCodes = append(rp.ExitCodes, c.v)
 		}
 		s.RetryPolicy = rp
@@ -711,6 +719,7 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 // buildHarnessRun validates a `with:` (or a fallback entry) against the
 // known providers. parentPrompt is inherited by fallbacks without a prompt.
 func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt string, stepContainer bool) HarnessRun {
+	r.checkFields(raw.node, scope{label + ": with", "."}, raw.fields("", true))
 	hr := HarnessRun{Provider: raw.provider.v, Model: raw.model.v, Prompt: raw.prompt.v}
 	switch {
 	case !raw.provider.set():
@@ -736,8 +745,8 @@ func (r *reader) buildHarnessRun(w *Workflow, raw *rawWith, label, parentPrompt 
 		hr.Prompt = parentPrompt
 	}
 	for _, f := range raw.flags {
-		if !flagRE.MatchString(f.name.v) {
-			r.errf(f.name.n, "%s: with key %q is not a valid flag name", label, f.name.v)
+		if !flagName.matches(f.name.v) {
+			r.errf(f.name.n, "%s: with key %q %s", label, f.name.v, flagName.fails)
 			continue
 		}
 		if f.value.n != nil && f.value.n.ShortTag() == "!!bool" && f.value.v == "false" {
@@ -772,7 +781,7 @@ func (r *reader) checkDepends(w *Workflow, raw *rawWorkflow, ids map[string]*yam
 		}
 	}
 	for i := range raw.steps {
-		for _, d := range raw.steps[i].depends {
+		for _, d := range raw.steps[i].depends.v {
 			if _, ok := index[d.v]; !ok {
 				r.errf(d.n, "step %q: depends on unknown step %q", w.Steps[i].ID, d.v)
 			}
@@ -810,8 +819,8 @@ func (r *reader) checkDepends(w *Workflow, raw *rawWorkflow, ids map[string]*yam
 				}
 				path = append(path, w.Steps[j].ID)
 				var at *yaml.Node = raw.steps[i].node
-				if k < len(raw.steps[i].depends) {
-					at = raw.steps[i].depends[k].n
+				if k < len(raw.steps[i].depends.v) {
+					at = raw.steps[i].depends.v[k].n
 				}
 				r.errf(at, "dependency cycle: %s", strings.Join(path, " -> "))
 			}

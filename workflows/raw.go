@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,9 +12,10 @@ import (
 
 // This file is the first layer of the parser: it walks the yaml.Node tree and
 // fills raw structs exactly as written, each value with the node it came
-// from, so that the second layer (validate.go) can report positions. Shape
-// problems (unknown fields, wrong types, unparsable durations and sizes) are
-// reported here; meaning (enums, references, cycles) is checked there.
+// from, so that the second layer (parse.go) can report positions. Each
+// mapping is read by its field table (fields.go). Shape problems (unknown
+// fields, wrong types, unparsable durations and sizes) are reported here;
+// meaning (enums, patterns, references, cycles) is checked there.
 
 // val is a value as read plus the node it came from; n is nil when the field
 // was absent.
@@ -37,9 +37,9 @@ type rawWorkflow struct {
 	typ            val[string]
 	maxActiveSteps val[int]
 	timeout        val[time.Duration]
-	env            []rawEnv
-	params         []rawEnv
-	secrets        []val[string]
+	env            envList
+	params         envList
+	secrets        list[string]
 	checkout       val[bool]
 	sandbox        *rawSandbox
 	container      *rawContainer
@@ -53,19 +53,18 @@ type rawWorkflow struct {
 type rawTrigger struct {
 	node     *yaml.Node
 	event    val[string]
-	actions  []val[string]
-	branches []val[string]
+	actions  list[string]
+	branches list[string]
 	command  val[string]
-	labels   []val[string]
-	repos    []val[string]
+	labels   list[string]
+	repos    list[string]
 	ifExpr   val[string]
 }
 
 type rawAuthorize struct {
 	node       *yaml.Node
-	assoc      []val[string]
-	assocSet   bool
-	users      []val[string]
+	assoc      list[string]
+	users      list[string]
 	allowForks val[bool]
 }
 
@@ -86,8 +85,8 @@ type rawContainer struct {
 	image      val[string]
 	pullPolicy val[string]
 	workingDir val[string]
-	volumes    []val[string]
-	env        []rawEnv
+	volumes    list[string]
+	env        envList
 	user       val[string]
 	network    val[string]
 	memory     val[int64]
@@ -99,10 +98,13 @@ type rawHarness struct {
 	node       *yaml.Node
 	name       val[string]
 	binary     val[string]
-	prefixArgs []val[string]
+	prefixArgs list[string]
 	promptMode val[string]
 	promptFlag val[string]
 }
+
+// envList is an env as read: its variables and its node.
+type envList = val[[]rawEnv]
 
 type rawEnv struct {
 	name  val[string]
@@ -117,9 +119,9 @@ type rawStep struct {
 	run         val[string]
 	action      val[string]
 	with        *rawWith
-	depends     []val[string]
+	depends     list[string]
 	output      val[string]
-	env         []rawEnv
+	env         envList
 	workingDir  val[string]
 	container   *rawContainer
 	retry       *rawRetry
@@ -142,12 +144,18 @@ type rawRetry struct {
 	interval    val[time.Duration]
 	backoff     val[float64]
 	maxInterval val[time.Duration]
-	exitCodes   []val[int]
+	exitCodes   list[int]
 }
 
 type rawHandler struct {
 	key  val[string]
 	step rawStep
+}
+
+// rawContinueMap is continue_on written as a mapping.
+type rawContinueMap struct {
+	failed  val[bool]
+	skipped val[bool]
 }
 
 type rawReport struct {
@@ -231,10 +239,80 @@ func kindName(n *yaml.Node) string {
 	return "nothing"
 }
 
-// mapping walks the pairs of a mapping node, calling fields[key] for each
-// known key; unknown and duplicate keys are problems. what names the mapping
-// in messages ("step", "container", ...).
-func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v *yaml.Node)) bool {
+// object reads the mapping n by its field table: each key into its
+// field's slot, every other key an unknown field. what names the mapping in
+// messages ("step", "container", ...); prefix goes before a key to name its
+// value ("container." gives container.image).
+func (r *reader) object(n *yaml.Node, what, prefix string, fs []field) {
+	r.mapping(n, what, func(k, v *yaml.Node) {
+		f := lookupField(fs, k.Value)
+		if f == nil {
+			r.errf(k, "unknown field %q in %s", k.Value, what)
+			return
+		}
+		r.field(f, k, v, prefix+f.key)
+	})
+}
+
+// lookupField finds key in a field table.
+func lookupField(fs []field, key string) *field {
+	for i := range fs {
+		if fs[i].key == key {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// field reads the value v of key k into f's slot; label names it in
+// messages.
+func (r *reader) field(f *field, k, v *yaml.Node, label string) {
+	if f.read != nil {
+		f.read(r, f, k, v)
+		return
+	}
+	r.value(f, v, label)
+}
+
+// value reads v into f's slot by the slot's type and f's form.
+func (r *reader) value(f *field, v *yaml.Node, label string) {
+	switch to := f.to.(type) {
+	case *val[string]:
+		*to = r.str(v, label)
+	case *val[bool]:
+		*to = r.boolean(v, label)
+	case *val[int]:
+		*to = r.integer(v, label)
+	case *val[int64]:
+		if f.form == formSize {
+			*to = r.size(v, label)
+			return
+		}
+		i := r.integer(v, label)
+		*to = val[int64]{v: int64(i.v), n: i.n}
+	case *val[float64]:
+		*to = r.number(v, label)
+	case *val[time.Duration]:
+		if f.form == formSeconds {
+			*to = r.seconds(v, label)
+			return
+		}
+		*to = r.duration(v, label)
+	case *list[string]:
+		*to = r.strs(v, label, f.form == formOneOrList)
+	case *list[int]:
+		*to = list[int]{n: deref(v)}
+		r.seq(v, label, func(item *yaml.Node) { to.v = append(to.v, r.integer(item, label)) })
+	case *envList:
+		*to = envList{v: r.env(v, label, f.form == formParams), n: v}
+	default:
+		panic(fmt.Sprintf("workflows: field %q has a slot of type %T", f.key, f.to))
+	}
+}
+
+// mapping walks the pairs of a mapping node, calling f for each; duplicate
+// keys are problems. what names the mapping in messages.
+func (r *reader) mapping(n *yaml.Node, what string, f func(k, v *yaml.Node)) bool {
 	n = deref(n)
 	if n.Kind != yaml.MappingNode {
 		r.errf(n, "%s: expected a mapping, got %s", what, kindName(n))
@@ -246,14 +324,7 @@ func (r *reader) mapping(n *yaml.Node, what string, fields map[string]func(k, v 
 		r.errf(n, "%s: nested too deeply", what)
 		return false
 	}
-	return r.eachPair(n, what, "field", func(k, v *yaml.Node) {
-		f, ok := fields[k.Value]
-		if !ok {
-			r.errf(k, "unknown field %q in %s", k.Value, what)
-			return
-		}
-		f(k, v)
-	})
+	return r.eachPair(n, what, "field", f)
 }
 
 // eachPair calls f for each key/value pair of the mapping node n (merge keys
@@ -398,17 +469,14 @@ func (r *reader) number(n *yaml.Node, what string) val[float64] {
 
 // strs reads a list of strings; a single string is accepted as a list of one
 // when single is true (Dagu's `depends: a`).
-func (r *reader) strs(n *yaml.Node, what string, single bool) []val[string] {
+func (r *reader) strs(n *yaml.Node, what string, single bool) list[string] {
 	n = deref(n)
+	out := list[string]{n: n}
 	if single && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		return []val[string]{{v: n.Value, n: n}}
+		out.v = []val[string]{{v: n.Value, n: n}}
+		return out
 	}
-	var out []val[string]
-	r.seq(n, what, func(item *yaml.Node) {
-		if s := r.str(item, what); s.set() {
-			out = append(out, s)
-		}
-	})
+	r.seq(n, what, func(item *yaml.Node) { out.v = append(out.v, r.str(item, what)) })
 	return out
 }
 
@@ -426,12 +494,12 @@ func (r *reader) duration(n *yaml.Node, what string) val[time.Duration] {
 		return val[time.Duration]{n: n}
 	}
 	d, err := time.ParseDuration(s.v)
-	if err != nil {
+	switch {
+	case err == nil && d < 0:
+		r.errf(n, "%s: duration %q is negative", what, s.v)
+	case err != nil || !durationSyntax.matches(s.v):
 		r.errf(n, "%s: invalid duration %q (use a number and a unit: 90s, 30m, 1h30m)", what, s.v)
 		return val[time.Duration]{n: n}
-	}
-	if d < 0 {
-		r.errf(n, "%s: duration %q is negative", what, s.v)
 	}
 	return val[time.Duration]{v: d, n: n}
 }
@@ -450,8 +518,6 @@ func (r *reader) seconds(n *yaml.Node, what string) val[time.Duration] {
 	return val[time.Duration]{v: time.Duration(i.v) * time.Second, n: n}
 }
 
-var sizeRE = regexp.MustCompile(`^(?i)([0-9]+)\s*([kmgt]i?b?|b)?$`)
-
 // size reads a byte count: an integer, or a number with a unit
 // (512m, 1g, 256MiB, 1024k, 100b).
 func (r *reader) size(n *yaml.Node, what string) val[int64] {
@@ -467,14 +533,14 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 	if n.ShortTag() != "!!str" {
 		return val[int64]{} // reported by str
 	}
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s.v))
-	if m == nil {
+	if !sizeSyntax.matches(s.v) {
 		r.errf(n, "%s: invalid size %q (use bytes or a unit: 512m, 1g)", what, s.v)
 		return val[int64]{}
 	}
-	num, err := strconv.ParseInt(m[1], 10, 64)
+	digits := strings.TrimRight(s.v, "bBkKmMgGtTiI \t\n\f\r")
+	num, err := strconv.ParseInt(digits, 10, 64)
 	mult := int64(1)
-	switch unit := strings.ToLower(m[2]); {
+	switch unit := strings.ToLower(strings.TrimSpace(s.v[len(digits):])); {
 	case unit == "" || unit == "b":
 	case unit[0] == 'k':
 		mult = 1 << 10
@@ -494,7 +560,8 @@ func (r *reader) size(n *yaml.Node, what string) val[int64] {
 
 // env reads `env:` as Dagu writes it, a list of one-key maps (or of
 // "NAME=value" strings), or as a plain map.
-func (r *reader) env(n *yaml.Node, what string) []rawEnv {
+// With params, Dagu's string form "A=1 B=two" is accepted too.
+func (r *reader) env(n *yaml.Node, what string, params bool) []rawEnv {
 	n = deref(n)
 	var out []rawEnv
 	add := func(k, v *yaml.Node) {
@@ -518,11 +585,11 @@ func (r *reader) env(n *yaml.Node, what string) []rawEnv {
 			}
 		})
 	case yaml.ScalarNode:
-		if what == "params" && n.ShortTag() == "!!str" {
+		if params && n.ShortTag() == "!!str" {
 			for _, f := range strings.Fields(n.Value) {
 				name, value, ok := strings.Cut(f, "=")
 				if !ok {
-					r.errf(n, "params: %q is not NAME=value", f)
+					r.errf(n, "%s: %q is not NAME=value", what, f)
 					continue
 				}
 				out = append(out, rawEnv{name: val[string]{v: name, n: n}, value: val[string]{v: value, n: n}})
@@ -536,268 +603,114 @@ func (r *reader) env(n *yaml.Node, what string) []rawEnv {
 	return out
 }
 
-// readWorkflow is the entry of the raw layer.
-func (r *reader) readWorkflow(root *yaml.Node) *rawWorkflow {
-	w := &rawWorkflow{node: root}
-	r.mapping(root, "workflow", map[string]func(k, v *yaml.Node){
-		"name":        func(_, v *yaml.Node) { w.name = r.str(v, "name") },
-		"description": func(_, v *yaml.Node) { w.description = r.str(v, "description") },
-		"on": func(_, v *yaml.Node) {
-			r.seq(v, "on", func(item *yaml.Node) { w.on = append(w.on, r.readTrigger(item)) })
-		},
-		"authorize":        func(_, v *yaml.Node) { w.authorize = r.readAuthorize(v) },
-		"concurrency":      func(_, v *yaml.Node) { w.concurrency = r.readConcurrency(v) },
-		"type":             func(_, v *yaml.Node) { w.typ = r.str(v, "type") },
-		"max_active_steps": func(_, v *yaml.Node) { w.maxActiveSteps = r.integer(v, "max_active_steps") },
-		"timeout":          func(_, v *yaml.Node) { w.timeout = r.duration(v, "timeout") },
-		"env":              func(_, v *yaml.Node) { w.env = r.env(v, "env") },
-		"params":           func(_, v *yaml.Node) { w.params = r.env(v, "params") },
-		"secrets":          func(_, v *yaml.Node) { w.secrets = r.strs(v, "secrets", false) },
-		"checkout":         func(_, v *yaml.Node) { w.checkout = r.boolean(v, "checkout") },
-		"sandbox":          func(_, v *yaml.Node) { w.sandbox = r.readSandbox(v) },
-		"container":        func(_, v *yaml.Node) { w.container = r.readContainer(v, "container") },
-		"harnesses": func(_, v *yaml.Node) {
-			r.pairs(v, "harnesses", func(k, hv *yaml.Node) {
-				h := r.readHarness(hv, k.Value)
-				h.name = val[string]{v: k.Value, n: k}
-				w.harnesses = append(w.harnesses, h)
-			})
-		},
-		"steps": func(_, v *yaml.Node) {
-			w.stepsNode = v
-			r.seq(v, "steps", func(item *yaml.Node) { w.steps = append(w.steps, r.readStep(item, "step")) })
-		},
-		"handler_on": func(_, v *yaml.Node) {
-			r.pairs(v, "handler_on", func(k, sv *yaml.Node) {
-				w.handlerOn = append(w.handlerOn, rawHandler{
-					key:  val[string]{v: k.Value, n: k},
-					step: r.readStep(sv, "handler_on."+k.Value),
-				})
-			})
-		},
-		"report": func(_, v *yaml.Node) { w.report = r.readReport(v) },
-	})
-	return w
+// readInto reads the mapping n by x's field table and returns x, which
+// holds n as its node.
+func readInto[T interface{ fields() []field }](r *reader, x T, n *yaml.Node, what, prefix string) T {
+	r.object(n, what, prefix, x.fields())
+	return x
 }
 
-func (r *reader) readTrigger(n *yaml.Node) rawTrigger {
-	t := rawTrigger{node: n}
-	r.mapping(n, "on entry", map[string]func(k, v *yaml.Node){
-		"event":    func(_, v *yaml.Node) { t.event = r.str(v, "event") },
-		"actions":  func(_, v *yaml.Node) { t.actions = r.strs(v, "actions", true) },
-		"branches": func(_, v *yaml.Node) { t.branches = r.strs(v, "branches", true) },
-		"command":  func(_, v *yaml.Node) { t.command = r.str(v, "command") },
-		"labels":   func(_, v *yaml.Node) { t.labels = r.strs(v, "labels", true) },
-		"repos":    func(_, v *yaml.Node) { t.repos = r.strs(v, "repos", true) },
-		"if":       func(_, v *yaml.Node) { t.ifExpr = r.str(v, "if") },
+// readOn reads the triggers of `on:`.
+func (w *rawWorkflow) readOn(r *reader, v *yaml.Node) {
+	r.seq(v, "on", func(item *yaml.Node) {
+		w.on = append(w.on, *readInto(r, &rawTrigger{node: item}, item, "on entry", ""))
 	})
-	return t
 }
 
-func (r *reader) readAuthorize(n *yaml.Node) *rawAuthorize {
-	a := &rawAuthorize{node: n}
-	r.mapping(n, "authorize", map[string]func(k, v *yaml.Node){
-		"author_association": func(_, v *yaml.Node) {
-			a.assocSet = true
-			a.assoc = r.strs(v, "author_association", false)
-		},
-		"users":       func(_, v *yaml.Node) { a.users = r.strs(v, "users", false) },
-		"allow_forks": func(_, v *yaml.Node) { a.allowForks = r.boolean(v, "allow_forks") },
+// readHarnesses reads `harnesses:`, a mapping of names to harnesses.
+func (w *rawWorkflow) readHarnesses(r *reader, v *yaml.Node) {
+	r.pairs(v, "harnesses", func(k, hv *yaml.Node) {
+		what := "harnesses." + k.Value
+		h := readInto(r, &rawHarness{node: hv, name: val[string]{v: k.Value, n: k}}, hv, what, what+".")
+		w.harnesses = append(w.harnesses, *h)
 	})
-	return a
 }
 
-func (r *reader) readConcurrency(n *yaml.Node) *rawConcurrency {
-	c := &rawConcurrency{node: n}
-	r.mapping(n, "concurrency", map[string]func(k, v *yaml.Node){
-		"group":              func(_, v *yaml.Node) { c.group = r.str(v, "concurrency.group") },
-		"cancel_in_progress": func(_, v *yaml.Node) { c.cancel = r.boolean(v, "concurrency.cancel_in_progress") },
+// readSteps reads `steps:`.
+func (w *rawWorkflow) readSteps(r *reader, v *yaml.Node) {
+	w.stepsNode = v
+	r.seq(v, "steps", func(item *yaml.Node) {
+		w.steps = append(w.steps, *readInto(r, &rawStep{node: item}, item, "step", ""))
 	})
-	return c
 }
 
-func (r *reader) readSandbox(n *yaml.Node) *rawSandbox {
-	s := &rawSandbox{node: n}
-	r.mapping(n, "sandbox", map[string]func(k, v *yaml.Node){
-		"provider": func(_, v *yaml.Node) { s.provider = r.str(v, "sandbox.provider") },
-		"agent":    func(_, v *yaml.Node) { s.agent = r.str(v, "sandbox.agent") },
+// readHandlers reads `handler_on:`, a mapping of handler keys to steps.
+func (w *rawWorkflow) readHandlers(r *reader, v *yaml.Node) {
+	r.pairs(v, "handler_on", func(k, sv *yaml.Node) {
+		s := readInto(r, &rawStep{node: sv}, sv, "handler_on."+k.Value, "")
+		w.handlerOn = append(w.handlerOn, rawHandler{key: val[string]{v: k.Value, n: k}, step: *s})
 	})
-	return s
-}
-
-func (r *reader) readContainer(n *yaml.Node, what string) *rawContainer {
-	c := &rawContainer{node: n}
-	r.mapping(n, what, map[string]func(k, v *yaml.Node){
-		"image":       func(_, v *yaml.Node) { c.image = r.str(v, what+".image") },
-		"pull_policy": func(_, v *yaml.Node) { c.pullPolicy = r.str(v, what+".pull_policy") },
-		"working_dir": func(_, v *yaml.Node) { c.workingDir = r.str(v, what+".working_dir") },
-		"volumes":     func(_, v *yaml.Node) { c.volumes = r.strs(v, what+".volumes", false) },
-		"env":         func(_, v *yaml.Node) { c.env = r.env(v, what+".env") },
-		"user":        func(_, v *yaml.Node) { c.user = r.str(v, what+".user") },
-		"network":     func(_, v *yaml.Node) { c.network = r.str(v, what+".network") },
-		"memory":      func(_, v *yaml.Node) { c.memory = r.size(v, what+".memory") },
-		"cpus":        func(_, v *yaml.Node) { c.cpus = r.number(v, what+".cpus") },
-		"pids": func(_, v *yaml.Node) {
-			i := r.integer(v, what+".pids")
-			c.pids = val[int64]{v: int64(i.v), n: i.n}
-		},
-	})
-	return c
-}
-
-func (r *reader) readHarness(n *yaml.Node, name string) rawHarness {
-	h := rawHarness{node: n}
-	what := "harnesses." + name
-	r.mapping(n, what, map[string]func(k, v *yaml.Node){
-		"binary":      func(_, v *yaml.Node) { h.binary = r.str(v, what+".binary") },
-		"prefix_args": func(_, v *yaml.Node) { h.prefixArgs = r.strs(v, what+".prefix_args", false) },
-		"prompt_mode": func(_, v *yaml.Node) { h.promptMode = r.str(v, what+".prompt_mode") },
-		"prompt_flag": func(_, v *yaml.Node) { h.promptFlag = r.str(v, what+".prompt_flag") },
-	})
-	return h
-}
-
-func (r *reader) readStep(n *yaml.Node, what string) rawStep {
-	s := rawStep{node: n}
-	r.mapping(n, what, map[string]func(k, v *yaml.Node){
-		"id":           func(_, v *yaml.Node) { s.id = r.str(v, "id") },
-		"name":         func(_, v *yaml.Node) { s.name = r.str(v, "name") },
-		"description":  func(_, v *yaml.Node) { s.description = r.str(v, "description") },
-		"run":          func(_, v *yaml.Node) { s.run = r.str(v, "run") },
-		"action":       func(_, v *yaml.Node) { s.action = r.str(v, "action") },
-		"with":         func(_, v *yaml.Node) { w := r.readWith(v, "with", true); s.with = &w },
-		"depends":      func(_, v *yaml.Node) { s.depends = r.strs(v, "depends", true) },
-		"output":       func(_, v *yaml.Node) { s.output = r.str(v, "output") },
-		"env":          func(_, v *yaml.Node) { s.env = r.env(v, "env") },
-		"working_dir":  func(k, v *yaml.Node) { r.workingDir(&s, k, v) },
-		"dir":          func(k, v *yaml.Node) { r.workingDir(&s, k, v) },
-		"container":    func(_, v *yaml.Node) { s.container = r.readContainer(v, "container") },
-		"retry_policy": func(_, v *yaml.Node) { s.retry = r.readRetry(v) },
-		"continue_on":  func(_, v *yaml.Node) { s.continueOn = r.continueOn(v) },
-		"timeout":      func(_, v *yaml.Node) { s.timeout = r.duration(v, "timeout") },
-	})
-	return s
-}
-
-// workingDir reads `working_dir` or its Dagu alias `dir`.
-func (r *reader) workingDir(s *rawStep, k, v *yaml.Node) {
-	if s.workingDir.set() {
-		r.errf(k, "%s and working_dir are the same field; use one", k.Value)
-		return
-	}
-	s.workingDir = r.str(v, k.Value)
 }
 
 // readWith reads the `with:` of a harness.run step, or one fallback entry
-// (top is false: no nested fallback).
+// (top is false: no nested fallback). Keys not in its table are the
+// harness's flags.
 func (r *reader) readWith(n *yaml.Node, what string, top bool) rawWith {
 	w := rawWith{node: n}
+	fs := w.fields(what, top)
 	r.pairs(n, what, func(k, v *yaml.Node) {
-		switch k.Value {
-		case "provider":
-			w.provider = r.str(v, what+".provider")
-		case "model":
-			w.model = r.str(v, what+".model")
-		case "prompt":
-			w.prompt = r.str(v, what+".prompt")
-		case "fallback":
-			if !top {
-				r.errf(k, "%s: a fallback cannot have its own fallback", what)
-				return
-			}
-			r.seq(v, what+".fallback", func(item *yaml.Node) {
-				w.fallback = append(w.fallback, r.readWith(item, "fallback entry", false))
-			})
-		default:
-			w.flags = append(w.flags, rawEnv{name: val[string]{v: k.Value, n: k}, value: r.scalar(v, what+"."+k.Value)})
+		if f := lookupField(fs, k.Value); f != nil {
+			r.field(f, k, v, what+"."+k.Value)
+			return
 		}
+		w.flags = append(w.flags, rawEnv{name: val[string]{v: k.Value, n: k}, value: r.scalar(v, what+"."+k.Value)})
 	})
 	return w
 }
 
-func (r *reader) readRetry(n *yaml.Node) *rawRetry {
-	p := &rawRetry{node: n}
-	interval := func(field string, dst *val[time.Duration], sec bool) func(k, v *yaml.Node) {
-		return func(k, v *yaml.Node) {
-			if dst.set() {
-				r.errf(k, "retry_policy: set %s only once (as a duration or in seconds)", field)
-				return
-			}
-			if sec {
-				*dst = r.seconds(v, "retry_policy."+k.Value)
-			} else {
-				*dst = r.duration(v, "retry_policy."+k.Value)
-			}
-		}
+// readFallback reads `fallback:`, the list of a top `with:`'s fallback
+// entries (a fallback entry has none).
+func (w *rawWith) readFallback(r *reader, k, v *yaml.Node, what string, top bool) {
+	if !top {
+		r.errf(k, "%s: a fallback cannot have its own fallback", what)
+		return
 	}
-	r.mapping(n, "retry_policy", map[string]func(k, v *yaml.Node){
-		"limit":            func(_, v *yaml.Node) { p.limit = r.integer(v, "retry_policy.limit") },
-		"interval":         interval("interval", &p.interval, false),
-		"interval_sec":     interval("interval", &p.interval, true),
-		"max_interval":     interval("max_interval", &p.maxInterval, false),
-		"max_interval_sec": interval("max_interval", &p.maxInterval, true),
-		"backoff": func(_, v *yaml.Node) {
-			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
-				b := r.boolean(v, "retry_policy.backoff")
-				p.backoff = val[float64]{n: v}
-				if b.v {
-					p.backoff.v = 2 // Dagu: `backoff: true` doubles the interval
-				}
-				return
-			}
-			p.backoff = r.number(v, "retry_policy.backoff")
-		},
-		"exit_codes": func(_, v *yaml.Node) {
-			r.seq(v, "retry_policy.exit_codes", func(item *yaml.Node) {
-				p.exitCodes = append(p.exitCodes, r.integer(item, "retry_policy.exit_codes"))
-			})
-		},
+	r.seq(v, what+".fallback", func(item *yaml.Node) {
+		w.fallback = append(w.fallback, r.readWith(item, "fallback entry", false))
 	})
-	return p
 }
 
-// continueOn reads `failed`, `skipped`, a list of them, or the map
-// {failed: bool, skipped: bool}.
+// readBackoff reads a multiplier, or Dagu's boolean.
+func (p *rawRetry) readBackoff(r *reader, v *yaml.Node) {
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+		b := r.boolean(v, "retry_policy.backoff")
+		p.backoff = val[float64]{n: v}
+		if b.v {
+			p.backoff.v = 2 // Dagu: `backoff: true` doubles the interval
+		}
+		return
+	}
+	p.backoff = r.number(v, "retry_policy.backoff")
+}
+
+// continueOn reads a condition word (continueWords), a list of them, or
+// the map {failed: bool, skipped: bool}.
 func (r *reader) continueOn(n *yaml.Node) val[ContinueOn] {
 	out := val[ContinueOn]{n: n}
-	set := func(item *yaml.Node, word string, on bool) {
-		switch word {
-		case "failed", "failure":
-			out.v.Failed = on
-		case "skipped":
-			out.v.Skipped = on
-		default:
-			r.errf(item, "continue_on: unknown condition %q (failed or skipped)", word)
+	word := func(item *yaml.Node) {
+		s := r.str(item, "continue_on")
+		if s.v == "" {
+			return
 		}
+		for _, w := range continueWords {
+			if w.word == s.v {
+				w.set(&out.v, true)
+				return
+			}
+		}
+		r.errf(item, "continue_on: unknown condition %q (failed or skipped)", s.v)
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if s := r.str(n, "continue_on"); s.v != "" {
-			set(n, s.v, true)
-		}
+		word(n)
 	case yaml.SequenceNode:
-		r.seq(n, "continue_on", func(item *yaml.Node) {
-			if s := r.str(item, "continue_on"); s.v != "" {
-				set(item, s.v, true)
-			}
-		})
+		r.seq(n, "continue_on", word)
 	case yaml.MappingNode:
-		r.mapping(n, "continue_on", map[string]func(k, v *yaml.Node){
-			"failed":  func(k, v *yaml.Node) { set(k, "failed", r.boolean(v, "continue_on.failed").v) },
-			"skipped": func(k, v *yaml.Node) { set(k, "skipped", r.boolean(v, "continue_on.skipped").v) },
-		})
+		var m rawContinueMap
+		r.object(n, "continue_on", "continue_on.", m.fields())
+		out.v = ContinueOn{Failed: m.failed.v, Skipped: m.skipped.v}
 	default:
 		r.errf(n, "continue_on: expected failed, skipped, a list or a mapping, got %s", kindName(n))
 	}
 	return out
-}
-
-func (r *reader) readReport(n *yaml.Node) *rawReport {
-	p := &rawReport{node: n}
-	r.mapping(n, "report", map[string]func(k, v *yaml.Node){
-		"comment": func(_, v *yaml.Node) { p.comment = r.str(v, "report.comment") },
-		"body":    func(_, v *yaml.Node) { p.body = r.str(v, "report.body") },
-		"status":  func(_, v *yaml.Node) { p.status = r.boolean(v, "report.status") },
-	})
-	return p
 }

@@ -2,18 +2,19 @@ package workflows
 
 import (
 	"encoding/json"
-	"sort"
+	"time"
 )
 
 // SchemaID is the $id of the workflow JSON Schema.
 const SchemaID = "https://hookrun.dev/schema/workflow.json"
 
 // Schema returns the JSON Schema (draft 2020-12) of a workflow file,
-// indented, for editors (`hookrun schema`). It is built from the same tables
-// the parser uses (Kinds, Actions, AuthorAssociations, ...) and rejects
-// unknown fields wherever the parser does. Rules the schema cannot say
-// (unique step ids, existing depends targets, cycles, known providers,
-// compiling `if:`) are left to the parser.
+// indented, for editors (`hookrun schema`). It prints the field tables the
+// parser reads and checks by (fields.go): the same keys, types, enums,
+// patterns, bounds and defaults, unknown fields rejected wherever the parser
+// rejects them. The rules between fields that JSON Schema can say are added
+// here; the rules it cannot say (unique step ids, existing depends targets,
+// cycles, known providers, compiling `if:`, ...) are left to the parser.
 func Schema() []byte {
 	b, err := json.MarshalIndent(schemaDoc(), "", "  ")
 	if err != nil {
@@ -25,6 +26,19 @@ func Schema() []byte {
 type obj = map[string]any
 
 func ref(name string) obj { return obj{"$ref": "#/$defs/" + name} }
+
+// refTo is a field's schema: a reference to a $defs entry.
+func refTo(name string) func() obj { return func() obj { return ref(name) } }
+
+// arrayOf is a field's schema: a list of a $defs entry.
+func arrayOf(name string) func() obj {
+	return func() obj { return obj{"type": "array", "items": ref(name)} }
+}
+
+// inline is a field's schema: the closed object of a nested table.
+func inline[T any](fields func(*T) []field) func() obj {
+	return func() obj { return closedFields(fields(new(T))) }
+}
 
 func strs(list ...string) []any {
 	out := make([]any, len(list))
@@ -43,19 +57,123 @@ func closed(props obj, required ...string) obj {
 	return o
 }
 
-const (
-	nonBlank       = `\S`
-	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
-	durPattern     = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
-	sizePattern    = `^[0-9]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?$`
-	volumePattern  = `^[^:]+:/[^:]*(:(ro|rw))?$`
-)
+// closedFields is the closed object schema of a field table.
+func closedFields(fs []field) obj {
+	var required []string
+	for _, f := range fs {
+		if f.required {
+			required = append(required, f.key)
+		}
+	}
+	return closed(properties(fs), required...)
+}
+
+// properties are the schemas of a table's fields, by key.
+func properties(fs []field) obj {
+	props := obj{}
+	for i := range fs {
+		props[fs[i].key] = fieldSchema(&fs[i])
+	}
+	return props
+}
+
+// fieldSchema is the schema of one field: its own, or the one its slot and
+// rules say; with its description and default.
+func fieldSchema(f *field) obj {
+	var s obj
+	if f.schema != nil {
+		s = f.schema()
+	} else {
+		s = slotSchema(f)
+	}
+	if f.doc != "" {
+		s["description"] = f.doc
+	}
+	if f.def != nil {
+		s["default"] = f.def
+	}
+	return s
+}
+
+// slotSchema types a field by its slot and form, with its rules.
+func slotSchema(f *field) obj {
+	switch f.to.(type) {
+	case *val[string]:
+		return textSchema(f)
+	case *val[bool]:
+		return obj{"type": "boolean"}
+	case *val[int]:
+		return boundsSchema("integer", f.bounds)
+	case *val[int64]:
+		if f.form == formSize {
+			return obj{"oneOf": []any{boundsSchema("integer", f.bounds), obj{"type": "string", "pattern": sizeSyntax.src}}}
+		}
+		return boundsSchema("integer", f.bounds)
+	case *val[float64]:
+		return boundsSchema("number", f.bounds)
+	case *val[time.Duration]:
+		if f.form == formSeconds {
+			return boundsSchema("integer", atLeast(0))
+		}
+		return ref("duration")
+	case *list[string]:
+		if f.form == formOneOrList {
+			return stringOrListOf(textSchema(f))
+		}
+		s := obj{"type": "array", "items": textSchema(f)}
+		if f.unique {
+			s["uniqueItems"] = true
+		}
+		return s
+	case *list[int]:
+		return obj{"type": "array", "items": boundsSchema("integer", f.bounds)}
+	case *envList:
+		if f.form == formParams {
+			return obj{"anyOf": []any{ref("env"), obj{"type": "string", "pattern": paramsString.src}}}
+		}
+		return ref("env")
+	}
+	panic("workflows: no schema for field " + f.key)
+}
+
+// textSchema is the schema of a string (or of each item): its enum, or its
+// pattern and length.
+func textSchema(f *field) obj {
+	switch {
+	case len(f.enum) == 1:
+		return obj{"const": f.enum[0]}
+	case f.enum != nil:
+		return obj{"enum": strs(f.enum...)}
+	}
+	s := obj{"type": "string"}
+	if f.pattern != nil {
+		s["pattern"] = f.pattern.src
+	}
+	if f.nonEmpty {
+		s["minLength"] = 1
+	}
+	return s
+}
+
+// boundsSchema is the schema of an integer or a number within b.
+func boundsSchema(typ string, b *bounds) obj {
+	s := obj{"type": typ}
+	switch {
+	case b == nil:
+	case b.open && typ == "integer":
+		s["minimum"] = b.min + 1
+	case b.open:
+		s["exclusiveMinimum"] = b.min
+	default:
+		s["minimum"] = b.min
+	}
+	if b != nil && b.capped {
+		s["maximum"] = b.max
+	}
+	return s
+}
 
 func schemaDoc() obj {
-	kinds := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		kinds[i] = string(k)
-	}
 	// actions per kind, as if/then clauses on a trigger
 	var actionRules []any
 	for _, k := range Kinds {
@@ -78,213 +196,116 @@ func schemaDoc() obj {
 			"then": obj{"not": obj{"required": strs("labels")}},
 		},
 	)
-	builtins := make([]string, 0, len(BuiltinHarnesses))
-	for n := range BuiltinHarnesses {
-		builtins = append(builtins, n)
-	}
-	sort.Strings(builtins)
 
-	stepProps := func(handler bool) obj {
-		p := obj{
-			"id":           obj{"type": "string", "pattern": `^[A-Za-z0-9_-]+$`, "description": "unique step id; depends and logs refer to it"},
-			"name":         obj{"type": "string", "description": "display name; default: id (a Dagu name that is a valid id serves as the id)"},
-			"description":  obj{"type": "string"},
-			"run":          obj{"type": "string", "pattern": nonBlank, "description": "handed to sh -c as written; ${VAR} is expanded by the shell"},
-			"action":       obj{"const": ActionHarnessRun},
-			"with":         ref("with"),
-			"output":       obj{"type": "string", "pattern": envNamePattern, "description": "variable receiving the step's trimmed stdout"},
-			"env":          ref("env"),
-			"working_dir":  obj{"type": "string"},
-			"dir":          obj{"type": "string", "description": "Dagu alias of working_dir"},
-			"container":    ref("container"),
-			"retry_policy": ref("retryPolicy"),
-			"continue_on":  ref("continueOn"),
-			"timeout":      ref("duration"),
-		}
-		if !handler {
-			p["depends"] = stringOrListOf(obj{"type": "string"})
-		}
-		return p
-	}
 	step := func(handler bool) obj {
-		s := closed(stepProps(handler))
+		s := closedFields(new(rawStep).fields())
+		if handler {
+			delete(s["properties"].(obj), "depends")
+		}
+		idName := obj{"properties": obj{"name": obj{"pattern": stepID.src}}}
 		allOf := []any{
 			obj{"oneOf": []any{obj{"required": strs("run")}, obj{"required": strs("action")}}},
 			obj{"if": obj{"required": strs("action")}, "then": obj{"required": strs("with")}},
 			obj{"if": obj{"not": obj{"required": strs("action")}}, "then": obj{"not": obj{"required": strs("with")}}},
 			obj{"not": obj{"required": strs("working_dir", "dir")}},
 		}
-		if !handler {
-			allOf = append(allOf, obj{"anyOf": []any{
-				obj{"required": strs("id")},
-				obj{"required": strs("name"), "properties": obj{"name": obj{"pattern": `^[A-Za-z0-9_-]+$`}}},
-			}})
-		} else {
-			allOf = append(allOf, obj{"anyOf": []any{
-				obj{"required": strs("id")},
-				obj{"not": obj{"required": strs("name")}},
-				obj{"properties": obj{"name": obj{"pattern": `^[A-Za-z0-9_-]+$`}}},
-			}})
+		if !handler { // an id, or a name that is one
+			idName["required"] = strs("name")
+			allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, idName}})
+		} else { // handlers default to on_<key>
+			allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, obj{"not": obj{"required": strs("name")}}, idName}})
 		}
 		s["allOf"] = allOf
 		return s
 	}
-	withProps := func(top bool) obj {
-		p := obj{
-			"provider": obj{"type": "string", "description": "built-in (" + joinComma(builtins) + ") or a harnesses: key"},
-			"model":    obj{"type": "string", "description": "becomes --model M"},
-			"prompt":   obj{"type": "string", "description": "${VAR} substituted by hookrun, never by a shell; for a shell harness (sh -c, the built-in shell) it is the script and the shell expands ${VAR} from the environment"},
-		}
-		if top {
-			p["fallback"] = obj{"type": "array", "items": ref("fallback"), "description": "tried in order after a failure; inherits prompt"}
-		}
-		return p
-	}
+	// with: and its fallback entries; other keys are flags
+	withProps := properties(new(rawWith).fields("with", true))
+	fallbackProps := properties(new(rawWith).fields("fallback entry", false))
+	delete(fallbackProps, "fallback")
 	flagValue := obj{"type": strs("string", "number", "boolean")}
 
-	return obj{
-		"$schema":              "https://json-schema.org/draft/2020-12/schema",
-		"$id":                  SchemaID,
-		"title":                "hookrun workflow",
-		"description":          "A hookrun workflow file (docs/workflows.md).",
-		"type":                 "object",
-		"additionalProperties": false,
-		"required":             strs("steps"),
-		"properties": obj{
-			"name":             obj{"type": "string", "pattern": "^[a-z0-9-]+$", "description": "unique across loaded files; default: the file's base name"},
-			"description":      obj{"type": "string"},
-			"on":               obj{"type": "array", "items": ref("trigger"), "description": "any matching entry triggers a run; none: only `hookrun run` or the API"},
-			"authorize":        ref("authorize"),
-			"concurrency":      closed(obj{"group": obj{"type": "string", "pattern": nonBlank}, "cancel_in_progress": obj{"type": "boolean"}}, "group"),
-			"type":             obj{"enum": strs(TypeGraph, TypeChain), "default": TypeGraph},
-			"max_active_steps": obj{"type": "integer", "minimum": 1, "default": DefaultMaxActiveSteps},
-			"timeout":          ref("duration"),
-			"env":              ref("env"),
-			"params": obj{"anyOf": []any{ref("env"), obj{
-				"type": "string", "pattern": `^\s*([A-Za-z_][A-Za-z0-9_]*=\S*\s*)*$`,
-			}}},
-			"secrets":    obj{"type": "array", "uniqueItems": true, "items": obj{"type": "string", "pattern": `^[A-Z_][A-Z0-9_]*$`}},
-			"checkout":   obj{"type": "boolean", "default": false},
-			"sandbox":    closed(obj{"provider": obj{"const": "sbx"}, "agent": obj{"type": "string", "pattern": nonBlank}}, "provider", "agent"),
-			"container":  ref("container"),
-			"harnesses":  obj{"type": "object", "propertyNames": obj{"pattern": `^[A-Za-z0-9_-]+$`}, "additionalProperties": ref("harness")},
-			"steps":      obj{"type": "array", "minItems": 1, "items": ref("step")},
-			"handler_on": closed(obj{"success": ref("handler"), "failure": ref("handler"), "cancel": ref("handler"), "exit": ref("handler")}),
-			"report": closed(obj{
-				"comment": obj{"enum": strs(CommentSticky, CommentNew, CommentNone), "default": CommentSticky},
-				"body":    obj{"type": "string"},
-				"status":  obj{"type": "boolean", "default": true},
-			}),
-		},
-		"$defs": obj{
-			"duration": obj{"oneOf": []any{
-				obj{"type": "string", "pattern": durPattern},
-				obj{"type": "integer", "minimum": 0, "description": "seconds"},
-			}},
-			"envValue": flagValue,
-			"env": obj{"anyOf": []any{
-				obj{"type": "object", "propertyNames": obj{"pattern": envNamePattern}, "additionalProperties": ref("envValue")},
-				obj{"type": "array", "items": obj{"anyOf": []any{
-					obj{"type": "object", "minProperties": 1, "maxProperties": 1,
-						"propertyNames": obj{"pattern": envNamePattern}, "additionalProperties": ref("envValue")},
-					obj{"type": "string", "pattern": `^[A-Za-z_][A-Za-z0-9_]*=`},
-				}}},
-			}},
-			"trigger": func() obj {
-				actions := stringOrListOf(obj{"type": "string"})
-				actions["description"] = "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"
-				t := closed(obj{
-					"event":    obj{"enum": strs(kinds...)},
-					"actions":  actions,
-					"branches": stringOrListOf(obj{"type": "string", "minLength": 1}),
-					"command":  obj{"type": "string", "pattern": `^/\S+$`, "description": "the first line of a new comment starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS"},
-					"labels":   stringOrListOf(obj{"type": "string"}),
-					"repos":    stringOrListOf(obj{"type": "string", "minLength": 1}),
-					"if":       obj{"type": "string", "pattern": nonBlank, "description": "expr-lang expression over `event`"},
-				}, "event")
-				t["allOf"] = actionRules
-				return t
-			}(),
-			"authorize": closed(obj{
-				"author_association": obj{"type": "array", "items": obj{"enum": strs(AuthorAssociations...)},
-					"default": strs(DefaultAuthorAssociations...), "description": "[] lets any association through (forks then need allow_forks)"},
-				"users":       obj{"type": "array", "items": obj{"type": "string", "pattern": nonBlank}},
-				"allow_forks": obj{"type": "boolean", "default": false},
-			}),
-			"container": closed(obj{
-				"image":       obj{"type": "string", "pattern": nonBlank},
-				"pull_policy": obj{"enum": strs(PullAlways, PullMissing, PullNever), "default": PullMissing},
-				"working_dir": obj{"type": "string", "pattern": "^/", "default": "/workspace"},
-				"volumes":     obj{"type": "array", "items": obj{"type": "string", "pattern": volumePattern}},
-				"env":         ref("env"),
-				"user":        obj{"type": "string"},
-				"network":     obj{"type": "string"},
-				"memory": obj{"oneOf": []any{
-					obj{"type": "integer", "minimum": 1},
-					obj{"type": "string", "pattern": sizePattern},
-				}},
-				"cpus": obj{"type": "number", "exclusiveMinimum": 0},
-				"pids": obj{"type": "integer", "minimum": 1},
-			}, "image"),
-			"harness": func() obj {
-				h := closed(obj{
-					"binary":      obj{"type": "string", "pattern": nonBlank},
-					"prefix_args": obj{"type": "array", "items": obj{"type": "string"}},
-					"prompt_mode": obj{"enum": strs(PromptArg, PromptFlag, PromptStdin), "default": PromptArg},
-					"prompt_flag": obj{"type": "string"},
-				}, "binary")
-				h["if"] = obj{"properties": obj{"prompt_mode": obj{"const": PromptFlag}}, "required": strs("prompt_mode")}
-				h["then"] = obj{"required": strs("prompt_flag"), "properties": obj{"prompt_flag": obj{"pattern": nonBlank}}}
-				return h
-			}(),
-			"with": obj{
-				"type": "object", "properties": withProps(true), "required": strs("provider", "prompt"),
-				"propertyNames": obj{"pattern": `^[A-Za-z0-9][A-Za-z0-9_-]*$`}, "additionalProperties": flagValue,
-			},
-			"fallback": obj{
-				"type": "object", "properties": withProps(false), "required": strs("provider"),
-				"propertyNames":        obj{"pattern": `^[A-Za-z0-9][A-Za-z0-9_-]*$`, "not": obj{"const": "fallback"}},
-				"additionalProperties": flagValue,
-			},
-			"retryPolicy": withAllOf(closed(obj{
-				"limit":            obj{"type": "integer", "minimum": 0, "maximum": 100},
-				"interval":         ref("duration"),
-				"interval_sec":     obj{"type": "integer", "minimum": 0},
-				"max_interval":     ref("duration"),
-				"max_interval_sec": obj{"type": "integer", "minimum": 0},
-				"backoff": obj{"anyOf": []any{
-					obj{"type": "boolean"}, obj{"const": 0}, obj{"type": "number", "minimum": 1},
-				}},
-				"exit_codes": obj{"type": "array", "items": obj{"type": "integer", "minimum": 0, "maximum": 255}},
-			}), obj{"not": obj{"required": strs("interval", "interval_sec")}},
-				obj{"not": obj{"required": strs("max_interval", "max_interval_sec")}}),
-			"continueOn": obj{"anyOf": []any{
-				obj{"enum": strs("failed", "failure", "skipped")},
-				obj{"type": "array", "items": obj{"enum": strs("failed", "failure", "skipped")}},
-				closed(obj{"failed": obj{"type": "boolean"}, "skipped": obj{"type": "boolean"}}),
-			}},
-			"step":    step(false),
-			"handler": step(true),
-		},
+	harness := closedFields(new(rawHarness).fields())
+	harness["if"] = obj{"properties": obj{"prompt_mode": obj{"const": PromptFlag}}, "required": strs("prompt_mode")}
+	harness["then"] = obj{"required": strs("prompt_flag"), "properties": obj{"prompt_flag": obj{"pattern": nonBlank.src}}}
+
+	trigger := closedFields(new(rawTrigger).fields())
+	trigger["allOf"] = actionRules
+
+	retry := closedFields(new(rawRetry).fields())
+	retry["allOf"] = []any{obj{"not": obj{"required": strs("interval", "interval_sec")}},
+		obj{"not": obj{"required": strs("max_interval", "max_interval_sec")}}}
+
+	words := make([]string, len(continueWords))
+	for i, w := range continueWords {
+		words[i] = w.word
 	}
+
+	doc := closedFields(new(rawWorkflow).fields())
+	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	doc["$id"] = SchemaID
+	doc["title"] = "hookrun workflow"
+	doc["description"] = "A hookrun workflow file (docs/workflows.md)."
+	doc["$defs"] = obj{
+		"duration": obj{"oneOf": []any{
+			obj{"type": "string", "pattern": durationSyntax.src},
+			obj{"type": "integer", "minimum": 0, "description": "seconds"},
+		}},
+		"envValue": flagValue,
+		"env": obj{"anyOf": []any{
+			obj{"type": "object", "propertyNames": obj{"pattern": envName.src}, "additionalProperties": ref("envValue")},
+			obj{"type": "array", "items": obj{"anyOf": []any{
+				obj{"type": "object", "minProperties": 1, "maxProperties": 1,
+					"propertyNames": obj{"pattern": envName.src}, "additionalProperties": ref("envValue")},
+				obj{"type": "string", "pattern": envItemString.src},
+			}}},
+		}},
+		"trigger":   trigger,
+		"authorize": closedFields(new(rawAuthorize).fields()),
+		"container": closedFields(new(rawContainer).fields()),
+		"harness":   harness,
+		"with": obj{
+			"type": "object", "properties": withProps, "required": strs("provider", "prompt"),
+			"propertyNames": obj{"pattern": flagName.src}, "additionalProperties": flagValue,
+		},
+		"fallback": obj{
+			"type": "object", "properties": fallbackProps, "required": strs("provider"),
+			"propertyNames":        obj{"pattern": flagName.src, "not": obj{"const": "fallback"}},
+			"additionalProperties": flagValue,
+		},
+		"retryPolicy": retry,
+		"continueOn": obj{"anyOf": []any{
+			obj{"enum": strs(words...)},
+			obj{"type": "array", "items": obj{"enum": strs(words...)}},
+			closedFields(new(rawContinueMap).fields()),
+		}},
+		"step":    step(false),
+		"handler": step(true),
+	}
+	return doc
 }
 
-func withAllOf(o obj, rules ...any) obj {
-	o["allOf"] = rules
-	return o
+// harnessesSchema: names to harnesses.
+func harnessesSchema() obj {
+	return obj{"type": "object", "propertyNames": obj{"pattern": stepID.src}, "additionalProperties": ref("harness")}
+}
+
+// stepsSchema: at least one step.
+func stepsSchema() obj { return obj{"type": "array", "minItems": 1, "items": ref("step")} }
+
+// handlerOnSchema: a step for each handler key.
+func handlerOnSchema() obj {
+	props := obj{}
+	for _, h := range new(HandlerOn).handlers() {
+		props[h.key] = ref("handler")
+	}
+	return closed(props)
+}
+
+// backoffSchema: a boolean, 0, or a multiplier of at least backoffMin.
+func backoffSchema() obj {
+	return obj{"anyOf": []any{obj{"type": "boolean"}, obj{"const": 0}, obj{"type": "number", "minimum": backoffMin}}}
 }
 
 func stringOrListOf(item obj) obj {
 	return obj{"anyOf": []any{item, obj{"type": "array", "items": item}}}
-}
-
-func joinComma(list []string) string {
-	out := ""
-	for i, s := range list {
-		if i > 0 {
-			out += ", "
-		}
-		out += s
-	}
-	return out
 }

@@ -175,3 +175,48 @@ func TestSchemaShape(t *testing.T) {
 		t.Error("schema is not indented")
 	}
 }
+
+// parserOnly lists every rule the schema cannot say, each with a file only
+// the parser refuses (docs/workflows.md#checking-files lists them too).
+// Names unique across files are the one more: see testdata/invalid/dupnames.
+var parserOnly = []struct{ rule, file, src string }{
+	{"unique step ids", "a.yaml", "steps: [{id: a, run: x}, {id: a, run: y}]"},
+	{"depends targets exist", "a.yaml", "steps: [{id: a, run: x, depends: b}]"},
+	{"no dependency cycle", "a.yaml", "steps: [{id: a, run: x, depends: a}]"},
+	{"known harness provider", "a.yaml", "steps: [{id: a, action: harness.run, with: {provider: nope, prompt: p}}]"},
+	{"no model or flags on a shell harness", "a.yaml", "steps: [{id: a, action: harness.run, with: {provider: shell, prompt: p, model: m}}]"},
+	{"an sbx harness not in a container", "a.yaml",
+		"harnesses: {s: {binary: sbx}}\ncontainer: {image: alpine}\nsteps: [{id: a, action: harness.run, with: {provider: s, prompt: p}}]"},
+	{"no secret passed to sbx with -e", "a.yaml",
+		"secrets: [KEY]\nharnesses: {s: {binary: sbx, prefix_args: [-e, KEY]}}\nsteps: [{id: a, run: x}]"},
+	{"if: compiles", "a.yaml", "on: [{event: push, if: 'event.Nope'}]\nsteps: [{id: a, run: x}]"},
+	{"globs are well formed", "a.yaml", "on: [{event: push, branches: ['[a']}]\nsteps: [{id: a, run: x}]"},
+	{"max_interval not shorter than interval", "a.yaml", "steps: [{id: a, run: x, retry_policy: {interval: 10s, max_interval: 5s}}]"},
+	{"a name from the file name is a name", "Not A Name!.yaml", "steps: [{id: a, run: x}]"},
+	{"with.prompt not empty", "a.yaml", "steps: [{id: a, action: harness.run, with: {provider: claude, prompt: ''}}]"},
+	{"memory more than 0 with a unit too", "a.yaml", "container: {image: alpine, memory: 0m}\nsteps: [{id: a, run: x}]"},
+	{"sizes within range", "a.yaml", "container: {image: alpine, memory: 99999999999t}\nsteps: [{id: a, run: x}]"},
+	{"durations within range", "a.yaml", "timeout: 9999999999h\nsteps: [{id: a, run: x}]"},
+	{"integers within range", "a.yaml", "max_active_steps: 99999999999999999999\nsteps: [{id: a, run: x}]"},
+}
+
+// TestParserOnlyRules: the schema accepts each file of parserOnly, the
+// parser refuses it.
+func TestParserOnlyRules(t *testing.T) {
+	sch := compileSchema(t)
+	dir := t.TempDir()
+	for _, c := range parserOnly {
+		t.Run(c.rule, func(t *testing.T) {
+			path := filepath.Join(dir, c.file)
+			if err := os.WriteFile(path, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(yamlInstance(t, path)); err != nil {
+				t.Errorf("the schema refuses it, so it is not parser-only: %v", err)
+			}
+			if _, err := ParseFile(path); err == nil {
+				t.Error("the parser accepts it")
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 // This file holds the validated workflow types: what the parser hands to the
 // rest of hookrun after every default is filled in and every rule of
 // DESIGN.md §3 has been checked. The raw layer (as read, with positions) lives
-// in parse.go.
+// in raw.go, the field tables both layers and the schema share in fields.go.
 
 // EnvVar is one NAME=value pair. Order matters: later entries may refer to
 // earlier ones.
