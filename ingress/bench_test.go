@@ -74,7 +74,7 @@ func BenchmarkScrapeMetrics(b *testing.B) {
 	for i, ev := range []string{"pull_request", "issue_comment", "push", "issues"} {
 		env.srv.count(workflows.GitHub, ev, outcomeAccepted)
 		env.srv.count(workflows.GitLab, ev, outcomeNoRun)
-		env.srv.metrics.publish.observe(float64(i) / 100)
+		env.srv.metrics.publish.Observe(float64(i) / 100)
 	}
 	h := env.srv.Handler()
 	b.ReportAllocs()

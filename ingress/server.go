@@ -84,7 +84,7 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
 		cfg.Trust.Heads = hs
 	}
-	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now,
+	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger), now: time.Now,
 		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
 	if s.src == nil {
 		if cfg.WorkflowsDir == "" {
@@ -110,7 +110,7 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	e.POST("/hooks/gitlab", s.handleGitLab)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
-	e.GET("/metrics", s.handleMetrics)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 	s.echo = e
 	return s, nil
 }
@@ -243,13 +243,6 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	_ = c.JSON(code, errorBody{msg})
 }
 
-// handleMetrics serves the Prometheus text exposition format.
-func (s *Server) handleMetrics(c echo.Context) error {
-	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
-	c.Response().WriteHeader(http.StatusOK)
-	return s.metrics.writeTo(c.Response())
-}
-
 func (s *Server) handleHealthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -296,7 +289,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
 }
 
 func (s *Server) count(forge workflows.Forge, event, outcome string) {
-	s.metrics.deliveries.inc(string(forge), eventLabel(event), outcome)
+	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
 }
 
 // receive is what both forges' handlers do first: a disabled forge is 404,
@@ -424,7 +417,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	defer cancel()
 	start := time.Now()
 	results, err := s.publishAll(ctx, reqs)
-	s.metrics.publish.observe(time.Since(start).Seconds())
+	s.metrics.publish.Observe(time.Since(start).Seconds())
 	headWritten()
 	if err != nil {
 		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
@@ -436,7 +429,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow})
 		if !r.Duplicate {
 			resp.Duplicate = false
-			s.metrics.runs.inc(string(forge), reqs[i].Workflow)
+			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
 		}
 	}
 	s.count(forge, event, outcomeAccepted)
