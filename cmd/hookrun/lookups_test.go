@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // pinGitHub is the part of the GitHub REST API a comment-triggered run
@@ -541,8 +542,12 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	t.Cleanup(func() { _ = q.Close() })
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "pr.yaml"), "name: pr\non:\n  - event: pull_request\n    actions: [opened]\nsteps:\n  - {id: check, run: 'true'}\n")
+	set, err := workflows.NewWorkflowSet(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := ingress.New(ingress.Config{GitLab: ingress.GitLabConfig{Enabled: true, Tokens: []string{hookToken}},
-		WorkflowsDir: dir, Trust: trust}, q, nil, logger)
+		Trust: trust}, q, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // mode says which halves a process runs.
@@ -148,11 +148,11 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 	defer stopRelease()
 	go (&idleRelease{}).run(relCtx)
 
-	set, err := ingress.NewWorkflowSet(cfg.Workflows, logger)
+	set, err := workflows.NewWorkflowSet(cfg.Workflows, logger)
 	if err != nil {
 		return fmt.Errorf("loading workflows: %w", err)
 	}
-	go set.Run(ctx, 2*time.Second)
+	go set.Run(ctx, workflows.DefaultReloadInterval)
 
 	// One client per forge: the runner reports and clones with it, ingress
 	// asks it what payloads leave out.
@@ -216,7 +216,7 @@ func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, log
 	return errors.Join(errs...)
 }
 
-func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, reporter forgeReporters, logger *slog.Logger) (*runner.Runner, error) {
+func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *workflows.WorkflowSet, reporter forgeReporters, logger *slog.Logger) (*runner.Runner, error) {
 	steps := newHostSteps(ctx, cfg, os.Geteuid(), logger)
 	ws, err := newWorkspaces(cfg, reporter, steps.owner)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // secret signs every delivery the bench sends.
@@ -50,7 +51,7 @@ steps:
 type stack struct {
 	q   *queue.Queue
 	srv *ingress.Server
-	set *ingress.WorkflowSet
+	set *workflows.WorkflowSet
 	url string // http://host:port of the ingress
 
 	nc *nats.Conn          // the bench's own client of the embedded server, in-process
@@ -97,7 +98,7 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 		s.close()
 		return nil, fmt.Errorf("creating jetstream context: %w", err)
 	}
-	if s.set, err = ingress.NewWorkflowSet(wfDir, logger); err != nil {
+	if s.set, err = workflows.NewWorkflowSet(wfDir, logger); err != nil {
 		s.close()
 		return nil, fmt.Errorf("loading workflows: %w", err)
 	}
