@@ -12,14 +12,8 @@ import (
 	"time"
 )
 
-const prWorkflow = `name: pr-check
-on:
-  - event: pull_request
-    actions: [opened, synchronize]
-steps:
-  - id: check
-    run: make check
-`
+// checkWorkflow is one workflow whose step's run: is on line 4.
+const checkWorkflow = "name: pr-check\nsteps:\n  - id: check\n    run: make check\n"
 
 func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
@@ -59,7 +53,7 @@ func TestWorkflowSetReload(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a := writeFile(t, dir, "a.yaml", prWorkflow)
+	a := writeFile(t, dir, "a.yaml", checkWorkflow)
 	writeFile(t, dir, "broken.yml", "name: broken\nsteps:\n  - id: x\n    action: shell.run\n")
 	writeFile(t, dir, "notes.txt", "not a workflow")
 	writeFile(t, dir, ".hidden.yaml", "name: [")
@@ -76,7 +70,7 @@ func TestWorkflowSetReload(t *testing.T) {
 	good := s.Workflows()[0]
 
 	// Edited to be invalid: the last good version stays, the problem is logged.
-	if err := os.WriteFile(a, []byte(strings.Replace(prWorkflow, "run: make check", "action: shell.run", 1)), 0o644); err != nil {
+	if err := os.WriteFile(a, []byte(strings.Replace(checkWorkflow, "run: make check", "action: shell.run", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	touch(t, a, 1)
@@ -84,18 +78,18 @@ func TestWorkflowSetReload(t *testing.T) {
 	if ws := s.Workflows(); len(ws) != 1 || ws[0] != good {
 		t.Fatalf("after an invalid edit: %q, want the last good version kept", names(ws))
 	}
-	if !regexp.MustCompile(`workflow file invalid; keeping its last good version.*problem=".*a\.yaml:7:13: step \\"check\\": unknown action`).MatchString(logs.String()) {
+	if !regexp.MustCompile(`workflow file invalid; keeping its last good version.*problem=".*a\.yaml:4:13: step \\"check\\": unknown action`).MatchString(logs.String()) {
 		t.Fatalf("file:line:col problem not logged:\n%s", logs.String())
 	}
 
 	// Fixed: the new version replaces the old one.
-	if err := os.WriteFile(a, []byte(strings.Replace(prWorkflow, "[opened, synchronize]", "[opened]", 1)), 0o644); err != nil {
+	if err := os.WriteFile(a, []byte(strings.Replace(checkWorkflow, "make check", "make check-fixed", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	touch(t, a, 2)
 	reload(t, s)
 	ws := s.Workflows()
-	if len(ws) != 1 || ws[0] == good || ws[0].Digest == good.Digest || len(ws[0].On[0].Actions) != 1 {
+	if len(ws) != 1 || ws[0] == good || ws[0].Digest == good.Digest || ws[0].Steps[0].Run != "make check-fixed" {
 		t.Fatalf("after a fix: %q, want the new version", names(ws))
 	}
 
@@ -107,7 +101,7 @@ func TestWorkflowSetReload(t *testing.T) {
 	}
 
 	// A second file with the same name: the first file (by name) wins.
-	b := writeFile(t, dir, "b.yaml", prWorkflow)
+	b := writeFile(t, dir, "b.yaml", checkWorkflow)
 	reload(t, s)
 	if got := names(s.Workflows()); got != "pr-check@a.yaml" {
 		t.Fatalf("with a duplicate: %q", got)
@@ -142,7 +136,7 @@ func TestWorkflowSetMissingDir(t *testing.T) {
 // Workflows is read lock-free while Reload swaps the slice.
 func TestWorkflowSetConcurrentReads(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "pr.yaml", prWorkflow)
+	p := writeFile(t, dir, "pr.yaml", checkWorkflow)
 	s, err := NewWorkflowSet(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +159,7 @@ func TestWorkflowSetConcurrentReads(t *testing.T) {
 		})
 	}
 	for i := range 20 {
-		content := strings.Replace(prWorkflow, "make check", "make check-"+string(rune('a'+i)), 1)
+		content := strings.Replace(checkWorkflow, "make check", "make check-"+string(rune('a'+i)), 1)
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +173,7 @@ func TestWorkflowSetConcurrentReads(t *testing.T) {
 // Lookup finds an active workflow by name, and nothing for other names.
 func TestWorkflowSetLookup(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "pr.yaml", prWorkflow)
+	writeFile(t, dir, "pr.yaml", checkWorkflow)
 	set, err := NewWorkflowSet(dir, nil)
 	if err != nil {
 		t.Fatal(err)
