@@ -56,7 +56,7 @@ var ingestMode = app.Mode{Name: "bench", Ingress: true}
 // phase, `hookrun runner` in the separate dispatch): under dir, the queue
 // embedded and listening on a loopback port (the bench and child runners
 // connect to it), ingress on 127.0.0.1:0 for GitHub deliveries signed with
-// secret, allow_repos the payload's owner. Host steps run as serve runs
+// secret and with the API, allow_repos the payload's owner. Host steps run as serve runs
 // them (isolated as the step user when the bench runs as root), or as the
 // bench's user where isolation would refuse them, as an operator not
 // running hookrun as root has to configure it.
@@ -70,6 +70,7 @@ func benchConfig(dir string) *app.Config {
 		AllowRepos: []string{"Codertocat/*"},
 		GitHub:     app.GitHubConfig{Enabled: &on, WebhookSecret: secret},
 		GitLab:     app.GitLabConfig{Enabled: &off},
+		API:        app.APIConfig{Token: "hookrun-bench-api-token"},
 	}
 	if os.Geteuid() != 0 {
 		c.Runner.HostSteps = app.HostStepsSameUser
