@@ -14,7 +14,6 @@ const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, GitHub's own payload cap
 	DefaultPublishTimeout = 5 * time.Second
-	DefaultReloadInterval = 2 * time.Second
 )
 
 // Config configures the ingress server.
@@ -34,16 +33,10 @@ type Config struct {
 	// PublishTimeout bounds publishing all run requests of one delivery;
 	// past it the delivery gets 503. Default 5 s (GitHub gives up at 10 s).
 	PublishTimeout time.Duration
-	// WorkflowsDir is the directory of workflow files New watches when it is
-	// given no WorkflowSource; empty means the caller supplies one.
-	WorkflowsDir string
-	// ReloadInterval is how often the workflow directory is polled for
-	// changes; default 2 s.
-	ReloadInterval time.Duration
 	// AllowRepos are the repositories deliveries are acted on for, globs
 	// over Event.Repo (workflows.MatchRepo: `myorg/*`, `group/**`). A
 	// delivery for any other repository is answered 202 "ignored" and
-	// creates nothing. Empty: every repository (cmd/hookrun refuses to run
+	// creates nothing. Empty: every repository (internal/app refuses to run
 	// ingress without allow_repos; empty is for tests and benchmarks).
 	AllowRepos []string
 	// Trust holds what pins comment-triggered runs to a head and looks up
@@ -79,9 +72,6 @@ func (c *Config) setDefaults() {
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
-	if c.ReloadInterval == 0 {
-		c.ReloadInterval = DefaultReloadInterval
-	}
 	c.Trust.setDefaults()
 }
 
@@ -98,9 +88,6 @@ func (c Config) Validate() error {
 	}
 	if c.PublishTimeout < 0 {
 		errs = append(errs, errors.New("checking publish timeout: must not be negative"))
-	}
-	if c.ReloadInterval < 0 {
-		errs = append(errs, errors.New("checking reload interval: must not be negative"))
 	}
 	for i, p := range c.AllowRepos {
 		if err := workflows.CheckRepoPattern(p); err != nil {

@@ -2,8 +2,11 @@
 // verifies GitHub and GitLab webhooks, normalizes them into workflows.Event,
 // matches and authorizes them against the loaded workflows and publishes one
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
-// serves health and metrics, and cmd adds the /api/v1 routes to the same
-// echo instance (Server.Echo). Forge payload types stop here.
+// serves health and metrics (Prometheus, a registry per server), and
+// Server.RegisterAPI adds the /api/v1 routes to the same echo instance. The
+// workflows come from a WorkflowSource (a workflows.WorkflowSet, which the
+// composition root, internal/app, keeps reloading). Forge payload types stop
+// here.
 //
 // Answers: 202 {"delivery", "runs": [{"id", "workflow"}], "skipped":
 // [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a GitHub ping;

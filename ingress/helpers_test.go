@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 const (
@@ -169,7 +170,7 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 		writeFile(t, dir, name, content)
 	}
 	logger, logs := newLogger()
-	set, err := NewWorkflowSet(dir, logger)
+	set, err := workflows.NewWorkflowSet(dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

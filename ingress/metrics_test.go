@@ -1,6 +1,9 @@
 package ingress
 
 import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -8,18 +11,19 @@ import (
 // The exposition is Prometheus text format 0.0.4: HELP and TYPE per family,
 // label names sorted and values escaped, cumulative histogram buckets.
 func TestMetricsExposition(t *testing.T) {
-	m := newMetrics()
-	m.deliveries.inc("github", "pull_request", "accepted")
-	m.deliveries.inc("github", "pull_request", "accepted")
-	m.runs.inc("gitlab", "we\"ird\\name\nx")
+	m := newMetrics(slog.New(slog.DiscardHandler))
+	m.deliveries.WithLabelValues("github", "pull_request", "accepted").Inc()
+	m.deliveries.WithLabelValues("github", "pull_request", "accepted").Inc()
+	m.runs.WithLabelValues("gitlab", "we\"ird\\name\nx").Inc()
 	for _, v := range []float64{0.0005, 0.001, 0.003, 20} {
-		m.publish.observe(v)
+		m.publish.Observe(v)
 	}
-	var b strings.Builder
-	if err := m.writeTo(&b); err != nil {
-		t.Fatal(err)
+	rec := httptest.NewRecorder()
+	m.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("answered %d %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
-	out := b.String()
+	out := rec.Body.String()
 	for _, want := range []string{
 		"# HELP hookrun_ingress_deliveries_total Webhook deliveries received, by forge, event and outcome.\n# TYPE hookrun_ingress_deliveries_total counter\n",
 		`hookrun_ingress_deliveries_total{event="pull_request",forge="github",outcome="accepted"} 2` + "\n",

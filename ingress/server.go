@@ -31,6 +31,13 @@ type Publisher interface {
 	Ready(ctx context.Context) error
 }
 
+// WorkflowSource gives the server the workflows to match deliveries
+// against. It is called once per delivery, so it must be cheap and safe for
+// concurrent use. *workflows.WorkflowSet satisfies it.
+type WorkflowSource interface {
+	Workflows() []*workflows.Workflow
+}
+
 // Header names.
 const (
 	headerGitHubEvent     = "X-GitHub-Event"
@@ -43,12 +50,11 @@ const (
 )
 
 // Server is the ingress HTTP server: webhook routes, health and metrics on
-// one echo instance, to which cmd adds the /api/v1 routes through Echo.
+// one echo instance, to which RegisterAPI adds the /api/v1 routes.
 type Server struct {
 	cfg     Config
 	pub     Publisher
 	src     WorkflowSource
-	set     *WorkflowSet // non-nil when New built the source from cfg.WorkflowsDir
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
@@ -64,12 +70,10 @@ type Server struct {
 	srv     *http.Server
 	ln      net.Listener
 	serveCh chan error
-	stop    context.CancelFunc
-	bg      sync.WaitGroup
 }
 
-// New builds a server. src may be nil when cfg.WorkflowsDir is set: New then
-// loads that directory into a WorkflowSet that Start keeps reloading.
+// New builds a server that publishes to pub the runs of the workflows src
+// gives.
 func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*Server, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -78,24 +82,17 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if pub == nil {
 		return nil, errors.New("creating ingress server: no publisher")
 	}
+	if src == nil {
+		return nil, errors.New("creating ingress server: no workflow source")
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
 		cfg.Trust.Heads = hs
 	}
-	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(), now: time.Now,
+	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger), now: time.Now,
 		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
-	if s.src == nil {
-		if cfg.WorkflowsDir == "" {
-			return nil, errors.New("creating ingress server: no workflow source and no workflows directory")
-		}
-		set, err := NewWorkflowSet(cfg.WorkflowsDir, logger)
-		if err != nil {
-			return nil, fmt.Errorf("creating ingress server: %w", err)
-		}
-		s.src, s.set = set, set
-	}
 	for _, sec := range cfg.GitHub.Secrets {
 		s.githubSecrets = append(s.githubSecrets, []byte(sec))
 	}
@@ -110,7 +107,7 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	e.POST("/hooks/gitlab", s.handleGitLab)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
-	e.GET("/metrics", s.handleMetrics)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
 	s.echo = e
 	return s, nil
 }
@@ -118,13 +115,8 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 // Handler is the server's http.Handler (the echo instance).
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Echo is the echo instance, for adding routes (the /api/v1 API) to the same
-// server before Start.
-func (s *Server) Echo() *echo.Echo { return s.echo }
-
 // Start binds cfg.Listen and serves in the background; it returns once the
-// listener is open (ctx bounds only the bind). When New built a WorkflowSet,
-// Start also begins polling it. Stop with Shutdown.
+// listener is open (ctx bounds only the bind). Stop with Shutdown.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,8 +127,6 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Listen, err)
 	}
-	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	s.stop = stop
 	s.ln = ln
 	s.srv = &http.Server{
 		Handler:           s.echo,
@@ -151,13 +141,6 @@ func (s *Server) Start(ctx context.Context) error {
 	s.serveCh = serveCh
 	srv := s.srv
 	go func() { serveCh <- srv.Serve(ln) }()
-	if s.set != nil {
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			s.set.Run(bgCtx, s.cfg.ReloadInterval)
-		}()
-	}
 	s.logger.Info("ingress listening", "addr", ln.Addr().String(),
 		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled)
 	return nil
@@ -173,21 +156,18 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Shutdown stops accepting connections, waits for in-flight deliveries (and
-// their publishes) to finish or ctx to end, and stops reloading workflows.
-// /readyz answers 503 from the moment it is called.
+// Shutdown stops accepting connections and waits for in-flight deliveries
+// (and their publishes) to finish or ctx to end. /readyz answers 503 from the moment it is called.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.mu.Lock()
-	srv, serveCh, stop := s.srv, s.serveCh, s.stop
+	srv, serveCh := s.srv, s.serveCh
 	s.serveCh = nil // a second Shutdown returns at once
 	s.mu.Unlock()
 	if srv == nil || serveCh == nil {
 		return nil
 	}
 	err := srv.Shutdown(ctx)
-	stop()
-	s.bg.Wait()
 	if serr := <-serveCh; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
@@ -243,13 +223,6 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	_ = c.JSON(code, errorBody{msg})
 }
 
-// handleMetrics serves the Prometheus text exposition format.
-func (s *Server) handleMetrics(c echo.Context) error {
-	c.Response().Header().Set(echo.HeaderContentType, "text/plain; version=0.0.4; charset=utf-8")
-	c.Response().WriteHeader(http.StatusOK)
-	return s.metrics.writeTo(c.Response())
-}
-
 func (s *Server) handleHealthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -296,7 +269,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
 }
 
 func (s *Server) count(forge workflows.Forge, event, outcome string) {
-	s.metrics.deliveries.inc(string(forge), eventLabel(event), outcome)
+	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
 }
 
 // receive is what both forges' handlers do first: a disabled forge is 404,
@@ -424,7 +397,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	defer cancel()
 	start := time.Now()
 	results, err := s.publishAll(ctx, reqs)
-	s.metrics.publish.observe(time.Since(start).Seconds())
+	s.metrics.publish.Observe(time.Since(start).Seconds())
 	headWritten()
 	if err != nil {
 		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
@@ -436,7 +409,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow})
 		if !r.Duplicate {
 			resp.Duplicate = false
-			s.metrics.runs.inc(string(forge), reqs[i].Workflow)
+			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
 		}
 	}
 	s.count(forge, event, outcomeAccepted)
@@ -575,7 +548,10 @@ func (s *Server) newRunRequest(w *workflows.Workflow, ev *workflows.Event, comma
 	}
 }
 
-var _ Publisher = (*queue.Queue)(nil)
+var (
+	_ Publisher      = (*queue.Queue)(nil)
+	_ WorkflowSource = (*workflows.WorkflowSet)(nil)
+)
 
 // Request bodies are recycled: a delivery's body is garbage once its
 // handler has answered (the run request on the stream is a copy), and at

@@ -305,16 +305,23 @@ type emptySource struct{}
 
 func (emptySource) Workflows() []*workflows.Workflow { return nil }
 
-// Start binds, serves and reloads workflows; Shutdown lets an in-flight
-// delivery finish publishing before it returns.
+// Start binds and serves, seeing the workflow set as it reloads; Shutdown
+// lets an in-flight delivery finish publishing before it returns.
 func TestStartShutdown(t *testing.T) {
 	q := openQueue(t, t.TempDir())
 	dir := t.TempDir()
 	writeFile(t, dir, "pr.yaml", prWorkflow)
 	logger, _ := newLogger()
 	slow := &slowPublisher{Publisher: q, delay: 300 * time.Millisecond, started: make(chan struct{})}
-	s, err := New(Config{Listen: "127.0.0.1:0", WorkflowsDir: dir, ReloadInterval: 20 * time.Millisecond,
-		GitHub: GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}}, slow, nil, logger)
+	set, err := workflows.NewWorkflowSet(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloadCtx, stopReload := context.WithCancel(context.Background())
+	t.Cleanup(stopReload)
+	go set.Run(reloadCtx, 20*time.Millisecond)
+	s, err := New(Config{Listen: "127.0.0.1:0",
+		GitHub: GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}}, slow, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

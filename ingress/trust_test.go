@@ -76,7 +76,7 @@ func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[s
 		writeFile(t, dir, name, content)
 	}
 	logger, logs := newLogger()
-	set, err := NewWorkflowSet(dir, logger)
+	set, err := workflows.NewWorkflowSet(dir, logger)
 	if err != nil || len(set.Workflows()) != len(workflowFiles) {
 		t.Fatalf("loading workflows: %v\n%s", err, logs)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Providers are the implementations the engine executes steps with. The
-// engine never imports providers/*: cmd/hookrun (or a test) fills this in.
+// engine never imports providers/*: internal/app (or a test) fills this in.
 type Providers struct {
 	Host          contract.Executor      // steps without container or sandbox; required
 	Containers    contract.Executor      // steps with their own `container:`; nil: such a step fails with a clear error

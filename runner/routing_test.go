@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/providers/harness"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
@@ -19,11 +18,11 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Every implementation cmd/hookrun wires in has an interface guard: the
-// providers' beside their code, queue's in runner/deps.go. ingress may
-// import neither runner nor its contract, so the guard of its WorkflowSet
-// sits here.
-var _ contract.WorkflowSource = (*ingress.WorkflowSet)(nil)
+// Every implementation internal/app wires in has an interface guard: the
+// providers' beside their code, queue's in runner/deps.go. workflows may not
+// import the contract (the contract imports it), so the guard of its
+// WorkflowSet sits here.
+var _ contract.WorkflowSource = (*workflows.WorkflowSet)(nil)
 
 // The stream names of contract.LogSink are queue's, which cannot import
 // the contract.

@@ -56,7 +56,7 @@ type Config struct {
 	Consumer queue.ConsumerConfig
 	// Admit, when set, is asked about every run before it is claimed; a run
 	// it refuses fails at once with its error (no workspace, no step, no
-	// report), since retrying cannot change the answer. cmd checks the
+	// report), since retrying cannot change the answer. internal/app checks the
 	// server's allow_repos here.
 	Admit func(e *workflows.Event) error
 	// Logger is the operator log. Default slog.Default().

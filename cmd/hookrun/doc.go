@@ -1,6 +1,7 @@
 // Command hookrun is the single binary: `serve` (embedded NATS, ingress and
 // runner in one process), `ingress` and `runner` (the halves, against a NATS
-// cluster), `run` (one workflow locally, no server), `validate`, `schema` and
-// `version`. It parses flags and configuration and wires the packages
-// together; no logic worth testing lives here.
+// cluster), `run` (one workflow locally, no server), `validate`, `schema`,
+// `bench` and `version`. It parses flags, reads the configuration file and
+// handles the process (signals, GC, idle memory); internal/app builds and
+// stops the stack. No logic worth testing lives here.
 package main

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // pinGitHub is the part of the GitHub REST API a comment-triggered run
@@ -515,7 +517,7 @@ func (f *glMembers) count(uid int64) int {
 }
 
 // TestGitLabMemberMergeRequestRuns is issue 13's GitLab trust case through
-// the wiring `serve` and `ingress` use (trustLookups → ingress, on a real
+// the wiring `serve` and `ingress` use (app.Forges.Trust → ingress, on a real
 // embedded NATS, against a fake GitLab API): under the default authorize
 // policy a Developer's merge request runs and a non-member's is refused;
 // the member lookup is cached within its TTL and made again after it.
@@ -526,11 +528,11 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	t.Cleanup(apiSrv.Close)
 
 	logger := slog.New(slog.DiscardHandler)
-	reps, err := newReporter(&Config{GitLab: GitLabConfig{Token: glToken, BaseURL: apiSrv.URL}}, logger)
+	forges, err := app.NewForges(&app.Config{GitLab: app.GitLabConfig{Token: glToken, BaseURL: apiSrv.URL}}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust := trustLookups(reps)
+	trust := forges.Trust()
 	trust.AssociationTTL = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -541,8 +543,12 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	t.Cleanup(func() { _ = q.Close() })
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "pr.yaml"), "name: pr\non:\n  - event: pull_request\n    actions: [opened]\nsteps:\n  - {id: check, run: 'true'}\n")
+	set, err := workflows.NewWorkflowSet(dir, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := ingress.New(ingress.Config{GitLab: ingress.GitLabConfig{Enabled: true, Tokens: []string{hookToken}},
-		WorkflowsDir: dir, Trust: trust}, q, nil, logger)
+		Trust: trust}, q, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

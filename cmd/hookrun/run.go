@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -42,8 +43,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
 		return exitUsage
 	}
-	providers, closeProviders := localProviders(runtimeOptions{}, stderr)
-	defer closeProviders()
+	providers, closer := app.LocalProviders(stderr)
+	defer closer.Close()
 	return runner.RunLocal(ctx, runner.LocalOptions{
 		Workflow:  wf,
 		Event:     event,

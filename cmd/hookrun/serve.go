@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,29 +12,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
-	"github.com/hookrun/hookrun/ingress"
-	"github.com/hookrun/hookrun/queue"
-	"github.com/hookrun/hookrun/runner"
-)
-
-// mode says which halves a process runs.
-type mode struct {
-	name         string
-	ingress      bool
-	runner       bool
-	needsNATSURL bool
-}
-
-var (
-	modeServe   = mode{name: "serve", ingress: true, runner: true}
-	modeIngress = mode{name: "ingress", ingress: true, needsNATSURL: true}
-	modeRunner  = mode{name: "runner", runner: true, needsNATSURL: true}
+	"github.com/hookrun/hookrun/internal/app"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return serveMode(ctx, modeServe, args, stdout, stderr,
+	return serveMode(ctx, app.ModeServe, args, stdout, stderr,
 		"Run everything in one process: an embedded NATS JetStream server (store under\n"+
 			"data_dir), the webhook ingress with the API, and a runner. Stops on SIGTERM:\n"+
 			"ingress stops accepting, in-flight publishes finish, running workflows get the\n"+
@@ -39,14 +27,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func cmdIngress(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return serveMode(ctx, modeIngress, args, stdout, stderr,
+	return serveMode(ctx, app.ModeIngress, args, stdout, stderr,
 		"Run only the webhook ingress and the API against an external NATS cluster\n"+
 			"(nats.url). Scale it out behind a load balancer; runners consume what it\n"+
 			"publishes.")
 }
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return serveMode(ctx, modeRunner, args, stdout, stderr,
+	return serveMode(ctx, app.ModeRunner, args, stdout, stderr,
 		"Run only a runner against an external NATS cluster (nats.url): it claims run\n"+
 			"requests, executes them and reports back. Run as many as you need.")
 }
@@ -70,7 +58,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.devCurl, "dev-curl", "", "development: print a signed curl command that posts this GitHub pull_request payload file")
 }
 
-func (f *serverFlags) apply(c *Config) {
+func (f *serverFlags) apply(c *app.Config) {
 	set := func(dst *string, v string) {
 		if v != "" {
 			*dst = v
@@ -85,8 +73,8 @@ func (f *serverFlags) apply(c *Config) {
 	c.InsecureNoVerify = f.insecureNoVerify
 }
 
-func serveMode(ctx context.Context, m mode, args []string, stdout, stderr io.Writer, description string) int {
-	fs := newFlagSet(m.name, "[--config hookrun.yaml] [flags]", description, stderr)
+func serveMode(ctx context.Context, m app.Mode, args []string, stdout, stderr io.Writer, description string) int {
+	fs := newFlagSet(m.Name, "[--config hookrun.yaml] [flags]", description, stderr)
 	var flags serverFlags
 	flags.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
@@ -101,162 +89,73 @@ func serveMode(ctx context.Context, m mode, args []string, stdout, stderr io.Wri
 		flags.apply(cfg)
 		err = cfg.Validate()
 	}
-	if err == nil && m.needsNATSURL && cfg.NATS.URL == "" {
-		err = errors.New("nats.url: required for `hookrun " + m.name + "` (use `hookrun serve` for an embedded server)")
-	}
-	if err == nil && m.ingress && len(cfg.AllowRepos) == 0 {
-		err = errAllowReposRequired
+	if err == nil {
+		err = m.Check(cfg)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "hookrun %s: %v\n", m.name, err)
+		fmt.Fprintf(stderr, "hookrun %s: %v\n", m.Name, err)
 		return exitUsage
 	}
 	logger := newLogger(cfg.Log, stderr)
 	if err := runServer(ctx, m, cfg, &flags, logger, stdout); err != nil {
-		logger.Error("hookrun stopped", "mode", m.name, "err", err)
+		logger.Error("hookrun stopped", "mode", m.Name, "err", err)
 		return 1
 	}
 	return 0
 }
 
-// runServer wires the halves a mode runs and blocks until ctx ends, then
-// shuts down in order: ingress stops accepting (in-flight publishes finish),
-// the runner finishes or hands back its runs, the queue drains.
-func runServer(ctx context.Context, m mode, cfg *Config, flags *serverFlags, logger *slog.Logger, stdout io.Writer) error {
-	if m.runner || cfg.NATS.URL == "" {
-		if err := secureDataDir(cfg.DataDir); err != nil {
-			return err
-		}
-	}
-	q, err := queue.Open(ctx, queue.Config{
-		URL:       cfg.NATS.URL,
-		CredsFile: cfg.NATS.CredsFile,
-		CAFile:    cfg.NATS.CAFile,
-		CertFile:  cfg.NATS.CertFile,
-		KeyFile:   cfg.NATS.KeyFile,
-		DataDir:   filepath.Join(cfg.DataDir, "nats"),
-		Listen:    cfg.NATS.Listen,
-		Replicas:  cfg.NATS.Replicas,
-		Logger:    logger,
-	})
-	if err != nil {
-		return fmt.Errorf("opening queue: %w", err)
-	}
-	defer q.Close()
+// runServer starts the stack of a mode (internal/app) and blocks until ctx
+// ends, then shuts it down within the shutdown grace. The process concerns
+// stay here: the GC setting, returning idle memory, --dev-curl.
+func runServer(ctx context.Context, m app.Mode, cfg *app.Config, flags *serverFlags, logger *slog.Logger, stdout io.Writer) error {
 	tuneGC()
 	relCtx, stopRelease := context.WithCancel(ctx)
 	defer stopRelease()
 	go (&idleRelease{}).run(relCtx)
 
-	set, err := ingress.NewWorkflowSet(cfg.Workflows, logger)
-	if err != nil {
-		return fmt.Errorf("loading workflows: %w", err)
-	}
-	go set.Run(ctx, 2*time.Second)
-
-	// One client per forge: the runner reports and clones with it, ingress
-	// asks it what payloads leave out.
-	reporters, err := newReporter(cfg, logger)
+	a, err := app.Start(ctx, m, cfg, logger)
 	if err != nil {
 		return err
 	}
-	var r *runner.Runner
-	var consumer *queue.Consumer
-	if m.runner {
-		r, err = newRunner(ctx, cfg, q, set, reporters, logger)
-		if err != nil {
-			return err
-		}
-		// Detached from the signal: on SIGTERM, consumer.Close below decides
-		// what happens to runs in flight (finish within the grace, else hand
-		// them back), not a blanket cancellation.
-		consumer, err = r.Start(context.WithoutCancel(ctx), q)
-		if err != nil {
-			return fmt.Errorf("starting runner: %w", err)
+	if flags.devCurl != "" && a.URL() != "" {
+		if err := printDevCurl(stdout, a.URL(), flags.devCurl, cfg.GitHubSecrets()); err != nil {
+			return errors.Join(err, shutdown(a, cfg, logger))
 		}
 	}
-
-	var srv *ingress.Server
-	if m.ingress {
-		srv, err = ingress.New(ingress.Config{
-			Listen:           cfg.Listen,
-			GitHub:           ingress.GitHubConfig{Enabled: cfg.GitHubEnabled(), Secrets: cfg.GitHubSecrets()},
-			GitLab:           ingress.GitLabConfig{Enabled: cfg.GitLabEnabled(), Tokens: cfg.GitLabTokens()},
-			InsecureNoVerify: cfg.InsecureNoVerify,
-			AllowRepos:       cfg.AllowRepos,
-			Trust:            trustLookups(reporters),
-		}, q, set, logger)
-		if err != nil {
-			return fmt.Errorf("configuring ingress: %w", err)
-		}
-		registerAPI(srv, cfg, q, r, logger)
-		if err := srv.Start(ctx); err != nil {
-			return fmt.Errorf("starting ingress: %w", err)
-		}
-		url := "http://" + srv.Addr().String()
-		logger.Info("hookrun listening", "mode", m.name, "url", url, "workflows", len(set.Workflows()))
-		if flags.devCurl != "" {
-			if err := printDevCurl(stdout, url, flags.devCurl, cfg.GitHubSecrets()); err != nil {
-				return err
-			}
-		}
-	}
-
 	<-ctx.Done()
-	logger.Info("shutting down", "grace", cfg.Shutdown)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown)
-	defer cancel()
-	var errs []error
-	if srv != nil {
-		errs = append(errs, srv.Shutdown(shutdownCtx))
-	}
-	if consumer != nil {
-		errs = append(errs, consumer.Close(shutdownCtx))
-	}
-	return errors.Join(errs...)
+	return shutdown(a, cfg, logger)
 }
 
-func newRunner(ctx context.Context, cfg *Config, q *queue.Queue, set *ingress.WorkflowSet, reporter forgeReporters, logger *slog.Logger) (*runner.Runner, error) {
-	steps := newHostSteps(ctx, cfg, os.Geteuid(), logger)
-	ws, err := newWorkspaces(cfg, reporter, steps.owner)
-	if err != nil {
-		return nil, fmt.Errorf("configuring workspaces: %w", err)
+func shutdown(a *app.App, cfg *app.Config, logger *slog.Logger) error {
+	logger.Info("shutting down", "grace", cfg.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown)
+	defer cancel()
+	return a.Shutdown(ctx)
+}
+
+// printDevCurl prints a ready curl command that posts a GitHub
+// pull_request payload signed with the first configured secret.
+func printDevCurl(w io.Writer, baseURL, payloadPath string, secrets []string) error {
+	if len(secrets) == 0 {
+		return errors.New("--dev-curl needs github.webhook_secret")
 	}
-	providers, dock, _, err := newProviders(runtimeOptions{AllowDockerSocket: cfg.Runner.AllowDockerSocket, SbxBinary: cfg.Runner.SbxBinary, Host: steps.exec})
+	body, err := os.ReadFile(payloadPath)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("reading --dev-curl payload: %w", err)
 	}
-	removeOrphans(ctx, dock, q.Runs(), 3*cfg.Runner.Heartbeat, logger)
-	engine, err := runner.NewEngine(runner.EngineConfig{
-		Providers: providers,
-		Logs:      q.Logs(),
-		Reporter:  reporter,
-		Logger:    logger,
-		Redact:    serverCredentials(cfg),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("configuring engine: %w", err)
-	}
-	r, err := runner.New(runner.Config{
-		Concurrency:       cfg.Runner.Concurrency,
-		HeartbeatInterval: cfg.Runner.Heartbeat,
-		Consumer:          queue.ConsumerConfig{AckWait: cfg.Runner.AckWait, MaxAckPending: cfg.Runner.MaxAckPending},
-		Admit:             admitRepos(cfg.AllowRepos),
-		Logger:            logger,
-	}, runner.Deps{
-		Runs:       q.Runs(),
-		Workflows:  set,
-		Workspaces: ws,
-		Engine:     engine,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("configuring runner: %w", err)
-	}
-	return r, nil
+	mac := hmac.New(sha256.New, []byte(secrets[0]))
+	mac.Write(body)
+	sig := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	abs, _ := filepath.Abs(payloadPath)
+	delivery := "dev-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	fmt.Fprintf(w, "\nhookrun is up. Webhook URL: %s/hooks/github\n\nTry it (triggers examples/hello.yaml):\n\n", baseURL)
+	fmt.Fprintf(w, "  curl -sS -X POST %s/hooks/github \\\n    -H 'Content-Type: application/json' \\\n    -H 'X-GitHub-Event: pull_request' \\\n    -H 'X-GitHub-Delivery: %s' \\\n    -H 'X-Hub-Signature-256: %s' \\\n    --data-binary @%s\n\n",
+		baseURL, delivery, sig, abs)
+	return nil
 }
 
 // newLogger builds the slog logger: text on a terminal, JSON otherwise.
-func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+func newLogger(c app.LogConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -225,11 +226,11 @@ github: { webhook_secret: s, app_id: 4242, private_key_file: `+keyFile+`, api_ur
 	if err != nil {
 		t.Fatal(err)
 	}
-	reps, err := newReporter(cfg, slog.New(slog.DiscardHandler))
+	forges, err := app.NewForges(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := newWorkspaces(cfg, reps, nil)
+	ws, err := forges.Workspaces(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hookrun/hookrun/internal/app"
 )
 
 // buildHookrun builds cmd/hookrun for the phases that spawn it.
@@ -170,5 +176,29 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// The configuration a child gets is the one the in-process stacks use:
+// written and read back with unknown keys refused, it is the same.
+func TestBenchConfigRoundTrips(t *testing.T) {
+	want := benchConfig(t.TempDir())
+	want.NATS = app.NATSConfig{URL: "nats://127.0.0.1:4222"}
+	path := filepath.Join(t.TempDir(), "hookrun.yaml")
+	if err := writeConfig(path, want); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got app.Config
+	d := yaml.NewDecoder(bytes.NewReader(data))
+	d.KnownFields(true)
+	if err := d.Decode(&got); err != nil {
+		t.Fatalf("reading back:\n%s\n%v", data, err)
+	}
+	if !reflect.DeepEqual(&got, want) {
+		t.Fatalf("read back %+v\nwant %+v", got, *want)
 	}
 }

@@ -12,9 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookrun/hookrun/providers/git"
-	"github.com/hookrun/hookrun/providers/host"
-	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/internal/app"
 )
 
 // dispatchWorkflow's only step records, as its first act, the wall clock in
@@ -48,11 +46,11 @@ func runDispatch(ctx context.Context, cfg *Config, dir string, rep *Report) erro
 	return nil
 }
 
-// openDispatchStack opens the stack with the stamping workflow; its step
-// writes into the returned stamps directory, which lies outside dir and is
-// writable by anyone: a `hookrun runner` started as root runs the step as
+// openDispatchStack opens the stack of mode m with the stamping workflow;
+// its step writes into the returned stamps directory, which lies outside
+// dir and is writable by anyone: a hookrun started as root runs the step as
 // its unprivileged step user.
-func openDispatchStack(ctx context.Context, cfg *Config, dir string) (stamps string, s *stack, err error) {
+func openDispatchStack(ctx context.Context, cfg *Config, dir string, m app.Mode) (stamps string, s *stack, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("creating bench dir: %w", err)
 	}
@@ -62,7 +60,7 @@ func openDispatchStack(ctx context.Context, cfg *Config, dir string) (stamps str
 	if err := os.Chmod(stamps, 0o777); err != nil {
 		return "", nil, fmt.Errorf("creating stamp dir: %w", err)
 	}
-	s, err = openStack(ctx, dir, cfg.Logger, map[string]string{"bench-dispatch.yaml": fmt.Sprintf(dispatchWorkflow, stamps)})
+	s, err = openStack(ctx, dir, cfg.Logger, m, map[string]string{"bench-dispatch.yaml": fmt.Sprintf(dispatchWorkflow, stamps)})
 	if err != nil {
 		_ = os.RemoveAll(stamps)
 		return "", nil, err
@@ -71,55 +69,34 @@ func openDispatchStack(ctx context.Context, cfg *Config, dir string) (stamps str
 	return stamps, s, nil
 }
 
+// dispatchInProcess runs serve's whole stack in this process.
 func dispatchInProcess(ctx context.Context, cfg *Config, dir string) (DispatchRow, error) {
-	stamps, s, err := openDispatchStack(ctx, cfg, dir)
+	stamps, s, err := openDispatchStack(ctx, cfg, dir, app.ModeServe)
 	if err != nil {
 		return DispatchRow{}, err
 	}
 	defer s.close()
-	ws, err := git.New(git.Config{DataDir: filepath.Join(dir, "data")})
-	if err != nil {
-		return DispatchRow{}, fmt.Errorf("configuring workspaces: %w", err)
-	}
-	engine, err := runner.NewEngine(runner.EngineConfig{
-		Providers: runner.Providers{Host: host.New(host.Config{})},
-		Logs:      s.q.Logs(),
-		Logger:    cfg.Logger,
-	})
-	if err != nil {
-		return DispatchRow{}, fmt.Errorf("configuring engine: %w", err)
-	}
-	r, err := runner.New(runner.Config{Logger: cfg.Logger}, runner.Deps{
-		Runs: s.q.Runs(), Workflows: s.set, Workspaces: ws, Engine: engine,
-	})
-	if err != nil {
-		return DispatchRow{}, fmt.Errorf("configuring runner: %w", err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	consumer, err := r.Start(rctx, s.q)
-	if err != nil {
-		return DispatchRow{}, fmt.Errorf("starting runner: %w", err)
-	}
-	defer func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = consumer.Close(cctx)
-		ccancel()
-	}()
 	return timeDispatch(ctx, cfg.DispatchRuns, s.url, stamps)
 }
 
+// dispatchSeparate runs the queue and ingress in this process and a
+// `hookrun runner` child, configured as the in-process stack, on the
+// embedded server's TCP port.
 func dispatchSeparate(ctx context.Context, cfg *Config, dir string) (DispatchRow, error) {
-	stamps, s, err := openDispatchStack(ctx, cfg, dir)
+	stamps, s, err := openDispatchStack(ctx, cfg, dir, ingestMode)
 	if err != nil {
 		return DispatchRow{}, err
 	}
 	defer s.close()
-	child, err := startChild(ctx, cfg.Binary, nil, "runner",
-		"--nats-url", s.q.ClientURL(),
-		"--workflows", filepath.Join(dir, "workflows"),
-		"--data-dir", filepath.Join(dir, "runner"),
-		"--log-level", "warn", "--log-format", "json")
+	rc := benchConfig(dir)
+	rc.DataDir = filepath.Join(dir, "runner")
+	rc.NATS = app.NATSConfig{URL: s.q.ClientURL()}
+	rc.Log = app.LogConfig{Level: "warn", Format: "json"}
+	path := filepath.Join(dir, "runner.yaml")
+	if err := writeConfig(path, rc); err != nil {
+		return DispatchRow{}, err
+	}
+	child, err := startChild(ctx, cfg.Binary, nil, "runner", "--config", path)
 	if err != nil {
 		return DispatchRow{}, err
 	}

@@ -18,8 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"gopkg.in/yaml.v3"
 
-	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/queue"
 )
 
@@ -45,12 +46,100 @@ steps:
 `
 }
 
-// stack is an embedded queue and the HTTP ingress in this process, wired as
-// `hookrun serve` wires them.
+// ingestMode is the stack of the ingest phase: serve's embedded queue and
+// ingress without a runner, so that nothing but ingress works while it is
+// measured (the stream grows and is purged).
+var ingestMode = app.Mode{Name: "bench", Ingress: true}
+
+// benchConfig is the server configuration of every stack the bench runs,
+// in this process (openStack) or as a child (`hookrun serve` in the memory
+// phase, `hookrun runner` in the separate dispatch): under dir, the queue
+// embedded and listening on a loopback port (the bench and child runners
+// connect to it), ingress on 127.0.0.1:0 for GitHub deliveries signed with
+// secret and with the API, allow_repos the payload's owner. Host steps run as serve runs
+// them (isolated as the step user when the bench runs as root), or as the
+// bench's user where isolation would refuse them, as an operator not
+// running hookrun as root has to configure it.
+func benchConfig(dir string) *app.Config {
+	on, off := true, false
+	c := &app.Config{
+		Listen:     "127.0.0.1:0",
+		DataDir:    filepath.Join(dir, "data"),
+		Workflows:  filepath.Join(dir, "workflows"),
+		NATS:       app.NATSConfig{Listen: "127.0.0.1:0"},
+		AllowRepos: []string{"Codertocat/*"},
+		GitHub:     app.GitHubConfig{Enabled: &on, WebhookSecret: secret},
+		GitLab:     app.GitLabConfig{Enabled: &off},
+		API:        app.APIConfig{Token: "hookrun-bench-api-token"},
+	}
+	if os.Geteuid() != 0 {
+		c.Runner.HostSteps = app.HostStepsSameUser
+	}
+	return c
+}
+
+// writeConfig writes c as a configuration file for a hookrun child, with
+// only the keys that are set.
+func writeConfig(path string, c *app.Config) error {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return fmt.Errorf("encoding config: %w", err)
+	}
+	pruneUnset(&doc)
+	data, err := yaml.Marshal(&doc)
+	if err != nil {
+		return fmt.Errorf("encoding config: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("writing config: %w", err)
+	}
+	return nil
+}
+
+// pruneUnset drops the keys of a mapping whose values are unset (null, "",
+// 0, 0s, an empty list or mapping), which the child's defaults fill.
+func pruneUnset(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			pruneUnset(c)
+		}
+	case yaml.MappingNode:
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if !pruneUnset(n.Content[i+1]) {
+				kept = append(kept, n.Content[i], n.Content[i+1])
+			}
+		}
+		n.Content = kept
+		return len(kept) == 0
+	case yaml.SequenceNode:
+		return len(n.Content) == 0
+	case yaml.ScalarNode:
+		return n.Tag == "!!null" || n.Value == "" || n.Value == "0" || n.Value == "0s"
+	}
+	return false
+}
+
+// writeWorkflows writes workflow files into the stack's workflow
+// directory.
+func writeWorkflows(c *app.Config, files map[string]string) error {
+	if err := os.MkdirAll(c.Workflows, 0o755); err != nil {
+		return fmt.Errorf("creating workflow dir: %w", err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(c.Workflows, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("writing workflow %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// stack is a hookrun stack in this process, built by the composition root
+// (internal/app) from benchConfig as `hookrun serve` builds its own.
 type stack struct {
+	app *app.App
 	q   *queue.Queue
-	srv *ingress.Server
-	set *ingress.WorkflowSet
 	url string // http://host:port of the ingress
 
 	nc *nats.Conn          // the bench's own client of the embedded server, in-process
@@ -62,26 +151,20 @@ type stack struct {
 	cleanup []func() // run by close, last
 }
 
-// openStack opens the queue under dir/nats (listening on a loopback port so
-// that the bench and child runners can connect), loads workflow files from
-// dir/workflows and starts the ingress on 127.0.0.1:0.
-func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFiles map[string]string) (*stack, error) {
-	wfDir := filepath.Join(dir, "workflows")
-	if err := os.MkdirAll(wfDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating workflow dir: %w", err)
+// openStack writes the workflow files and starts the stack of mode m
+// under dir (benchConfig), then connects the bench's own clients.
+func openStack(ctx context.Context, dir string, logger *slog.Logger, m app.Mode, workflowFiles map[string]string) (*stack, error) {
+	cfg := benchConfig(dir)
+	if err := writeWorkflows(cfg, workflowFiles); err != nil {
+		return nil, err
 	}
-	for name, body := range workflowFiles {
-		if err := os.WriteFile(filepath.Join(wfDir, name), []byte(body), 0o644); err != nil {
-			return nil, fmt.Errorf("writing workflow %s: %w", name, err)
-		}
-	}
-	q, err := queue.Open(ctx, queue.Config{DataDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", Logger: logger})
+	a, err := app.Start(ctx, m, cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("opening queue: %w", err)
+		return nil, fmt.Errorf("starting the stack: %w", err)
 	}
-	s := &stack{q: q}
+	s := &stack{app: a, q: a.Queue(), url: a.URL()}
 	// The floor publishes over the transport ingress uses: in-process.
-	if s.nc, err = q.Connect("hookrun-bench"); err != nil {
+	if s.nc, err = s.q.Connect("hookrun-bench"); err != nil {
 		s.close()
 		return nil, fmt.Errorf("connecting to the embedded server: %w", err)
 	}
@@ -89,7 +172,7 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 		s.close()
 		return nil, fmt.Errorf("creating jetstream context: %w", err)
 	}
-	if s.tcpNC, err = nats.Connect(q.ClientURL(), nats.Name("hookrun-bench-tcp")); err != nil {
+	if s.tcpNC, err = nats.Connect(s.q.ClientURL(), nats.Name("hookrun-bench-tcp")); err != nil {
 		s.close()
 		return nil, fmt.Errorf("connecting to the embedded server over tcp: %w", err)
 	}
@@ -97,42 +180,19 @@ func openStack(ctx context.Context, dir string, logger *slog.Logger, workflowFil
 		s.close()
 		return nil, fmt.Errorf("creating jetstream context: %w", err)
 	}
-	if s.set, err = ingress.NewWorkflowSet(wfDir, logger); err != nil {
-		s.close()
-		return nil, fmt.Errorf("loading workflows: %w", err)
-	}
-	s.srv, err = ingress.New(ingress.Config{
-		Listen: "127.0.0.1:0",
-		GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{secret}},
-		// As a server runs: the allowlist check is part of every delivery.
-		AllowRepos: []string{"Codertocat/*"},
-	}, q, s.set, logger)
-	if err != nil {
-		s.close()
-		return nil, fmt.Errorf("configuring ingress: %w", err)
-	}
-	if err := s.srv.Start(ctx); err != nil {
-		s.srv = nil
-		s.close()
-		return nil, fmt.Errorf("starting ingress: %w", err)
-	}
-	s.url = "http://" + s.srv.Addr().String()
 	return s, nil
 }
 
 func (s *stack) close() {
-	if s.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = s.srv.Shutdown(ctx)
-		cancel()
-	}
 	if s.nc != nil {
 		s.nc.Close()
 	}
 	if s.tcpNC != nil {
 		s.tcpNC.Close()
 	}
-	_ = s.q.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = s.app.Shutdown(ctx)
+	cancel()
 	for _, f := range s.cleanup {
 		f()
 	}
@@ -208,7 +268,7 @@ func (s *sender) close() { s.client.CloseIdleConnections() }
 // runIngest measures (a) the raw-publish floor and (b) HTTP ingress at each
 // concurrency, then the open loop.
 func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error {
-	s, err := openStack(ctx, dir, cfg.Logger, map[string]string{"bench-ingest.yaml": noopWorkflow("bench-ingest")})
+	s, err := openStack(ctx, dir, cfg.Logger, ingestMode, map[string]string{"bench-ingest.yaml": noopWorkflow("bench-ingest")})
 	if err != nil {
 		return err
 	}

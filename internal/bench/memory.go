@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,19 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/queue"
 )
-
-// memoryConfig is the `hookrun serve` configuration of the memory phase.
-const memoryConfig = `listen: %s
-data_dir: %s
-workflows: %s
-nats: { listen: "%s" }
-allow_repos: ["Codertocat/*"]
-github: { webhook_secret: %s }
-runner: { concurrency: 8 }
-log: { level: warn, format: json }
-`
 
 const (
 	memoryBatch   = 500  // deliveries sent between backlog checks
@@ -45,17 +34,18 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	if err != nil {
 		return err
 	}
-	wfDir := filepath.Join(dir, "workflows")
-	if err := os.MkdirAll(wfDir, 0o755); err != nil {
-		return fmt.Errorf("creating workflow dir: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(wfDir, "bench-memory.yaml"), []byte(noopWorkflow("bench-memory")), 0o644); err != nil {
-		return fmt.Errorf("writing workflow: %w", err)
+	// The stack of the other phases, as a `hookrun serve` child on ports
+	// the bench knows.
+	sc := benchConfig(dir)
+	sc.Listen, sc.NATS.Listen = httpAddr, natsAddr
+	sc.Runner.Concurrency = 8
+	sc.Log = app.LogConfig{Level: "warn", Format: "json"}
+	if err := writeWorkflows(sc, map[string]string{"bench-memory.yaml": noopWorkflow("bench-memory")}); err != nil {
+		return err
 	}
 	cfgPath := filepath.Join(dir, "hookrun.yaml")
-	conf := fmt.Sprintf(memoryConfig, httpAddr, filepath.Join(dir, "data"), wfDir, natsAddr, secret)
-	if err := os.WriteFile(cfgPath, []byte(conf), 0o600); err != nil {
-		return fmt.Errorf("writing config: %w", err)
+	if err := writeConfig(cfgPath, sc); err != nil {
+		return err
 	}
 	// gctrace: the child's live heap after each GC, to tell garbage the
 	// runtime has not returned yet from state the process keeps.

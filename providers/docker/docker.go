@@ -183,25 +183,6 @@ func (d *Docker) pull(ctx context.Context, ref, policy string, progress io.Write
 	}
 }
 
-// mergeEnv flattens env lists into NAME=value strings; a later entry
-// replaces an earlier one of the same name in place.
-func mergeEnv(lists ...[]workflows.EnvVar) []string {
-	idx := map[string]int{}
-	var out []string
-	for _, l := range lists {
-		for _, e := range l {
-			kv := e.Name + "=" + e.Value
-			if i, ok := idx[e.Name]; ok {
-				out[i] = kv
-				continue
-			}
-			idx[e.Name] = len(out)
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // binds turns the workflow's volumes into Docker binds: relative host paths
 // are resolved against the workspace, the workspace is mounted at
 // WorkspaceMount unless a volume targets it, and the engine's socket is

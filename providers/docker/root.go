@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/hookrun/hookrun/providers/internal/proc"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -60,7 +61,7 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 	cfg := &container.Config{
 		Image:      c.Image,
 		Cmd:        keepAlive,
-		Env:        mergeEnv(c.Env, req.Env),
+		Env:        proc.Env(c.Env, req.Env),
 		WorkingDir: workingDir(c),
 		User:       c.User,
 		Labels:     map[string]string{LabelRun: req.RunID, LabelRole: "root"},
@@ -131,7 +132,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 		AttachStdin:  req.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
-		Env:          mergeEnv(req.Env),
+		Env:          proc.Env(req.Env),
 		WorkingDir:   dir,
 		Cmd:          cmd,
 	})

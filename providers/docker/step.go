@@ -8,6 +8,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/hookrun/hookrun/providers/internal/proc"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -157,7 +158,7 @@ func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *conta
 	cfg := &container.Config{
 		Image:        c.Image,
 		Cmd:          req.Argv,
-		Env:          mergeEnv(c.Env, req.Env),
+		Env:          proc.Env(c.Env, req.Env),
 		WorkingDir:   dir,
 		User:         c.User,
 		AttachStdout: true,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/providers/host/stepinit"
+	"github.com/hookrun/hookrun/providers/internal/proc"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -209,11 +210,11 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		default:
 			ctxErr = ctx.Err()
 			termAt = time.Now()
-			waitErr = stop(pgid, grace, waited, ready)
+			waitErr = proc.Stop(pgid, grace, waited, ready)
 		}
 	}
 	// The main process is gone; stop whatever it left behind in its group.
-	stopGroup(pgid, termAt, grace)
+	proc.StopLeftovers(pgid, termAt, grace)
 
 	// Wait for the output to drain; a process that escaped the group (setsid)
 	// may still hold the pipes, so bound the wait.
@@ -254,7 +255,7 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 		return &exec.Cmd{
 			Path:        path,
 			Args:        req.Argv,
-			Env:         envStrings(req.Env),
+			Env:         proc.Env(req.Env),
 			Dir:         req.Dir,
 			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		}, nil, func() {}, nil
@@ -273,7 +274,7 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 	cmd, isoErr, cleanup, err = iso.initCommand(stepinit.Spec{
 		Path:   path,
 		Argv:   req.Argv,
-		Env:    envStrings(env),
+		Env:    proc.Env(env),
 		Dir:    req.Dir,
 		Expose: exposed,
 		Grace:  grace,
@@ -338,96 +339,6 @@ func readIsolationErrors(r *os.File) (ready <-chan struct{}, msg <-chan string) 
 		msgc <- strings.TrimSpace(string(b))
 	}()
 	return readyc, msgc
-}
-
-// stop ends a running command: SIGTERM to its group, SIGKILL after grace,
-// and returns once the main process has exited. SIGTERM waits for ready
-// (an isolated step's init catching signals), within the same grace.
-func stop(pgid int, grace time.Duration, waited <-chan error, ready <-chan struct{}) error {
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-ready:
-	case err := <-waited:
-		return err
-	case <-timer.C:
-		signalGroup(pgid, syscall.SIGKILL)
-		return <-waited
-	}
-	signalGroup(pgid, syscall.SIGTERM)
-	select {
-	case err := <-waited:
-		return err
-	case <-timer.C:
-		signalGroup(pgid, syscall.SIGKILL)
-		return <-waited
-	}
-}
-
-// stopGroup stops every process still in the group: SIGTERM (unless it was
-// sent at termAt already), then SIGKILL if any survives grace after it.
-func stopGroup(pgid int, termAt time.Time, grace time.Duration) {
-	if !groupAlive(pgid) {
-		return
-	}
-	if termAt.IsZero() {
-		signalGroup(pgid, syscall.SIGTERM)
-		termAt = time.Now()
-	}
-	deadline := termAt.Add(grace)
-	for time.Now().Before(deadline) {
-		if !groupAlive(pgid) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	signalGroup(pgid, syscall.SIGKILL)
-	// SIGKILL takes effect asynchronously (a loaded machine shows it); Exec
-	// promises the step is gone when it returns, so wait, boundedly, for it.
-	for end := time.Now().Add(killWait); groupAlive(pgid) && time.Now().Before(end); {
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// killWait bounds how long stopGroup waits for SIGKILLed processes to die
-// (a process in uninterruptible sleep cannot die until its I/O completes).
-const killWait = 2 * time.Second
-
-// groupAlive reports whether a process of the group exists that is not a
-// zombie (an exited orphan waiting for its reaper counts as gone).
-func groupAlive(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); err != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true // no procfs: trust kill(2)
-	}
-	want := fmt.Sprint(pgid)
-	for _, ent := range entries {
-		if ent.Name()[0] < '0' || ent.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may contain spaces and parens.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) >= 3 && f[2] == want && f[0] != "Z" {
-			return true
-		}
-	}
-	return false
-}
-
-func signalGroup(pgid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig) // ESRCH: nothing left to stop
 }
 
 // exitCode maps a process state to a shell-style exit code: 128+N for a
@@ -500,14 +411,6 @@ func checkExecutable(p string) error {
 	return nil
 }
 
-func envStrings(env []workflows.EnvVar) []string {
-	out := make([]string, 0, len(env))
-	for _, v := range env {
-		out = append(out, v.Name+"="+v.Value)
-	}
-	return out // non-nil even when empty: a nil Env would inherit ours
-}
-
 func writerOr(w io.Writer) io.Writer {
 	if w == nil {
 		return io.Discard
@@ -535,7 +438,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 var _ contract.Executor = (*Executor)(nil)
 
 // Refusing is an executor that runs nothing: every Exec fails with Reason,
-// a sentence telling the user why and what to do instead. cmd/hookrun uses
+// a sentence telling the user why and what to do instead. internal/app uses
 // it for host steps a server must not run.
 type Refusing struct {
 	Reason string

@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/internal/proc"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // Config configures the sbx sandbox provider.
@@ -172,25 +174,23 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	if req.Dir != "" {
 		args = append(args, "-w", req.Dir)
 	}
-	values := map[string]string{}
-	var names []string
+	var forward []workflows.EnvVar // a later entry wins (proc.Env)
+	seen := map[string]bool{}
 	for _, e := range req.Env {
 		if secret[e.Name] || hostOnly[e.Name] || !validName(e.Name) {
 			continue
 		}
-		if _, seen := values[e.Name]; !seen {
-			names = append(names, e.Name)
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			args = append(args, "-e", e.Name)
 		}
-		values[e.Name] = e.Value // a later entry wins
-	}
-	for _, n := range names {
-		args = append(args, "-e", n)
+		forward = append(forward, e)
 	}
 	args = append(args, s.name)
 	args = append(args, req.Argv...)
 
 	cmd := exec.Command(s.p.cfg.Binary, args...)
-	cmd.Env = s.p.env(values, secret)
+	cmd.Env = s.p.env(forward, secret)
 	cmd.Stdin = req.Stdin
 	cmd.Stdout = orDiscard(req.Stdout)
 	var stderrTail tailBuffer
@@ -210,15 +210,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 		if grace <= 0 {
 			grace = s.p.cfg.StopGrace
 		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		t := time.NewTimer(grace)
-		select {
-		case <-waited:
-		case <-t.C:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-waited
-		}
-		t.Stop()
+		_ = proc.Stop(cmd.Process.Pid, grace, waited, nil)
 		return done(fmt.Errorf("running step %s in sandbox %s: stopped: %w", req.StepID, s.name, ctx.Err()))
 	}
 	var exitErr *exec.ExitError
@@ -353,21 +345,16 @@ func (p *Provider) run(ctx context.Context, bin string, args ...string) ([]byte,
 	return cmd.CombinedOutput()
 }
 
-// env is the configured environment with values set and secret names
-// removed.
-func (p *Provider) env(values map[string]string, secret map[string]bool) []string {
-	out := make([]string, 0, len(p.cfg.Env)+len(values))
+// env is the configured environment with secret names removed and vars
+// set over it.
+func (p *Provider) env(vars []workflows.EnvVar, secret map[string]bool) []string {
+	base := make([]string, 0, len(p.cfg.Env))
 	for _, kv := range p.cfg.Env {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, set := values[name]; set || secret[name] {
-			continue
+		if name, _, _ := strings.Cut(kv, "="); !secret[name] {
+			base = append(base, kv)
 		}
-		out = append(out, kv)
 	}
-	for n, v := range values {
-		out = append(out, n+"="+v)
-	}
-	return out
+	return proc.Merge(base, vars)
 }
 
 func validName(n string) bool {

@@ -157,7 +157,7 @@ type ReportRef struct {
 // HarnessRunner runs a harness.run step: it builds the agent CLI's argv (and
 // stdin) from run, executes it with exec starting from base, and tries
 // run.Fallback in order after a failure. lookup resolves ${NAME} in the
-// prompt and argv elements. providers/harness.Run has this shape; cmd hands
+// prompt and argv elements. providers/harness.Run has this shape; internal/app hands
 // it to the engine as HarnessFunc(harness.Run).
 type HarnessRunner interface {
 	RunHarness(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -89,7 +89,7 @@ type hostSteps struct {
 //
 // euid is the effective uid of this process.
 func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logger) hostSteps {
-	if cfg.Runner.HostSteps == hostStepsSameUser {
+	if cfg.Runner.HostSteps == HostStepsSameUser {
 		logger.Warn("runner.host_steps is same_user: host steps run with hookrun's own privileges and can read its credentials "+
 			"(its environment, the configuration file, data_dir with every payload and workspace); run untrusted code in containers or sbx",
 			"uid", euid)
@@ -128,7 +128,7 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 // configuration file and the key and credential files it names.
 func hiddenPaths(cfg *Config) []string {
 	var out []string
-	for _, p := range []string{cfg.DataDir, cfg.path, cfg.GitHub.PrivateKeyFile, cfg.NATS.CredsFile, cfg.NATS.KeyFile} {
+	for _, p := range []string{cfg.DataDir, cfg.Path, cfg.GitHub.PrivateKeyFile, cfg.NATS.CredsFile, cfg.NATS.KeyFile} {
 		if p == "" {
 			continue
 		}

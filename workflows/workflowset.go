@@ -1,4 +1,4 @@
-package ingress
+package workflows
 
 import (
 	"context"
@@ -13,27 +13,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hookrun/hookrun/workflows"
 )
 
-// WorkflowSource gives the server the workflows to match deliveries
-// against. It is called once per delivery, so it must be cheap and safe for
-// concurrent use.
-type WorkflowSource interface {
-	Workflows() []*workflows.Workflow
-}
+// DefaultReloadInterval is how often WorkflowSet.Run polls its directory
+// when given no interval.
+const DefaultReloadInterval = 2 * time.Second
 
-// WorkflowSet is a WorkflowSource backed by a directory of workflow files
-// (*.yaml, *.yml; hidden files and subdirectories are ignored) that reloads
-// them when they change. A file that becomes invalid keeps its last good
+// WorkflowSet is the workflows of a directory of workflow files (*.yaml,
+// *.yml; hidden files and subdirectories are ignored), reloaded when they
+// change: ingress matches deliveries against Workflows, the runner finds a
+// run's workflow with Lookup. A file that becomes invalid keeps its last good
 // version active and each of its problems is logged as file:line:col; a
 // deleted file's workflows are dropped. Workflows is lock-free.
 type WorkflowSet struct {
 	dir    string
 	logger *slog.Logger
 
-	active atomic.Pointer[[]*workflows.Workflow]
+	active atomic.Pointer[[]*Workflow]
 
 	mu    sync.Mutex // serializes Reload
 	files map[string]*fileState
@@ -43,9 +39,9 @@ type WorkflowSet struct {
 type fileState struct {
 	modTime time.Time
 	size    int64
-	digest  [sha256.Size]byte     // of the content last examined, valid or not
-	good    []*workflows.Workflow // last good version; nil if it never loaded
-	valid   bool                  // the content last examined loaded without problems
+	digest  [sha256.Size]byte // of the content last examined, valid or not
+	good    []*Workflow       // last good version; nil if it never loaded
+	valid   bool              // the content last examined loaded without problems
 }
 
 // NewWorkflowSet loads every workflow file in dir once. Invalid files are
@@ -55,7 +51,7 @@ func NewWorkflowSet(dir string, logger *slog.Logger) (*WorkflowSet, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &WorkflowSet{dir: dir, logger: logger, files: map[string]*fileState{}}
-	empty := []*workflows.Workflow{}
+	empty := []*Workflow{}
 	s.active.Store(&empty)
 	if err := s.Reload(); err != nil {
 		return nil, err
@@ -65,13 +61,12 @@ func NewWorkflowSet(dir string, logger *slog.Logger) (*WorkflowSet, error) {
 
 // Workflows returns the active workflows, sorted by name. The slice is
 // shared: callers must not modify it.
-func (s *WorkflowSet) Workflows() []*workflows.Workflow {
+func (s *WorkflowSet) Workflows() []*Workflow {
 	return *s.active.Load()
 }
 
-// Lookup returns the active workflow of that name; it is what the runner
-// looks a run's workflow up in (runner.WorkflowSource).
-func (s *WorkflowSet) Lookup(name string) (*workflows.Workflow, bool) {
+// Lookup returns the active workflow of that name.
+func (s *WorkflowSet) Lookup(name string) (*Workflow, bool) {
 	for _, wf := range s.Workflows() {
 		if wf.Name == name {
 			return wf, true
@@ -162,7 +157,7 @@ func (s *WorkflowSet) examine(path string, info os.FileInfo) bool {
 	}
 	st.modTime, st.size, st.digest = info.ModTime(), info.Size(), digest
 
-	wfs, err := workflows.Load(path)
+	wfs, err := Load(path)
 	if err != nil {
 		st.valid = false
 		s.logProblems(path, st.good != nil, err)
@@ -182,7 +177,7 @@ func (s *WorkflowSet) logProblems(path string, keptOld bool, err error) {
 	if keptOld {
 		msg = "workflow file invalid; keeping its last good version"
 	}
-	var problems workflows.Problems
+	var problems Problems
 	if !errors.As(err, &problems) {
 		s.logger.Error(msg, "file", path, "err", err)
 		return
@@ -202,7 +197,7 @@ func (s *WorkflowSet) publish() {
 	}
 	slices.Sort(paths)
 	byName := map[string]string{}
-	var out []*workflows.Workflow
+	var out []*Workflow
 	for _, p := range paths {
 		for _, w := range s.files[p].good {
 			if first, dup := byName[w.Name]; dup {
@@ -213,11 +208,9 @@ func (s *WorkflowSet) publish() {
 			out = append(out, w)
 		}
 	}
-	slices.SortFunc(out, func(a, b *workflows.Workflow) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *Workflow) int { return strings.Compare(a.Name, b.Name) })
 	if out == nil {
-		out = []*workflows.Workflow{}
+		out = []*Workflow{}
 	}
 	s.active.Store(&out)
 }
-
-var _ WorkflowSource = (*WorkflowSet)(nil)

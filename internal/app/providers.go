@@ -1,7 +1,8 @@
-package main
+package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,50 +18,62 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// runtimeOptions are the settings the executors take from the server
-// configuration.
-type runtimeOptions struct {
-	AllowDockerSocket bool              // let workflows mount the Docker socket
-	SbxBinary         string            // path of the sbx CLI
-	Host              contract.Executor // host steps; nil: as this process's user (`hookrun run`)
+// executors are the providers steps run in, with what must be released
+// when the process stops.
+type executors struct {
+	runner.Providers
+	docker  *docker.Docker // nil when Docker could not be configured
+	closers closers        // the Docker client
 }
 
-// newProviders builds the executors steps run in: the host, Docker (per-step
-// and root containers; the client connects lazily, so a machine without
-// Docker still runs host-only workflows) and sbx. close releases the Docker
-// client.
-func newProviders(o runtimeOptions) (runner.Providers, *docker.Docker, func(), error) {
-	p := runner.Providers{
-		Host:    o.Host,
-		Harness: runner.HarnessFunc(harness.Run),
+// newExecutors builds the executors steps run in: the host (hostExec; nil:
+// as this process's user, for `hookrun run`), Docker (per-step and root
+// containers; the client connects lazily, so a machine without Docker still
+// runs host-only workflows) and sbx. On an error the executors that could
+// be built come with it, and their closers.
+func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary string) (executors, error) {
+	e := executors{Providers: runner.Providers{Host: hostExec, Harness: contract.HarnessFunc(harness.Run)}}
+	if e.Host == nil {
+		e.Host = host.New(host.Config{})
 	}
-	if p.Host == nil {
-		p.Host = host.New(host.Config{})
-	}
-	d, err := docker.New(docker.Config{AllowDockerSocket: o.AllowDockerSocket})
+	d, err := docker.New(docker.Config{AllowDockerSocket: allowDockerSocket})
 	if err != nil {
-		return p, nil, func() {}, fmt.Errorf("configuring docker: %w", err)
+		return e, fmt.Errorf("configuring docker: %w", err)
 	}
-	p.Containers, p.RootContainer = d, d
-	s, err := sbx.New(sbx.Config{Binary: o.SbxBinary})
+	e.Containers, e.RootContainer, e.docker = d, d, d
+	e.closers = append(e.closers, d)
+	s, err := sbx.New(sbx.Config{Binary: sbxBinary})
 	if err != nil {
-		_ = d.Close()
-		return p, nil, func() {}, fmt.Errorf("configuring sbx: %w", err)
+		return e, fmt.Errorf("configuring sbx: %w", err)
 	}
-	p.SBX = s
-	return p, d, func() { _ = d.Close() }, nil
+	e.SBX = s
+	return e, nil
 }
 
-// localProviders is newProviders for `hookrun run`: a provider that cannot
-// be configured is left out (its steps then fail with a clear error) and the
-// reason is printed.
-func localProviders(o runtimeOptions, stderr io.Writer) (runner.Providers, func()) {
-	p, _, closeFn, err := newProviders(o)
+// LocalProviders are the executors of `hookrun run`: host steps as this
+// process's user; a provider that cannot be configured is left out (its
+// steps then fail with a clear error) and the reason is printed. Close
+// releases them.
+func LocalProviders(stderr io.Writer) (runner.Providers, io.Closer) {
+	e, err := newExecutors(nil, false, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun run: %v (container and sandbox steps will fail)\n", err)
 	}
-	return p, closeFn
+	return e.Providers, e.closers
 }
+
+// closers close in the reverse order of their adding, as defers run.
+type closers []io.Closer
+
+func (c closers) Close() error {
+	var errs []error
+	for i := len(c) - 1; i >= 0; i-- {
+		errs = append(errs, c[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
+var _ io.Closer = closers(nil)
 
 // removeOrphans removes containers left by runs that no runner is executing
 // any more (a runner that crashed, or this one before a restart).

@@ -1,24 +1,18 @@
-package main
+package app
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"reflect"
-	"regexp"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Config is the server configuration file (DESIGN.md §6). Values may
-// reference the environment as ${NAME}; flags override the file.
+// Config is the server configuration file (DESIGN.md §6), from which Start
+// builds the stack. Values may reference the environment as ${NAME}
+// (expanded by the loader, cmd/hookrun); flags override the file.
 type Config struct {
 	Listen    string        `yaml:"listen"`    // HTTP address of ingress and the API; default 127.0.0.1:8080
 	DataDir   string        `yaml:"data_dir"`  // NATS store, git mirrors, workspaces; default ./.hookrun
@@ -43,8 +37,10 @@ type Config struct {
 	// --insecure-no-verify only; never from a file).
 	InsecureNoVerify bool `yaml:"-"`
 
-	// path is the file this configuration was read from ("" for defaults).
-	path string
+	// Path is the file this configuration was read from ("" for defaults);
+	// isolated host steps cannot see it. Set by the loader, never from a
+	// file.
+	Path string `yaml:"-"`
 }
 
 // NATSConfig says where the queue lives.
@@ -114,8 +110,8 @@ type RunnerConfig struct {
 
 // Values of runner.host_steps.
 const (
-	hostStepsIsolated = "isolated"
-	hostStepsSameUser = "same_user"
+	HostStepsIsolated = "isolated"  // as runner.step_user, in namespaces of their own (needs root)
+	HostStepsSameUser = "same_user" // as hookrun's own user, able to read its credentials
 )
 
 // APIConfig protects /api/v1.
@@ -129,7 +125,10 @@ type LogConfig struct {
 	Format string `yaml:"format"` // text | json; default: text on a terminal, json otherwise
 }
 
-func (c *Config) setDefaults() {
+// SetDefaults fills every unset value with its default: the one place for
+// each default of the configuration file. Loaders call it before Validate;
+// Start applies it to its own copy.
+func (c *Config) SetDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
 	}
@@ -158,7 +157,7 @@ func (c *Config) setDefaults() {
 		c.Runner.SbxBinary = "sbx"
 	}
 	if c.Runner.HostSteps == "" {
-		c.Runner.HostSteps = hostStepsIsolated
+		c.Runner.HostSteps = HostStepsIsolated
 	}
 	if c.Runner.StepUser == "" {
 		c.Runner.StepUser = "65534:65534"
@@ -199,7 +198,7 @@ func (c *Config) Validate() error {
 		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)
 	}
 	switch c.Runner.HostSteps {
-	case hostStepsIsolated, hostStepsSameUser:
+	case HostStepsIsolated, HostStepsSameUser:
 	default:
 		bad("runner.host_steps", "must be isolated or same_user, got %q", c.Runner.HostSteps)
 	}
@@ -233,9 +232,9 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// errAllowReposRequired refuses to serve webhooks for whoever installs the
+// ErrAllowReposRequired refuses to serve webhooks for whoever installs the
 // App or knows a secret: the operator names the repositories.
-var errAllowReposRequired = errors.New(`allow_repos: required: list the repositories this server acts for, e.g. allow_repos: ["myorg/*"]`)
+var ErrAllowReposRequired = errors.New(`allow_repos: required: list the repositories this server acts for, e.g. allow_repos: ["myorg/*"]`)
 
 // GitHubSecrets are every accepted GitHub webhook secret.
 func (c *Config) GitHubSecrets() []string {
@@ -256,72 +255,6 @@ func nonEmpty(in []string) []string {
 	}
 	return out
 }
-
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// loadConfig reads path (empty: defaults only), rejects unknown keys, expands
-// ${NAME} in every string value from lookup, fills defaults and validates. A
-// missing variable expands to "". Expansion happens after YAML parsing, so an
-// expanded value (a secret with ": " or "#" in it) is data, never YAML.
-func loadConfig(path string, lookup func(string) (string, bool)) (*Config, error) {
-	var c Config
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading config: %w", err)
-		}
-		d := yaml.NewDecoder(bytes.NewReader(data))
-		d.KnownFields(true)
-		if err := d.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("parsing config %s: %w", path, err)
-		}
-		// A section that sets anything enables its forge; decided before
-		// expansion, so that an unset ${VAR} cannot silently disable it.
-		if c.GitHub.Enabled == nil && !reflect.ValueOf(c.GitHub).IsZero() {
-			c.GitHub.Enabled = boolPtr(true)
-		}
-		if c.GitLab.Enabled == nil && !reflect.ValueOf(c.GitLab).IsZero() {
-			c.GitLab.Enabled = boolPtr(true)
-		}
-		expandStrings(reflect.ValueOf(&c).Elem(), lookup)
-	}
-	c.path = path
-	c.setDefaults()
-	if err := c.Validate(); err != nil {
-		where := path
-		if where == "" {
-			where = "(defaults)"
-		}
-		return nil, fmt.Errorf("invalid config %s: %w", where, err)
-	}
-	return &c, nil
-}
-
-// expandStrings replaces ${NAME} in every string (and []string element)
-// reachable from v.
-func expandStrings(v reflect.Value, lookup func(string) (string, bool)) {
-	switch v.Kind() {
-	case reflect.String:
-		if strings.Contains(v.String(), "${") {
-			v.SetString(envRef.ReplaceAllStringFunc(v.String(), func(m string) string {
-				val, _ := lookup(m[2 : len(m)-1])
-				return val
-			}))
-		}
-	case reflect.Struct:
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				expandStrings(v.Field(i), lookup)
-			}
-		}
-	case reflect.Slice:
-		for i := 0; i < v.Len(); i++ {
-			expandStrings(v.Index(i), lookup)
-		}
-	}
-}
-
-func boolPtr(b bool) *bool { return &b }
 
 // GitHubEnabled reports whether /hooks/github is served.
 func (c *Config) GitHubEnabled() bool { return c.GitHub.Enabled != nil && *c.GitHub.Enabled }

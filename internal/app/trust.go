@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -30,11 +30,11 @@ func admitRepos(patterns []string) func(*workflows.Event) error {
 	}
 }
 
-// newWorkspaces is the runner's git checkouts: clone URLs confined to their
+// Workspaces is the runner's git checkouts: clone URLs confined to their
 // forge's host (github.com or the host of github.api_url; gitlab.com or the
 // host of gitlab.base_url), fetched with that forge's credentials.
 // owner, when set, is the step user the run directories are handed to.
-func newWorkspaces(cfg *Config, reps forgeReporters, owner *git.Owner) (*git.Workspaces, error) {
+func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, error) {
 	gh, err := github.GitOrigin(cfg.GitHub.APIURL)
 	if err != nil {
 		return nil, err
@@ -43,10 +43,9 @@ func newWorkspaces(cfg *Config, reps forgeReporters, owner *git.Owner) (*git.Wor
 	if err != nil {
 		return nil, err
 	}
-	ghRep, _ := reps[workflows.GitHub].(*github.Reporter)
 	return git.New(git.Config{
 		DataDir: cfg.DataDir,
-		Auth:    gitAuth(cfg, ghRep),
+		Auth:    gitAuth(cfg, f.GitHub),
 		Origins: git.Origins{workflows.GitHub: gh, workflows.GitLab: gl},
 		Owner:   owner,
 	})

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/hookrun/hookrun/internal/app"
+)
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads path (empty: defaults only), rejects unknown keys, expands
+// ${NAME} in every string value from lookup, fills defaults and validates. A
+// missing variable expands to "". Expansion happens after YAML parsing, so an
+// expanded value (a secret with ": " or "#" in it) is data, never YAML.
+func loadConfig(path string, lookup func(string) (string, bool)) (*app.Config, error) {
+	var c app.Config
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		d := yaml.NewDecoder(bytes.NewReader(data))
+		d.KnownFields(true)
+		if err := d.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("parsing config %s: %w", path, err)
+		}
+		// A section that sets anything enables its forge; decided before
+		// expansion, so that an unset ${VAR} cannot silently disable it.
+		if c.GitHub.Enabled == nil && !reflect.ValueOf(c.GitHub).IsZero() {
+			c.GitHub.Enabled = boolPtr(true)
+		}
+		if c.GitLab.Enabled == nil && !reflect.ValueOf(c.GitLab).IsZero() {
+			c.GitLab.Enabled = boolPtr(true)
+		}
+		expandStrings(reflect.ValueOf(&c).Elem(), lookup)
+	}
+	c.Path = path
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		where := path
+		if where == "" {
+			where = "(defaults)"
+		}
+		return nil, fmt.Errorf("invalid config %s: %w", where, err)
+	}
+	return &c, nil
+}
+
+// expandStrings replaces ${NAME} in every string (and []string element)
+// reachable from v.
+func expandStrings(v reflect.Value, lookup func(string) (string, bool)) {
+	switch v.Kind() {
+	case reflect.String:
+		if strings.Contains(v.String(), "${") {
+			v.SetString(envRef.ReplaceAllStringFunc(v.String(), func(m string) string {
+				val, _ := lookup(m[2 : len(m)-1])
+				return val
+			}))
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				expandStrings(v.Field(i), lookup)
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			expandStrings(v.Index(i), lookup)
+		}
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }

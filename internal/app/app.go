@@ -1,0 +1,233 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// App is the stack of one hookrun process, built from its Config for its
+// Mode: the queue, the workflow set, the forge clients, and the runner with
+// its executors, the ingress server with the API, or both.
+type App struct {
+	mode   Mode
+	cfg    Config
+	logger *slog.Logger
+
+	queue      *queue.Queue
+	set        *workflows.WorkflowSet
+	stopReload context.CancelFunc
+	consumer   *queue.Consumer // nil without a runner
+	srv        *ingress.Server // nil without ingress
+	// closers are closed last, in reverse order: the executors, then the
+	// queue.
+	closers closers
+}
+
+// Start builds the stack of mode m from cfg (its defaults filled in a copy)
+// and starts it: data_dir private to hookrun where this process keeps data
+// in it, the queue (embedded without nats.url), the workflow set (reloaded
+// until Shutdown), one client per forge shared by the runner and ingress's
+// lookups, the runner consuming, and ingress listening with the API. ctx
+// bounds the start; the runner's runs are detached from it (Shutdown
+// decides what happens to them). On an error, what was started is stopped
+// again.
+func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *App, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &App{mode: m, cfg: *cfg, logger: logger, stopReload: func() {}}
+	c := &a.cfg
+	c.SetDefaults()
+	if err := errors.Join(c.Validate(), m.Check(c)); err != nil {
+		return nil, fmt.Errorf("validating config: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.Shutdown)
+			defer cancel()
+			_ = a.Shutdown(sctx)
+		}
+	}()
+	if m.Runner || c.NATS.URL == "" {
+		if err := secureDataDir(c.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	if a.queue, err = queue.Open(ctx, queue.Config{
+		URL:       c.NATS.URL,
+		CredsFile: c.NATS.CredsFile,
+		CAFile:    c.NATS.CAFile,
+		CertFile:  c.NATS.CertFile,
+		KeyFile:   c.NATS.KeyFile,
+		DataDir:   filepath.Join(c.DataDir, "nats"),
+		Listen:    c.NATS.Listen,
+		Replicas:  c.NATS.Replicas,
+		Logger:    logger,
+	}); err != nil {
+		return nil, fmt.Errorf("opening queue: %w", err)
+	}
+	a.closers = append(a.closers, a.queue)
+	if a.set, err = workflows.NewWorkflowSet(c.Workflows, logger); err != nil {
+		return nil, fmt.Errorf("loading workflows: %w", err)
+	}
+	reloadCtx, stopReload := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopReload = stopReload
+	go a.set.Run(reloadCtx, workflows.DefaultReloadInterval)
+	forges, err := NewForges(c, logger)
+	if err != nil {
+		return nil, err
+	}
+
+	var r *runner.Runner
+	if m.Runner {
+		if r, err = a.newRunner(ctx, forges); err != nil {
+			return nil, err
+		}
+		// Detached from ctx: on SIGTERM, Shutdown decides what happens to
+		// runs in flight (finish within the grace, else hand them back),
+		// not a blanket cancellation.
+		if a.consumer, err = r.Start(context.WithoutCancel(ctx), a.queue); err != nil {
+			return nil, fmt.Errorf("starting runner: %w", err)
+		}
+	}
+	if m.Ingress {
+		if err := a.startIngress(ctx, forges, r); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// newRunner builds the runner half: how host steps run, the workspaces, the
+// executors (their closers kept for Shutdown; orphaned containers removed
+// first), the engine, and the runner itself.
+func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, error) {
+	c := &a.cfg
+	steps := newHostSteps(ctx, c, os.Geteuid(), a.logger)
+	ws, err := forges.Workspaces(c, steps.owner)
+	if err != nil {
+		return nil, fmt.Errorf("configuring workspaces: %w", err)
+	}
+	execs, err := newExecutors(steps.exec, c.Runner.AllowDockerSocket, c.Runner.SbxBinary)
+	a.closers = append(a.closers, execs.closers...)
+	if err != nil {
+		return nil, err
+	}
+	removeOrphans(ctx, execs.docker, a.queue.Runs(), 3*c.Runner.Heartbeat, a.logger)
+	engine, err := runner.NewEngine(runner.EngineConfig{
+		Providers: execs.Providers,
+		Logs:      a.queue.Logs(),
+		Reporter:  forges,
+		Logger:    a.logger,
+		Redact:    serverCredentials(c),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configuring engine: %w", err)
+	}
+	r, err := runner.New(runner.Config{
+		Concurrency:       c.Runner.Concurrency,
+		HeartbeatInterval: c.Runner.Heartbeat,
+		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending},
+		Admit:             admitRepos(c.AllowRepos),
+		Logger:            a.logger,
+	}, runner.Deps{
+		Runs:       a.queue.Runs(),
+		Workflows:  a.set,
+		Workspaces: ws,
+		Engine:     engine,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configuring runner: %w", err)
+	}
+	return r, nil
+}
+
+// startIngress builds the ingress server with the API and starts it. r,
+// when this process runs one, cancels runs; else cancelling goes through
+// the run record alone.
+func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner) error {
+	c := &a.cfg
+	srv, err := ingress.New(ingress.Config{
+		Listen:           c.Listen,
+		GitHub:           ingress.GitHubConfig{Enabled: c.GitHubEnabled(), Secrets: c.GitHubSecrets()},
+		GitLab:           ingress.GitLabConfig{Enabled: c.GitLabEnabled(), Tokens: c.GitLabTokens()},
+		InsecureNoVerify: c.InsecureNoVerify,
+		AllowRepos:       c.AllowRepos,
+		Trust:            forges.Trust(),
+	}, a.queue, a.set, a.logger)
+	if err != nil {
+		return fmt.Errorf("configuring ingress: %w", err)
+	}
+	var canceller ingress.Canceller = recordCanceller{a.queue.Runs()}
+	if r != nil {
+		canceller = r
+	}
+	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("starting ingress: %w", err)
+	}
+	a.srv = srv
+	a.logger.Info("hookrun listening", "mode", a.mode.Name, "url", a.URL(), "workflows", len(a.set.Workflows()))
+	return nil
+}
+
+// recordCanceller cancels through the run record alone (for `hookrun
+// ingress`, which runs no runner): the claimant sees CancelRequested.
+type recordCanceller struct{ runs *queue.RunStore }
+
+func (c recordCanceller) Cancel(ctx context.Context, id string) error {
+	_, err := c.runs.RequestCancel(ctx, id)
+	return err
+}
+
+var _ ingress.Canceller = recordCanceller{}
+
+// Addr is the address ingress listens on; nil without ingress.
+func (a *App) Addr() net.Addr {
+	if a.srv == nil {
+		return nil
+	}
+	return a.srv.Addr()
+}
+
+// URL is http:// and Addr; "" without ingress.
+func (a *App) URL() string {
+	if addr := a.Addr(); addr != nil {
+		return "http://" + addr.String()
+	}
+	return ""
+}
+
+// Queue is the queue the stack publishes to and consumes from.
+func (a *App) Queue() *queue.Queue { return a.queue }
+
+// Workflows is the loaded workflow set.
+func (a *App) Workflows() *workflows.WorkflowSet { return a.set }
+
+// Shutdown stops in order: ingress stops accepting (in-flight publishes
+// finish), the runner finishes its runs within ctx or hands them back, the
+// workflow set stops reloading, then the executors and the queue are closed.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.srv != nil {
+		errs = append(errs, a.srv.Shutdown(ctx))
+	}
+	if a.consumer != nil {
+		errs = append(errs, a.consumer.Close(ctx))
+	}
+	a.stopReload()
+	cl := a.closers
+	a.closers = nil // a second Shutdown closes nothing twice
+	errs = append(errs, cl.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Forges are the API clients of the configured forges, one per forge: the
+// runner reports and clones with them, ingress asks them what payloads
+// leave out (Trust). A forge without API credentials has none.
+type Forges struct {
+	GitHub *github.Reporter // nil without github.token or github.app_id
+	GitLab *gitlab.Reporter // nil without gitlab.token
+}
+
+// NewForges builds the client of each forge cfg has credentials for.
+func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
+	var f Forges
+	if cfg.GitHub.Token != "" || cfg.GitHub.AppID != 0 {
+		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger}
+		if cfg.GitHub.PrivateKeyFile != "" {
+			key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("github.private_key_file: reading: %w", err)
+			}
+			gc.PrivateKey = key
+		}
+		rep, err := github.New(gc)
+		if err != nil {
+			return nil, fmt.Errorf("configuring github reporter: %w", err)
+		}
+		f.GitHub = rep
+	}
+	if cfg.GitLab.Token != "" {
+		rep, err := gitlab.New(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("configuring gitlab reporter: %w", err)
+		}
+		f.GitLab = rep
+	}
+	if f.GitHub == nil && f.GitLab == nil {
+		logger.Warn("no forge token configured: runs are not reported on pull requests")
+	}
+	return &f, nil
+}
+
+// Report sends a run's report to the reporter of its event's forge.
+func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	switch {
+	case r.Event.Forge == workflows.GitHub && f.GitHub != nil:
+		return f.GitHub.Report(ctx, r)
+	case r.Event.Forge == workflows.GitLab && f.GitLab != nil:
+		return f.GitLab.Report(ctx, r)
+	}
+	return r.Ref, nil // no credentials for this forge: nothing to report to
+}
+
+var _ contract.Reporter = (*Forges)(nil)

@@ -1,0 +1,21 @@
+package app
+
+import "github.com/hookrun/hookrun/ingress"
+
+// Trust gives ingress the forge API clients it asks what a payload does not
+// say: GitHub's current head of a pull request, for a comment whose pull
+// request sent no pull_request event yet; GitLab's merge request head and
+// its members' roles. They are the reporters (the same credentials); a
+// forge without API credentials has none: comments there whose head was not
+// remembered are refused, and GitLab events stay NONE. hookrun_heads comes
+// with the queue (ingress takes it from the publisher).
+func (f *Forges) Trust() ingress.TrustConfig {
+	var t ingress.TrustConfig
+	if f.GitHub != nil {
+		t.GitHubHeads = f.GitHub
+	}
+	if f.GitLab != nil {
+		t.GitLabHeads, t.GitLabMembers = f.GitLab, f.GitLab
+	}
+	return t
+}
