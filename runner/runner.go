@@ -267,79 +267,27 @@ func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
 
 // execute runs a claimed run to its end and writes the outcome.
 func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
-	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelRun(nil)
-	// The consumer cancels ctx on shutdown: hand the run back.
-	stopWatch := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), queue.ErrShuttingDown) {
-			cancelRun(ErrAbandoned)
-		} else {
-			cancelRun(ErrCancelled)
-		}
-	})
-	defer stopWatch()
-	r.mu.Lock()
-	r.active[req.ID] = cancelRun
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.active, req.ID)
-		r.mu.Unlock()
-	}()
-
-	hb := &heartbeat{r: r, id: req.ID, cancel: cancelRun, log: log}
-	hbCtx, stopHB := context.WithCancel(runCtx)
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); hb.loop(hbCtx) }()
-	stopHeartbeat := func() { stopHB(); <-hbDone }
-
+	c := r.track(ctx, req.ID, log)
+	defer c.done()
 	if req.Refused != "" {
-		// Ingress accepted the event but could not make it safe to run
-		// (the commented pull request's head is unknown): fail it visibly,
-		// with no workspace and no step.
-		log.Warn("failing a run ingress refused to pin", "reason", req.Refused)
-		res := r.deps.Engine.Run(runCtx, RunSpec{ID: req.ID, Attempt: rec.Attempt, Workflow: wf, Event: &req.Event,
-			Ref: refOf(rec), Refused: req.Refused, OnChange: hb.setSteps})
-		stopHeartbeat()
-		if hb.lost.Load() {
-			return nil
-		}
-		return r.finish(ctx, req.ID, res, "", log)
+		return r.failRefused(ctx, c, req, wf, rec, log)
 	}
-
-	ws, err := r.deps.Workspaces.Prepare(runCtx, req.ID, &req.Event, wf.Checkout)
-	headSHA := ws.HeadSHA
+	ws, err := r.deps.Workspaces.Prepare(c.ctx, req.ID, &req.Event, wf.Checkout)
 	if err != nil {
-		stopHeartbeat()
-		if hb.lost.Load() {
-			return nil
-		}
-		if errors.Is(err, contract.ErrRefused) {
-			log.Warn("workspace refused by policy; failing the run", "err", err)
-			return queue.Term(fmt.Errorf("preparing workspace: %w", err))
-		}
-		msg := fmt.Sprintf("preparing workspace: %v", err)
-		log.Warn("preparing workspace failed; handing the run back", "err", err)
-		r.release(ctx, req.ID, msg, log)
-		if errors.Is(context.Cause(runCtx), ErrAbandoned) {
-			return fmt.Errorf("preparing workspace for run %s: %w", req.ID, ErrAbandoned)
-		}
-		return queue.Retry(fmt.Errorf("preparing workspace for run %s: %w", req.ID, err), r.cfg.PrepareRetry)
+		return r.prepareFailed(ctx, c, req.ID, err, log)
 	}
 	defer func() {
 		if err := r.deps.Workspaces.Remove(req.ID); err != nil {
 			log.Warn("removing workspace", "err", err)
 		}
 	}()
-	if headSHA != "" {
-		hb.setHeadSHA(headSHA)
+	if ws.HeadSHA != "" {
+		c.hb.setHeadSHA(ws.HeadSHA)
 	}
-
 	if wf.Concurrency != nil && wf.Concurrency.CancelInProgress {
-		r.cancelOlder(runCtx, rec, log)
+		r.cancelOlder(c.ctx, rec, log)
 	}
-
-	res := r.deps.Engine.Run(runCtx, RunSpec{
+	res := r.deps.Engine.Run(c.ctx, RunSpec{
 		ID:        req.ID,
 		Attempt:   rec.Attempt,
 		Workflow:  wf,
@@ -347,21 +295,100 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		Workspace: ws.Dir,
 		Home:      ws.Home,
 		TmpDir:    ws.TmpDir,
-		HeadSHA:   firstNonEmpty(headSHA, rec.HeadSHA, req.Event.HeadSHA()),
+		HeadSHA:   firstNonEmpty(ws.HeadSHA, rec.HeadSHA, req.Event.HeadSHA()),
 		Ref:       refOf(rec),
-		OnChange:  hb.setSteps,
+		OnChange:  c.hb.setSteps,
 	})
-	stopHeartbeat()
+	c.stopHeartbeat()
+	return r.outcome(ctx, c, req.ID, res, ws.HeadSHA, log)
+}
 
+// claimed is a run this runner executes: its context (cancelled by a
+// cancel request, a newer run of its group or shutdown) and its heartbeat.
+type claimed struct {
+	ctx           context.Context
+	hb            *heartbeat
+	stopHeartbeat func() // stops the heartbeat and waits for it; idempotent
+	done          func() // releases everything track set up
+}
+
+// track sets up what executing a claimed run needs: a context detached
+// from ctx but stopped with it (shutdown hands the run back, any other end
+// cancels it), the entry in r.active that Cancel finds, and the heartbeat.
+func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claimed {
+	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopWatch := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), queue.ErrShuttingDown) {
+			cancelRun(ErrAbandoned)
+		} else {
+			cancelRun(ErrCancelled)
+		}
+	})
+	r.mu.Lock()
+	r.active[id] = cancelRun
+	r.mu.Unlock()
+
+	hb := &heartbeat{r: r, id: id, cancel: cancelRun, log: log}
+	hbCtx, stopHB := context.WithCancel(runCtx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); hb.loop(hbCtx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { stopHB(); <-hbDone }) }
+	return &claimed{ctx: runCtx, hb: hb, stopHeartbeat: stop, done: func() {
+		stop()
+		r.mu.Lock()
+		delete(r.active, id)
+		r.mu.Unlock()
+		stopWatch()
+		cancelRun(nil)
+	}}
+}
+
+// failRefused ends a run ingress accepted but could not make safe to run
+// (the commented pull request's head is unknown): it fails visibly, with no
+// workspace and no step.
+func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
+	log.Warn("failing a run ingress refused to pin", "reason", req.Refused)
+	res := r.deps.Engine.Run(c.ctx, RunSpec{ID: req.ID, Attempt: rec.Attempt, Workflow: wf, Event: &req.Event,
+		Ref: refOf(rec), Refused: req.Refused, OnChange: c.hb.setSteps})
+	c.stopHeartbeat()
+	if c.hb.lost.Load() {
+		return nil
+	}
+	return r.finish(ctx, req.ID, res, "", log)
+}
+
+// prepareFailed decides what a workspace that could not be prepared means:
+// a policy refusal fails the run; anything else hands it back to be retried.
+func (r *Runner) prepareFailed(ctx context.Context, c *claimed, id string, err error, log *slog.Logger) error {
+	c.stopHeartbeat()
+	if c.hb.lost.Load() {
+		return nil
+	}
+	if errors.Is(err, contract.ErrRefused) {
+		log.Warn("workspace refused by policy; failing the run", "err", err)
+		return queue.Term(fmt.Errorf("preparing workspace: %w", err))
+	}
+	log.Warn("preparing workspace failed; handing the run back", "err", err)
+	r.release(ctx, id, fmt.Sprintf("preparing workspace: %v", err), log)
+	if errors.Is(context.Cause(c.ctx), ErrAbandoned) {
+		return fmt.Errorf("preparing workspace for run %s: %w", id, ErrAbandoned)
+	}
+	return queue.Retry(fmt.Errorf("preparing workspace for run %s: %w", id, err), r.cfg.PrepareRetry)
+}
+
+// outcome writes how an executed run ended: not at all when another runner
+// took it over, handed back when it was abandoned, else its result.
+func (r *Runner) outcome(ctx context.Context, c *claimed, id string, res *Result, headSHA string, log *slog.Logger) error {
 	switch {
-	case hb.lost.Load():
+	case c.hb.lost.Load():
 		log.Warn("another runner took this run over; dropping our result", "status", res.Status)
 		return nil
 	case res.Abandoned:
-		r.release(ctx, req.ID, "", log)
-		return fmt.Errorf("running %s: %w", req.ID, ErrAbandoned)
+		r.release(ctx, id, "", log)
+		return fmt.Errorf("running %s: %w", id, ErrAbandoned)
 	}
-	if err := r.finish(ctx, req.ID, res, headSHA, log); err != nil {
+	if err := r.finish(ctx, id, res, headSHA, log); err != nil {
 		return err
 	}
 	log.Info("run finished", "status", res.Status, "duration", res.Duration().Round(time.Millisecond))

@@ -93,40 +93,15 @@ func New(cfg Config) *Executor {
 func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
 	start := time.Now()
 	res := contract.ExecResult{ExitCode: -1}
-	if len(req.Argv) == 0 {
-		return res, fmt.Errorf("running step %s: empty argv", req.StepID)
-	}
-	if err := ctx.Err(); err != nil {
+	exposed, err := e.check(ctx, &req)
+	if err != nil {
 		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
 	}
-	var exposed []string
-	if iso := e.cfg.Isolation; iso != nil {
-		exposed = expose(req.Workspace, req.Home, req.TmpDir)
-		if req.Dir == "" {
-			// Never the runner's own working directory, which may lie in
-			// what the isolation hides.
-			req.Dir = req.Workspace
-			if req.Dir == "" {
-				req.Dir = "/"
-			}
-		}
-		if err := checkReachable(iso.Hide, exposed, req.Dir); err != nil {
-			return res, fmt.Errorf("running step %s: %w", req.StepID, err)
-		}
-	}
-	if req.Dir != "" {
-		if fi, err := os.Stat(req.Dir); err != nil {
-			return res, fmt.Errorf("running step %s: working directory: %w", req.StepID, err)
-		} else if !fi.IsDir() {
-			return res, fmt.Errorf("running step %s: working directory %s is not a directory", req.StepID, req.Dir)
-		}
-	}
-	stdout, stderr := writerOr(req.Stdout), writerOr(req.Stderr)
+	stderr := writerOr(req.Stderr)
 	grace := req.Grace
 	if grace <= 0 {
 		grace = e.cfg.Grace
 	}
-
 	name := req.Argv[0]
 	if name == "sh" {
 		name = e.cfg.Shell
@@ -141,20 +116,88 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		res.ExitCode, res.Duration = code, time.Since(start)
 		return res, nil
 	}
+	p, code, err := e.start(req, path, grace, exposed)
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+	case p == nil: // could not be executed: a shell's exit code
+		fmt.Fprintf(stderr, "hookrun: %s: %v\n", req.Argv[0], code.err)
+		res.ExitCode, res.Duration = code.code, time.Since(start)
+		return res, nil
+	}
+	defer p.started.done()
+	return p.wait(ctx, req, grace, start)
+}
 
+// check validates a request and, with Isolation, settles its working
+// directory; it returns the run directories the isolation must keep.
+func (e *Executor) check(ctx context.Context, req *contract.ExecRequest) (exposed []string, err error) {
+	if len(req.Argv) == 0 {
+		return nil, errors.New("empty argv")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if iso := e.cfg.Isolation; iso != nil {
+		exposed = expose(req.Workspace, req.Home, req.TmpDir)
+		if req.Dir == "" {
+			// Never the runner's own working directory, which may lie in
+			// what the isolation hides.
+			req.Dir = req.Workspace
+			if req.Dir == "" {
+				req.Dir = "/"
+			}
+		}
+		if err := checkReachable(iso.Hide, exposed, req.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if req.Dir != "" {
+		if fi, err := os.Stat(req.Dir); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("working directory %s is not a directory", req.Dir)
+		}
+	}
+	return exposed, nil
+}
+
+// process is a started command with its output being copied.
+type process struct {
+	cmd       *exec.Cmd
+	started   startedCmd
+	outR      *os.File
+	errR      *os.File
+	copied    chan struct{}   // one value per stream copied to its end
+	ready     <-chan struct{} // the init catches signals (closed at once without isolation)
+	isolation <-chan string   // the init's failure to isolate, "" without one
+	drainFor  time.Duration   // how long the output may take to end once the group is gone
+}
+
+// startFailure is a program that could not be executed, as a shell would
+// report it (126, 127).
+type startFailure struct {
+	code int
+	err  error
+}
+
+// start starts the command (through its init with Isolation) with its
+// output copied to the request's writers. A program that cannot be executed
+// (not isolated) gives a nil process and its startFailure.
+func (e *Executor) start(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (*process, startFailure, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return res, fmt.Errorf("running step %s: creating stdout pipe: %w", req.StepID, err)
+		return nil, startFailure{}, fmt.Errorf("creating stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(outR, outW)
-		return res, fmt.Errorf("running step %s: creating stderr pipe: %w", req.StepID, err)
+		return nil, startFailure{}, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd, isoErr, cleanup, err := e.command(req, path, grace, exposed)
 	if err != nil {
 		closeAll(outR, outW, errR, errW)
-		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
+		return nil, startFailure{}, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, outW, errW
 	// Only the stdin copier is managed by os/exec (stdout and stderr are
@@ -167,38 +210,39 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		if isoErr != nil {
 			_ = isoErr.Close()
 		}
-		code := stepinit.StartErrorCode(err)
-		if code == 0 || e.cfg.Isolation != nil {
-			return res, fmt.Errorf("running step %s: starting %s: %w", req.StepID, req.Argv[0], err)
+		if code := stepinit.StartErrorCode(err); code != 0 && e.cfg.Isolation == nil {
+			return nil, startFailure{code: code, err: err}, nil
 		}
-		fmt.Fprintf(stderr, "hookrun: %s: %v\n", req.Argv[0], err)
-		res.ExitCode, res.Duration = code, time.Since(start)
-		return res, nil
+		return nil, startFailure{}, fmt.Errorf("starting %s: %w", req.Argv[0], err)
 	}
-	defer started.done()
-	ready, isolation := readIsolationErrors(isoErr)
+	p := &process{cmd: cmd, started: started, outR: outR, errR: errR, copied: make(chan struct{}, 2), drainFor: e.cfg.DrainTimeout}
+	p.ready, p.isolation = readIsolationErrors(isoErr)
 	// The child has its own copies; ours must go so that EOF arrives.
 	closeAll(outW, errW)
-	pgid := cmd.Process.Pid
-
 	var mu sync.Mutex // one writer at a time, in case Stdout and Stderr are the same
-	copied := make(chan struct{}, 2)
-	for _, p := range []struct {
+	for _, c := range []struct {
 		r *os.File
 		w io.Writer
-	}{{outR, stdout}, {errR, stderr}} {
+	}{{outR, writerOr(req.Stdout)}, {errR, writerOr(req.Stderr)}} {
 		go func() {
-			if _, err := io.Copy(&lockedWriter{mu: &mu, w: p.w}, p.r); err != nil {
+			if _, err := io.Copy(&lockedWriter{mu: &mu, w: c.w}, c.r); err != nil {
 				// The writer failed: keep draining so the child never blocks
 				// on a full pipe.
-				_, _ = io.Copy(io.Discard, p.r)
+				_, _ = io.Copy(io.Discard, c.r)
 			}
-			copied <- struct{}{}
+			p.copied <- struct{}{}
 		}()
 	}
+	return p, startFailure{}, nil
+}
 
+// wait waits for the command, stops it (and what it left in its group)
+// when ctx ends, drains its output and says how it ended.
+func (p *process) wait(ctx context.Context, req contract.ExecRequest, grace time.Duration, start time.Time) (contract.ExecResult, error) {
+	res := contract.ExecResult{ExitCode: -1}
+	pgid := p.cmd.Process.Pid
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() { waited <- p.cmd.Wait() }()
 
 	var waitErr, ctxErr error
 	var termAt time.Time
@@ -210,39 +254,42 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		default:
 			ctxErr = ctx.Err()
 			termAt = time.Now()
-			waitErr = proc.Stop(pgid, grace, waited, ready)
+			waitErr = proc.Stop(pgid, grace, waited, p.ready)
 		}
 	}
 	// The main process is gone; stop whatever it left behind in its group.
 	proc.StopLeftovers(pgid, termAt, grace)
-
-	// Wait for the output to drain; a process that escaped the group (setsid)
-	// may still hold the pipes, so bound the wait.
-	drain := time.NewTimer(e.cfg.DrainTimeout)
-	for n := 0; n < 2; {
-		select {
-		case <-copied:
-			n++
-		case <-drain.C:
-			closeAll(outR, errR) // unblocks the copiers
-			drain.Reset(time.Hour)
-		}
-	}
-	drain.Stop()
-	closeAll(outR, errR)
+	p.drain()
 	res.Duration = time.Since(start)
 
-	if msg := <-isolation; msg != "" {
+	if msg := <-p.isolation; msg != "" {
 		return res, fmt.Errorf("running step %s: isolating it: %s", req.StepID, msg)
 	}
 	if ctxErr != nil {
 		return res, fmt.Errorf("running step %s: %w", req.StepID, ctxErr)
 	}
-	if waitErr != nil && cmd.ProcessState == nil {
+	if waitErr != nil && p.cmd.ProcessState == nil {
 		return res, fmt.Errorf("running step %s: waiting for %s: %w", req.StepID, req.Argv[0], waitErr)
 	}
-	res.ExitCode = exitCode(cmd.ProcessState)
+	res.ExitCode = exitCode(p.cmd.ProcessState)
 	return res, nil
+}
+
+// drain waits for the output to reach its end; a process that escaped the
+// group (setsid) may still hold the pipes, so the wait is bounded.
+func (p *process) drain() {
+	t := time.NewTimer(p.drainFor)
+	for n := 0; n < 2; {
+		select {
+		case <-p.copied:
+			n++
+		case <-t.C:
+			closeAll(p.outR, p.errR) // unblocks the copiers
+			t.Reset(time.Hour)
+		}
+	}
+	t.Stop()
+	closeAll(p.outR, p.errR)
 }
 
 // command builds the process of one request: the program itself, or, with
