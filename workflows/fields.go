@@ -420,3 +420,8 @@ func (p *rawReport) fields() []field {
 		{key: "status", to: &p.status, def: true},
 	}
 }
+
+// IsEnvName reports whether s is a valid environment variable name
+// ([A-Za-z_][A-Za-z0-9_]*): the rule of env keys, outputs and ${NAME}, for
+// the executors that pass names on (sbx exec -e NAME).
+func IsEnvName(s string) bool { return envName.matches(s) }

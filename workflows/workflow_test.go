@@ -63,3 +63,11 @@ func TestHarnessRunsSbx(t *testing.T) {
 		}
 	}
 }
+
+func TestIsEnvName(t *testing.T) {
+	for name, want := range map[string]bool{"A": true, "_x1": true, "TICKET_ID": true, "": false, "1A": false, "A-B": false, "A B": false, "é": false} {
+		if got := IsEnvName(name); got != want {
+			t.Errorf("IsEnvName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/hookrun/hookrun/providers/internal/proc"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -298,12 +299,7 @@ func (d *Docker) grace(g time.Duration) time.Duration {
 // stderr (kept apart) and, when stdin is set, feeds it then half-closes.
 // The returned channel is closed when the output has ended.
 func streams(hj types.HijackedResponse, stdin io.Reader, stdout, stderr io.Writer) <-chan struct{} {
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
+	stdout, stderr = proc.OrDiscard(stdout), proc.OrDiscard(stderr)
 	if stdin != nil {
 		go func() {
 			_, _ = io.Copy(hj.Conn, stdin)

@@ -97,7 +97,7 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 	if err != nil {
 		return res, fmt.Errorf("running step %s: %w", req.StepID, err)
 	}
-	stderr := writerOr(req.Stderr)
+	stderr := proc.OrDiscard(req.Stderr)
 	grace := req.Grace
 	if grace <= 0 {
 		grace = e.cfg.Grace
@@ -223,7 +223,7 @@ func (e *Executor) start(req contract.ExecRequest, path string, grace time.Durat
 	for _, c := range []struct {
 		r *os.File
 		w io.Writer
-	}{{outR, writerOr(req.Stdout)}, {errR, writerOr(req.Stderr)}} {
+	}{{outR, proc.OrDiscard(req.Stdout)}, {errR, proc.OrDiscard(req.Stderr)}} {
 		go func() {
 			if _, err := io.Copy(&lockedWriter{mu: &mu, w: c.w}, c.r); err != nil {
 				// The writer failed: keep draining so the child never blocks
@@ -456,13 +456,6 @@ func checkExecutable(p string) error {
 		return errNotExecutable
 	}
 	return nil
-}
-
-func writerOr(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 func closeAll(files ...*os.File) {

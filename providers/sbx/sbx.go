@@ -177,7 +177,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	var forward []workflows.EnvVar // a later entry wins (proc.Env)
 	seen := map[string]bool{}
 	for _, e := range req.Env {
-		if secret[e.Name] || hostOnly[e.Name] || !validName(e.Name) {
+		if secret[e.Name] || hostOnly[e.Name] || !workflows.IsEnvName(e.Name) {
 			continue
 		}
 		if !seen[e.Name] {
@@ -192,9 +192,9 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	cmd := exec.Command(s.p.cfg.Binary, args...)
 	cmd.Env = s.p.env(forward, secret)
 	cmd.Stdin = req.Stdin
-	cmd.Stdout = orDiscard(req.Stdout)
+	cmd.Stdout = proc.OrDiscard(req.Stdout)
 	var stderrTail tailBuffer
-	cmd.Stderr = io.MultiWriter(orDiscard(req.Stderr), &stderrTail)
+	cmd.Stderr = io.MultiWriter(proc.OrDiscard(req.Stderr), &stderrTail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return done(fmt.Errorf("starting sbx exec for step %s: %w", req.StepID, err))
@@ -355,25 +355,6 @@ func (p *Provider) env(vars []workflows.EnvVar, secret map[string]bool) []string
 		}
 	}
 	return proc.Merge(base, vars)
-}
-
-func validName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i, r := range n {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 func lastLine(s string) string {

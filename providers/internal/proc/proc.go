@@ -9,6 +9,7 @@ package proc
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -150,4 +151,12 @@ func Alive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// OrDiscard is w, or io.Discard for a request that gives no writer.
+func OrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }

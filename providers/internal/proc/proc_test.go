@@ -2,6 +2,7 @@ package proc
 
 import (
 	"errors"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -132,5 +133,15 @@ func TestStopLeftovers(t *testing.T) {
 		if Alive(pgid) {
 			t.Fatalf("%s: group %d still alive", script, pgid)
 		}
+	}
+}
+
+func TestOrDiscard(t *testing.T) {
+	var b strings.Builder
+	if w := OrDiscard(&b); w != io.Writer(&b) {
+		t.Fatal("a writer given must be kept")
+	}
+	if w := OrDiscard(nil); w != io.Discard {
+		t.Fatal("no writer must discard")
 	}
 }
