@@ -7,15 +7,12 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"regexp"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/hookrun/hookrun/internal/app"
+	"github.com/hookrun/hookrun/workflows"
 )
-
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // loadConfig reads path (empty: defaults only), rejects unknown keys, expands
 // ${NAME} in every string value from lookup, fills defaults and validates. A
@@ -60,12 +57,12 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*app.Config, e
 func expandStrings(v reflect.Value, lookup func(string) (string, bool)) {
 	switch v.Kind() {
 	case reflect.String:
-		if strings.Contains(v.String(), "${") {
-			v.SetString(envRef.ReplaceAllStringFunc(v.String(), func(m string) string {
-				val, _ := lookup(m[2 : len(m)-1])
-				return val
-			}))
-		}
+		// workflows.Expand knows what a ${NAME} is; here an unset NAME
+		// expands to "".
+		v.SetString(workflows.Expand(v.String(), func(name string) (string, bool) {
+			val, _ := lookup(name)
+			return val, true
+		}))
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
