@@ -207,7 +207,7 @@ shutdown_grace: 5s
 			t.Logf("statuses: %v", hist)
 		}
 	}()
-	waitFor(t, 90*time.Second, func() bool {
+	waitFor(t, 150*time.Second, func() bool {
 		var list struct {
 			Runs []struct {
 				ID      string `json:"id"`
