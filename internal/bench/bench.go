@@ -181,14 +181,15 @@ type IngestRow struct {
 // OpenLoop is the fixed-rate run: latency from each delivery's scheduled
 // start, so a slow server shows up as latency rather than a lower rate.
 type OpenLoop struct {
-	RatePerSec int     `json:"rate_per_sec"` // scheduled deliveries per second
-	Duration   float64 `json:"duration_s"`   // how long it sent
-	Sent       int     `json:"sent"`         // deliveries sent
-	P50        Millis  `json:"p50_ms"`       //
-	P99        Millis  `json:"p99_ms"`       //
-	P999       Millis  `json:"p999_ms"`      //
-	Max        Millis  `json:"max_ms"`       //
-	Refused    int     `json:"refused"`      // answers other than 202, and transport errors
+	RatePerSec int     `json:"rate_per_sec"`          // scheduled deliveries per second
+	Duration   float64 `json:"duration_s"`            // how long it sent
+	Sent       int     `json:"sent"`                  // deliveries sent
+	P50        Millis  `json:"p50_ms"`                //
+	P99        Millis  `json:"p99_ms"`                //
+	P999       Millis  `json:"p999_ms"`               //
+	Max        Millis  `json:"max_ms"`                //
+	Refused    int     `json:"refused"`               // answers other than 202, and transport errors
+	FirstError string  `json:"first_error,omitempty"` // what the first refused delivery got
 }
 
 // Dispatch times HTTP send → first step's process start.

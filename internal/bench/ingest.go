@@ -339,7 +339,7 @@ func runIngest(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	rep.OpenLoop = OpenLoop{
 		RatePerSec: cfg.OpenRate, Duration: or.Elapsed.Seconds(), Sent: or.Ops,
 		P50: or.Latencies.P50, P99: or.Latencies.P99, P999: or.Latencies.P999, Max: or.Latencies.Max,
-		Refused: or.Errors,
+		Refused: or.Errors, FirstError: or.FirstErr,
 	}
 	return nil
 }

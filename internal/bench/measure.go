@@ -47,9 +47,18 @@ func summarize(ds []time.Duration) Latencies {
 type loopResult struct {
 	Ops       int
 	Errors    int
+	FirstErr  string // what the first failed op said, "" when none failed
 	Elapsed   time.Duration
 	Latencies Latencies
 }
+
+// firstError keeps the first error of a loop's ops.
+type firstError struct {
+	once sync.Once
+	msg  string
+}
+
+func (f *firstError) note(err error) { f.once.Do(func() { f.msg = err.Error() }) }
 
 func (r loopResult) perSecond() float64 {
 	if r.Elapsed <= 0 {
@@ -62,6 +71,7 @@ func (r loopResult) perSecond() float64 {
 // (n > 0) and records each one's latency.
 func closedLoop(ctx context.Context, concurrency, n int, op func(ctx context.Context, i int) error) loopResult {
 	var next, errs atomic.Int64
+	var first firstError
 	lat := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -77,13 +87,14 @@ func closedLoop(ctx context.Context, concurrency, n int, op func(ctx context.Con
 				t0 := time.Now()
 				if err := op(ctx, i); err != nil {
 					errs.Add(1)
+					first.note(err)
 				}
 				lat[i] = time.Since(t0)
 			}
 		}()
 	}
 	wg.Wait()
-	return loopResult{Ops: n, Errors: int(errs.Load()), Elapsed: time.Since(start), Latencies: summarize(lat)}
+	return loopResult{Ops: n, Errors: int(errs.Load()), FirstErr: first.msg, Elapsed: time.Since(start), Latencies: summarize(lat)}
 }
 
 // openLoop starts op at a fixed rate for d, whatever the answers' latency
@@ -93,6 +104,7 @@ func openLoop(ctx context.Context, rate int, d time.Duration, op func(ctx contex
 	n := int(float64(rate) * d.Seconds())
 	lat := make([]time.Duration, n)
 	var errs atomic.Int64
+	var first firstError
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(rate)
 	start := time.Now()
@@ -106,12 +118,13 @@ func openLoop(ctx context.Context, rate int, d time.Duration, op func(ctx contex
 			defer wg.Done()
 			if err := op(ctx, i); err != nil {
 				errs.Add(1)
+				first.note(err)
 			}
 			lat[i] = time.Since(due)
 		}(i, due)
 	}
 	wg.Wait()
-	return loopResult{Ops: n, Errors: int(errs.Load()), Elapsed: time.Since(start), Latencies: summarize(lat)}
+	return loopResult{Ops: n, Errors: int(errs.Load()), FirstErr: first.msg, Elapsed: time.Since(start), Latencies: summarize(lat)}
 }
 
 // rssBytes reads the resident set size of pid from /proc.
