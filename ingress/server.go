@@ -185,6 +185,7 @@ type response struct {
 	Reason    string    `json:"reason,omitempty"`
 	Ignored   string    `json:"ignored,omitempty"`   // why the delivery was not acted on at all
 	Duplicate bool      `json:"duplicate,omitempty"` // every run already existed: a redelivery
+	Drift     []Drift   `json:"drift,omitempty"`     // fields of an unexpected type, read as absent (no workflow needed them)
 }
 
 type runRef struct {
@@ -359,7 +360,7 @@ func gitlabDeliveryKey(h http.Header, body []byte) string {
 // dispatch normalizes a verified delivery, matches and authorizes it against
 // every workflow, publishes one run request per match and answers.
 func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
-	ev, err := Normalize(forge, event, body, delivery)
+	ev, drift, err := normalizeTolerant(forge, event, body, delivery)
 	switch {
 	case errors.Is(err, ErrUnhandledEvent):
 		s.count(forge, event, outcomeUnhandled)
@@ -369,6 +370,8 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		s.logger.Debug("delivery refused: malformed payload", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeMalformed)
 		return c.JSON(http.StatusBadRequest, errorBody{"malformed payload"})
+	case len(drift) > 0:
+		return s.drifted(c, forge, event, delivery, ev, drift)
 	}
 	if !s.repoAllowed(ev.Repo) {
 		// Before anything else reads or writes state: such a delivery
@@ -416,6 +419,39 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	s.logger.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
 		"runs", len(resp.Runs), "duplicate", resp.Duplicate)
 	return c.JSON(http.StatusAccepted, resp)
+}
+
+// drifted answers a delivery some of whose fields had another JSON type
+// than the forge documents, read as absent (drift.go): if no workflow
+// listens to events of its kind, nothing needs those fields and the
+// delivery is accepted without runs; if one does, its matching or its run
+// may need what the fields should have said, so the answer is 400 naming
+// them (the forge shows it in its delivery log). Nothing is written either
+// way: neither the pull request's head nor a run.
+func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery string, ev *workflows.Event, drift []Drift) error {
+	fields := make([]string, len(drift))
+	for i, d := range drift {
+		fields[i] = d.Field
+	}
+	var wanted []string
+	if s.repoAllowed(ev.Repo) {
+		for _, w := range s.src.Workflows() {
+			if w.Listens(ev.Kind) {
+				wanted = append(wanted, w.Name)
+			}
+		}
+	}
+	if len(wanted) > 0 {
+		s.count(forge, event, outcomeMalformed)
+		s.logger.Warn("delivery refused: a workflow that takes it may need fields of an unexpected type", "forge", forge, "event", event,
+			"delivery", delivery, "fields", fields, "workflows", wanted, "drift", drift)
+		return c.JSON(http.StatusBadRequest, errorBody{fmt.Sprintf("malformed payload: field %s has an unexpected type (%s); workflow %s takes this event and may need it",
+			strings.Join(fields, ", "), drift[0].Error, strings.Join(wanted, ", "))})
+	}
+	s.count(forge, event, outcomeNoRun)
+	s.logger.Info("delivery accepted without runs; some fields had an unexpected type", "forge", forge, "event", event, "delivery", delivery, "fields", fields)
+	return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Drift: drift,
+		Reason: "no workflow takes " + string(ev.Kind) + " events (fields " + strings.Join(fields, ", ") + " had an unexpected type and were read as absent)"})
 }
 
 // decide matches ev against every workflow and returns the run requests of

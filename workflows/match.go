@@ -56,6 +56,18 @@ func (w *Workflow) Match(e *Event) Match {
 	return Match{Reason: strings.Join(reasons, "; ")}
 }
 
+// Listens reports whether one of the workflow's triggers is for events of
+// kind k, whatever its other conditions: such a workflow may need any field
+// of such an event to decide.
+func (w *Workflow) Listens(k Kind) bool {
+	for i := range w.On {
+		if w.On[i].Event == k {
+			return true
+		}
+	}
+	return false
+}
+
 // match checks everything but the kind. It returns the command arguments, or
 // why the trigger does not match.
 func (t *Trigger) match(e *Event) (args, reason string) {
