@@ -12,15 +12,18 @@ const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
 	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
-	StatusSkipped   Status = "skipped"
-	StatusCancelled Status = "cancelled"
+	// StatusPartiallySucceeded: a run whose only failed steps were
+	// tolerated by their continue_on (Dagu's partial success).
+	StatusPartiallySucceeded Status = "partially_succeeded"
+	StatusFailed             Status = "failed"
+	StatusSkipped            Status = "skipped"
+	StatusCancelled          Status = "cancelled"
 )
 
 // Terminal reports whether nothing more will happen to a run or step in this state.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusSucceeded, StatusFailed, StatusSkipped, StatusCancelled:
+	case StatusSucceeded, StatusPartiallySucceeded, StatusFailed, StatusSkipped, StatusCancelled:
 		return true
 	}
 	return false
