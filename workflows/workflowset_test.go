@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -183,5 +184,20 @@ func TestWorkflowSetLookup(t *testing.T) {
 	}
 	if wf, ok := set.Lookup("nope"); ok || wf != nil {
 		t.Fatalf("Lookup(nope) = %v, %v, want nothing", wf, ok)
+	}
+}
+
+// The server's set checks files in server mode: a root working_dir outside
+// the workspace keeps the file out, one inside lets it in.
+func TestWorkflowSetServerRules(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "out.yaml", "working_dir: /etc\nsteps: [{id: a, run: x}]\n")
+	writeFile(t, dir, "in.yaml", "working_dir: sub\nsteps: [{id: a, run: x}]\n")
+	set, err := NewWorkflowSet(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(set.Workflows()); fmt.Sprint(got) != "[in]" {
+		t.Errorf("active %v, want [in]", got)
 	}
 }

@@ -33,6 +33,20 @@ func TestValidateReportsFileLineColAndExitsOne(t *testing.T) {
 	}
 }
 
+// TestValidateServer: the Dagu seed examples validate as they are, but
+// --server refuses a root working_dir outside the workspace, at its value.
+func TestValidateServer(t *testing.T) {
+	seed := "../../workflows/testdata/dagu/sbx-fresh-sandbox-per-run.yaml"
+	if code, out, errs := runCLI(t, "validate", seed); code != 0 {
+		t.Fatalf("without --server: code %d, %q %q", code, out, errs)
+	}
+	code, out, _ := runCLI(t, "validate", "--server", seed)
+	want := seed + `:2:14: working_dir "/path/to/repo" is outside the run's workspace`
+	if code != 1 || !strings.HasPrefix(out, want) {
+		t.Fatalf("--server: code %d, out %q, want it to start with %q", code, out, want)
+	}
+}
+
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{}, {"validate"}, {"nope"}, {"validate", "--bogus"}} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
