@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -197,7 +196,7 @@ func TestWorkflowSetServerRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(set.Workflows()); fmt.Sprint(got) != "[in]" {
-		t.Errorf("active %v, want [in]", got)
+	if got := names(set.Workflows()); got != "in@in.yaml" {
+		t.Errorf("active %s, want in@in.yaml", got)
 	}
 }
