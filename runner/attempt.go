@@ -150,6 +150,10 @@ func (s *stepRun) run(ctx context.Context, st *workflows.Step) stepOutcome {
 	if out.status == workflows.StatusFailed || out.status == workflows.StatusCancelled {
 		x.stepSysf(st.ID, "%s: %s", out.status, out.err)
 	}
+	if out.status == workflows.StatusFailed && st.ContinueOn.MarkSuccess && st.ContinueOn.Tolerates(out.exit) {
+		x.stepSysf(st.ID, "continue_on.mark_success: the failure counts as succeeded")
+		out.status, out.err = workflows.StatusSucceeded, ""
+	}
 	if s.capture != nil && out.status == workflows.StatusSucceeded {
 		x.keepOutput(st, s.capture)
 	}

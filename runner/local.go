@@ -52,8 +52,9 @@ type LocalResult struct {
 // reporter. It prints each step's log lines prefixed with `[step-id] `
 // (stdout lines on Stdout, stderr and hookrun's own lines on Stderr), then a
 // summary table, or with JSON the result as JSON on Stdout and the logs on
-// Stderr. It returns 0 when the run succeeded, 1 when it failed or was
-// cancelled, 2 when it could not start.
+// Stderr. It returns 0 when the run succeeded (also partially, or was
+// skipped by its preconditions), 1 when it failed or was cancelled, 2 when
+// it could not start.
 func RunLocal(ctx context.Context, o LocalOptions) int {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -121,7 +122,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	} else {
 		PrintSummary(o.Stdout, res)
 	}
-	if res.Status == workflows.StatusSucceeded {
+	if res.Status.Passed() {
 		return ExitSucceeded
 	}
 	return ExitFailed

@@ -29,6 +29,18 @@ func (s Status) Terminal() bool {
 	return false
 }
 
+// Passed reports whether a run that ended in this state counts as a
+// success where it is reported (commit status, exit code): it succeeded,
+// partially succeeded (its only failures were tolerated by continue_on), or
+// was skipped (its root preconditions did not hold).
+func (s Status) Passed() bool {
+	switch s {
+	case StatusSucceeded, StatusPartiallySucceeded, StatusSkipped:
+		return true
+	}
+	return false
+}
+
 // StepState is what is known about one step of a run: stored in the run
 // record, shown by the API and in the sticky comment.
 type StepState struct {

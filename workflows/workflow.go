@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -330,4 +332,38 @@ func (w *Workflow) LookupHarness(provider string) (Harness, bool) {
 	}
 	h, ok := BuiltinHarnesses[provider]
 	return h, ok
+}
+
+// SetParams checks values given for the workflow's params at run time
+// (`hookrun run -p NAME=VALUE`, the API's {"params": {...}}) and returns
+// them in the order the workflow declares its params. Each name must be one
+// of the workflow's params: an unknown name is an error naming the known
+// ones. The values are data: they reach steps as environment variables,
+// never expanded, never shell source.
+func (w *Workflow) SetParams(given map[string]string) ([]EnvVar, error) {
+	known := make([]string, 0, len(w.Params))
+	for _, p := range w.Params {
+		known = append(known, p.Name)
+	}
+	var unknown []string
+	for name := range given {
+		if !slices.Contains(known, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		list := "it declares none"
+		if len(known) > 0 {
+			list = "its params are " + strings.Join(known, ", ")
+		}
+		return nil, fmt.Errorf("setting params: workflow %s has no param %s (%s)", w.Name, strings.Join(unknown, ", "), list)
+	}
+	var out []EnvVar
+	for _, name := range known {
+		if v, ok := given[name]; ok {
+			out = append(out, EnvVar{Name: name, Value: v})
+		}
+	}
+	return out, nil
 }
