@@ -103,7 +103,7 @@ type RunSpec struct {
 	// (workflows.Workflow.SetParams checked them): each replaces its
 	// param's default. They are data, set as they are, never expanded.
 	Params []workflows.EnvVar
-	Ref       contract.ReportRef  // what an earlier attempt's reporter stored
+	Ref    contract.ReportRef // what an earlier attempt's reporter stored
 	// Refused, when set, fails the run with this message without executing
 	// anything: no session, no step, no handler; only the final report is
 	// sent (queue.RunRequest.Refused).

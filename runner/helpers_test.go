@@ -122,7 +122,7 @@ type runOpts struct {
 	event    *workflows.Event
 	reporter contract.Reporter
 	cfg      func(*runner.EngineConfig)
-	dir      string            // workspace; default a fresh temp dir
+	dir      string             // workspace; default a fresh temp dir
 	params   []workflows.EnvVar // RunSpec.Params
 }
 
