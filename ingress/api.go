@@ -235,11 +235,16 @@ const maxStartBody = 1 << 20
 // startRequest is the body of POST /api/v1/workflows/:name/runs.
 type startRequest struct {
 	Params map[string]string `json:"params"` // values for the workflow's params; strings only
+	// Repo is the repository the run is for (owner/name, or the GitLab
+	// project path), one of allow_repos; Forge its forge (default github).
+	// The run has no pull request: nothing to comment on.
+	Repo  string          `json:"repo"`
+	Forge workflows.Forge `json:"forge"`
 }
 
-// startRun queues a run of a loaded workflow with the params given. The
-// run's event is empty (no pull request, nothing to comment on); the
-// workflow's params must declare every name given.
+// startRun queues a run of a loaded workflow with the params given, for a
+// repository of allow_repos. The workflow's params must declare every name
+// given.
 func (a *api) startRun(c echo.Context) error {
 	name := c.Param("name")
 	var wf *workflows.Workflow
@@ -261,9 +266,18 @@ func (a *api) startRun(c echo.Context) error {
 	if _, err := wf.SetParams(body.Params); err != nil {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
 	}
+	if body.Forge == "" {
+		body.Forge = workflows.GitHub
+	}
+	if body.Forge != workflows.GitHub && body.Forge != workflows.GitLab {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab, got %q", body.Forge)})
+	}
+	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
+	}
 	id := queue.NewRunID()
 	req := &queue.RunRequest{ID: id, Workflow: wf.Name, WorkflowDigest: wf.Digest, Params: body.Params,
-		Event: workflows.Event{DeliveryID: "api-" + id}}
+		Event: workflows.Event{Forge: body.Forge, Repo: body.Repo, DeliveryID: "api-" + id}}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), a.srv.cfg.PublishTimeout)
 	defer cancel()
 	res, err := a.srv.pub.Publish(ctx, req)

@@ -59,7 +59,7 @@ func apiPost(t *testing.T, url, token, body string) (int, string) {
 func TestAPIStartRun(t *testing.T) {
 	q := openQueue(t, t.TempDir())
 	pub := &recordingPublisher{Publisher: q}
-	env := newEnvWith(t, Config{}, pub, map[string]string{"deploy.yaml": paramsWorkflow, "pr.yaml": prWorkflow})
+	env := newEnvWith(t, Config{AllowRepos: []string{"octo/*"}}, pub, map[string]string{"deploy.yaml": paramsWorkflow, "pr.yaml": prWorkflow})
 	env.srv.RegisterAPI(APIConfig{Token: testAPIToken}, q.Runs(), q.Logs(), storeCanceller{q.Runs()})
 	url := env.http.URL + "/api/v1/workflows/deploy/runs"
 
@@ -69,6 +69,9 @@ func TestAPIStartRun(t *testing.T) {
 		says                   string
 	}{
 		{"no token", url, "", `{}`, http.StatusUnauthorized, "unauthorized"},
+		{"no repo", url, testAPIToken, `{"params": {"TARGET": "prod"}}`, http.StatusBadRequest, `repo \"\" is not one of this server's allow_repos`},
+		{"repo not allowed", url, testAPIToken, `{"repo": "evil/repo"}`, http.StatusBadRequest, `repo \"evil/repo\" is not one`},
+		{"bad forge", url, testAPIToken, `{"repo": "octo/hello", "forge": "bitbucket"}`, http.StatusBadRequest, "forge must be github or gitlab"},
 		{"unknown workflow", env.http.URL + "/api/v1/workflows/nope/runs", testAPIToken, `{}`, http.StatusNotFound, `no workflow \"nope\" is loaded`},
 		{"unknown param", url, testAPIToken, `{"params": {"TARGET": "prod", "BRANCH": "x"}}`, http.StatusBadRequest,
 			"workflow deploy has no param BRANCH (its params are TARGET, COUNT)"},
@@ -87,7 +90,7 @@ func TestAPIStartRun(t *testing.T) {
 		t.Fatalf("refused requests queued %d runs", len(pub.reqs))
 	}
 
-	code, body := apiPost(t, url, testAPIToken, `{"params": {"TARGET": "$(touch /tmp/pwned) prod"}}`)
+	code, body := apiPost(t, url, testAPIToken, `{"repo": "octo/hello", "params": {"TARGET": "$(touch /tmp/pwned) prod"}}`)
 	if code != http.StatusAccepted || !strings.Contains(body, `"workflow":"deploy"`) {
 		t.Fatalf("start: %d %s", code, body)
 	}
@@ -95,7 +98,7 @@ func TestAPIStartRun(t *testing.T) {
 		t.Fatalf("%d runs queued, want 1", len(pub.reqs))
 	}
 	req := pub.reqs[0]
-	if req.Workflow != "deploy" || req.Params["TARGET"] != "$(touch /tmp/pwned) prod" || len(req.Params) != 1 || !strings.Contains(body, req.ID) {
+	if req.Workflow != "deploy" || req.Event.Repo != "octo/hello" || req.Event.Forge != workflows.GitHub || req.Params["TARGET"] != "$(touch /tmp/pwned) prod" || len(req.Params) != 1 || !strings.Contains(body, req.ID) {
 		t.Errorf("queued %+v, answered %s", req, body)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -104,8 +107,8 @@ func TestAPIStartRun(t *testing.T) {
 	if err != nil || rec.Status != workflows.StatusQueued || rec.Workflow != "deploy" {
 		t.Errorf("record %+v, %v", rec, err)
 	}
-	// an empty body starts a run with the defaults
-	if code, body := apiPost(t, url, testAPIToken, ``); code != http.StatusAccepted {
-		t.Errorf("empty body: %d %s", code, body)
+	// no params: the defaults
+	if code, body := apiPost(t, url, testAPIToken, `{"repo": "octo/hello"}`); code != http.StatusAccepted {
+		t.Errorf("without params: %d %s", code, body)
 	}
 }

@@ -28,6 +28,7 @@ type LocalOptions struct {
 	Stderr    io.Writer                   // default os.Stderr
 	Providers Providers                   // Host is required
 	LookupEnv func(string) (string, bool) // secrets and base env; default os.LookupEnv
+	Params    []workflows.EnvVar          // values for the workflow's params (Workflow.SetParams), `-p NAME=VALUE`
 	// Workspaces, when set and the workflow has `checkout: true`, prepares
 	// a checkout of the event's head instead of using Dir.
 	Workspaces Workspaces
@@ -107,7 +108,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)
 		return ExitUsage
 	}
-	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params})
 	// Leave the user's directory as it was: drop the event file (and its
 	// directory when nothing else is in it).
 	_ = os.Remove(filepath.Join(dir, eventDir, eventName))

@@ -101,6 +101,41 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
+// TestRunParams: `hookrun run -p NAME=VALUE` (repeatable) overrides a
+// param's default, as data (shell syntax in it is printed, not run); an
+// unknown name, or a flag without =, is a usage error naming the problem.
+func TestRunParams(t *testing.T) {
+	dir := t.TempDir()
+	wf := writeFile(t, dir+"/params.yaml", `params:
+  - TARGET: staging
+  - "COUNT=1"
+steps:
+  - id: show
+    run: echo "target=$TARGET count=$COUNT"
+`)
+	pwned := dir + "/pwned"
+	for _, tc := range []struct {
+		args []string
+		want int
+		out  string
+	}{
+		{[]string{"run", wf, "--dir", dir}, 0, "[show] target=staging count=1"},
+		{[]string{"run", wf, "--dir", dir, "-p", "TARGET=prod", "-p", "COUNT=2"}, 0, "[show] target=prod count=2"},
+		{[]string{"run", wf, "--dir", dir, "-p", "TARGET=$(touch " + pwned + ")"}, 0, "[show] target=$(touch " + pwned + ") count=1"},
+		{[]string{"run", wf, "--dir", dir, "-p", "BRANCH=x"}, exitUsage, "workflow params has no param BRANCH (its params are TARGET, COUNT)"},
+		{[]string{"run", wf, "-p", "TARGET"}, exitUsage, `want NAME=VALUE, got "TARGET"`},
+		{[]string{"run", wf, "-p", "A=1", "-p", "A=2"}, exitUsage, "param A given twice"},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.want || !strings.Contains(out+errs, tc.out) {
+			t.Errorf("%v: code %d (want %d), output %q lacks %q", tc.args[2:], code, tc.want, out+errs, tc.out)
+		}
+	}
+	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
+		t.Error("a -p value ran as shell source")
+	}
+}
+
 // A pull request title that is shell syntax reaches a step only as
 // $HOOKRUN_PR_TITLE: `hookrun run` with a hostile payload creates no file.
 func TestRunHostileTitleIsData(t *testing.T) {
