@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/runner"
-	"github.com/hookrun/hookrun/workflows"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
