@@ -154,6 +154,7 @@ type execution struct {
 
 	session     *runSession // nil: no sandbox or root container
 	sandboxName string      // HOOKRUN_SANDBOX
+	skipped     string      // why the run was skipped (its root preconditions); "" when it ran
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -230,11 +231,22 @@ func (x *execution) start(ctx context.Context) {
 	}
 }
 
-// execute writes the event file, opens the session and runs the DAG; its
-// error is the run's failure before any step could run.
+// execute writes the event file, checks the root preconditions (unmet: the
+// run is skipped, x.skipped says why), opens the session and runs the DAG;
+// its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	if err := x.writeEventFile(); err != nil {
 		return err
+	}
+	if len(x.wf.Preconditions) > 0 {
+		reason, err := x.rootConditions().unmet(ctx, x.wf.Preconditions)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			x.skipped = reason
+			return nil
+		}
 	}
 	if err := x.openSession(ctx); err != nil {
 		return err
@@ -263,6 +275,8 @@ func (x *execution) outcome(runCtx context.Context, runErr error) runEnd {
 		return runEnd{status: workflows.StatusCancelled, err: contract.ErrCancelled}
 	case runErr != nil:
 		return runEnd{status: workflows.StatusFailed, err: runErr}
+	case x.skipped != "":
+		return runEnd{status: workflows.StatusSkipped, err: errors.New(x.skipped)}
 	}
 	failed, tolerated := x.failedStep()
 	if failed == nil && tolerated {
