@@ -27,8 +27,9 @@ import (
 // Written by hand, in build (parse.go) and where JSON Schema can say it in
 // schemaDoc (schema.go), with the patterns and enums declared here: the
 // rules between fields (run or action, one of them; with only with an
-// action; working_dir or dir; interval or interval_sec, max_interval or
-// max_interval_sec; a step id or a name that is one; prompt_mode flag needs
+// action; working_dir or dir; timeout or timeout_sec; interval or
+// interval_sec, max_interval or max_interval_sec; a root working_dir inside
+// the workspace in server mode; an expected re: that compiles; a step id or a name that is one; prompt_mode flag needs
 // prompt_flag; the actions of each event kind; command only for comments; no
 // branches for issues, no labels for pushes; with.provider and, but in a
 // fallback, with.prompt required; at least one step), the names of
