@@ -147,13 +147,13 @@ func (x *execution) rootConditions() *conditionCheck {
 	env := x.prefix(placeHost).clone(len(x.secrets.vars))
 	lookup := env.clone(0).lookup
 	env.setAll(x.secrets.vars)
-	st := &workflows.Step{ID: contract.RunLogStep}
+	st := &workflows.Step{ID: "preconditions"}
 	return &conditionCheck{
 		exec:   x.e.cfg.Providers.Host,
 		lookup: lookup,
 		req: contract.ExecRequest{
 			RunID:       x.spec.ID,
-			StepID:      contract.RunLogStep,
+			StepID:      "preconditions",
 			Env:         env.vars,
 			SecretNames: x.secrets.names,
 			Dir:         x.stepDir(st, route{place: placeHost}),
