@@ -39,6 +39,14 @@ type Config struct {
 	ClusterListen string
 	// Routes are the other cluster nodes, e.g. nats-route://127.0.0.1:6223.
 	Routes []string
+	// Sync is when the embedded server's JetStream store reaches the disk:
+	// SyncAlways writes every message through to the disk before it is
+	// acknowledged, so an acknowledged delivery survives an OS crash or a
+	// power loss; a duration (DefaultSync, 1s; nats-server's own default is
+	// 2m) syncs that often and loses up to that much acknowledged work to
+	// an OS crash or power loss (a kill -9 of hookrun loses nothing either
+	// way: the kernel has the data). See docs/operations.md.
+	Sync string
 	// MaxPayload is the embedded server's largest message in bytes (webhook
 	// payloads travel inside run requests). Default 32 MiB.
 	MaxPayload int32
@@ -69,7 +77,32 @@ type Config struct {
 	Now func() time.Time
 }
 
+// SyncAlways is Config.Sync's value for a write-through store.
+const SyncAlways = "always"
+
+// DefaultSync is Config.Sync's default. Writing through (SyncAlways) would
+// survive a power loss but cut ingest to a fifth on the machines measured
+// (hookrun bench, durability phase; docs/operations.md), so the store syncs
+// every second: an OS crash or power loss loses at most the last second of
+// acknowledged deliveries, instead of nats-server's two minutes.
+const DefaultSync = "1s"
+
+// ParseSync reads a Config.Sync value: SyncAlways, or a positive duration.
+func ParseSync(s string) (always bool, every time.Duration, err error) {
+	if s == SyncAlways {
+		return true, 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return false, 0, fmt.Errorf("want %q or a positive duration such as 2m, got %q", SyncAlways, s)
+	}
+	return false, d, nil
+}
+
 func (c *Config) setDefaults() {
+	if c.Sync == "" {
+		c.Sync = DefaultSync
+	}
 	if c.MaxPayload == 0 {
 		c.MaxPayload = 32 << 20
 	}
@@ -116,6 +149,9 @@ func (c *Config) Validate() error {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				errs = append(errs, fmt.Errorf("parsing %s address %q: %w", name, addr, err))
 			}
+		}
+		if _, _, err := ParseSync(c.Sync); err != nil {
+			errs = append(errs, fmt.Errorf("parsing sync: %w", err))
 		}
 		if c.ClusterName != "" && (c.ServerName == "" || c.ClusterListen == "") {
 			errs = append(errs, errors.New("a cluster node needs a server name and a cluster listen address"))

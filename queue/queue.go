@@ -159,6 +159,11 @@ func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
+	always, every, err := ParseSync(cfg.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("configuring embedded nats server: %w", err)
+	}
+	opts.SyncAlways, opts.SyncInterval = always, every
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating embedded nats server: %w", err)

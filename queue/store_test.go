@@ -381,6 +381,9 @@ func TestConfigValidate(t *testing.T) {
 		{"tiny window", Config{DataDir: "/d", DuplicateWindow: 10 * time.Millisecond}, "at least 100ms"},
 		{"ttl below window", Config{DataDir: "/d", DuplicateWindow: time.Hour, DeliveryTTL: time.Minute}, "shorter than the duplicate window"},
 		{"cert without key", Config{URL: "nats://a:4222", CertFile: "c.pem"}, "cert file and key file go together"},
+		{"sync interval", Config{DataDir: "/d", Sync: "2m"}, ""},
+		{"sync nonsense", Config{DataDir: "/d", Sync: "sometimes"}, `parsing sync: want "always" or a positive duration`},
+		{"sync negative", Config{DataDir: "/d", Sync: "-1s"}, "parsing sync"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,5 +410,23 @@ func TestConfigValidate(t *testing.T) {
 	bad.setDefaults()
 	if err := bad.Validate(); err == nil {
 		t.Fatal("heartbeat longer than ack wait accepted")
+	}
+}
+
+// TestEmbeddedSyncSetting: the embedded server syncs its store every second
+// by default, before every acknowledgement with always, or as configured.
+func TestEmbeddedSyncSetting(t *testing.T) {
+	t.Parallel()
+	def := openTest(t, Config{})
+	if js := def.srv.JetStreamConfig(); js == nil || js.SyncAlways || js.SyncInterval != time.Second {
+		t.Fatalf("default store config %+v: want a sync every second", js)
+	}
+	always := openTest(t, Config{Sync: SyncAlways})
+	if js := always.srv.JetStreamConfig(); js == nil || !js.SyncAlways {
+		t.Fatalf("sync always: store config %+v", js)
+	}
+	interval := openTest(t, Config{Sync: "90s"})
+	if js := interval.srv.JetStreamConfig(); js == nil || js.SyncAlways || js.SyncInterval != 90*time.Second {
+		t.Fatalf("sync 90s: store config %+v", js)
 	}
 }

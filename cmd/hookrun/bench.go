@@ -21,7 +21,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"seconds and only checks that every phase works.", stderr)
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	quick := fs.Bool("quick", false, "small counts: a smoke check, not a measurement")
-	only := fs.String("only", "", "comma-separated phases to run (ingest, dispatch, engine, run_cli, memory); default all")
+	only := fs.String("only", "", "comma-separated phases to run (ingest, durability, dispatch, engine, run_cli, memory); default all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the in-process ingest, dispatch and engine phases) to FILE")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

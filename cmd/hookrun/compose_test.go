@@ -1,10 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // TestComposeFileIsValid: `docker-compose config` accepts docker-compose.yml
@@ -24,5 +29,55 @@ func TestComposeFileIsValid(t *testing.T) {
 		if !strings.Contains(string(out), svc) {
 			t.Errorf("compose config lacks %q", svc)
 		}
+	}
+}
+
+// TestComposeNATSConfigSyncsAsTheEmbeddedServer: a nats-server started with
+// the compose nodes' configuration (deploy/nats.conf, which docker-compose.yml
+// mounts on every node) runs JetStream with the store sync that hookrun's
+// embedded server uses by default (nats.sync), read back from the server's
+// own monitoring endpoint.
+func TestComposeNATSConfigSyncsAsTheEmbeddedServer(t *testing.T) {
+	compose, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(compose), "./deploy/nats.conf:/etc/nats/nats.conf:ro"); n != 3 {
+		t.Fatalf("docker-compose.yml mounts deploy/nats.conf on %d nodes, want 3", n)
+	}
+	bin := buildNATSServer(t)
+	client, mon := freeAddr(t), freeAddr(t)
+	_, port := splitHostPort(t, client)
+	_, mport := splitHostPort(t, mon)
+	cmd := exec.Command(bin, "-c", "../../deploy/nats.conf", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port, "-m", mport)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var varz struct {
+		JetStream struct {
+			Config *struct {
+				SyncInterval time.Duration `json:"sync_interval"`
+				SyncAlways   bool          `json:"sync_always"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		resp, err := http.Get("http://" + mon + "/varz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&varz) == nil && varz.JetStream.Config != nil
+	})
+	always, every, err := queue.ParseSync(queue.DefaultSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := varz.JetStream.Config; got.SyncAlways != always || got.SyncInterval != every {
+		t.Fatalf("node store: sync always %v every %v; the embedded default %q is always %v every %v\n%s",
+			got.SyncAlways, got.SyncInterval, queue.DefaultSync, always, every, out.String())
 	}
 }

@@ -49,6 +49,8 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"bad concurrency", "runner: { concurrency: -1 }\n", "runner.concurrency: must be between 1 and 1024"},
 		{"bad level", "log: { level: loud }\n", "log.level"},
 		{"replicas on embedded", "nats: { replicas: 3 }\n", "nats.replicas"},
+		{"sync on an external cluster", "nats: { url: 'nats://a:4222', sync: always }\n", "nats.sync: is the embedded server's setting"},
+		{"bad sync", "nats: { sync: often }\n", `nats.sync: want "always" or a positive duration`},
 		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
 	} {

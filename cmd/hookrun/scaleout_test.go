@@ -36,7 +36,8 @@ type natsNode struct {
 }
 
 // startNATSCluster starts three nats-server processes with JetStream,
-// routed to each other on loopback.
+// routed to each other on loopback, each with the compose topology's
+// configuration (deploy/nats.conf) and its store in a temp dir.
 func startNATSCluster(t *testing.T, bin string) []*natsNode {
 	t.Helper()
 	nodes := make([]*natsNode, 3)
@@ -49,7 +50,7 @@ func startNATSCluster(t *testing.T, bin string) []*natsNode {
 	}
 	for _, n := range nodes {
 		host, port := splitHostPort(t, n.client)
-		cmd := exec.Command(bin, "-js", "-sd", filepath.Join(t.TempDir(), n.name), "-n", n.name,
+		cmd := exec.Command(bin, "-c", "../../deploy/nats.conf", "-sd", filepath.Join(t.TempDir(), n.name), "-n", n.name,
 			"-a", host, "-p", port, "--cluster_name", "hookrun", "--cluster", "nats://"+n.cluster,
 			"--routes", strings.Join(routes, ","))
 		out := &lockedBuffer{}

@@ -71,6 +71,7 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		KeyFile:   c.NATS.KeyFile,
 		DataDir:   filepath.Join(c.DataDir, "nats"),
 		Listen:    c.NATS.Listen,
+		Sync:      c.NATS.Sync,
 		Replicas:  c.NATS.Replicas,
 		Logger:    logger,
 	}); err != nil {

@@ -52,6 +52,10 @@ type NATSConfig struct {
 	CertFile  string `yaml:"cert_file"`  // TLS: client certificate
 	KeyFile   string `yaml:"key_file"`   // TLS: client key
 	Listen    string `yaml:"listen"`     // embedded server: also listen on this TCP address (default: in-process only)
+	// Sync is when the embedded server's store reaches the disk: "always"
+	// (before each acknowledgement) or an interval (default 1s).
+	// An external cluster sets sync_interval in its own configuration.
+	Sync string `yaml:"sync"`
 }
 
 // GitHubConfig enables the GitHub webhook and reporter.
@@ -181,6 +185,13 @@ func (c *Config) Validate() error {
 	}
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
 		bad("nats.replicas", "must be between 1 and 5, got %d", c.NATS.Replicas)
+	}
+	if c.NATS.URL != "" && c.NATS.Sync != "" {
+		bad("nats.sync", "is the embedded server's setting; an external cluster sets sync_interval in each nats-server's jetstream block (docs/operations.md)")
+	} else if c.NATS.Sync != "" {
+		if _, _, err := queue.ParseSync(c.NATS.Sync); err != nil {
+			bad("nats.sync", "%v", err)
+		}
 	}
 	if c.NATS.URL == "" && c.NATS.Replicas > 1 {
 		bad("nats.replicas", "the embedded server is a single node: replicas must be 1 without nats.url")

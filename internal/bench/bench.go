@@ -54,7 +54,7 @@ type Config struct {
 	// runs out, the runs processed so far are reported. Default 90s
 	// (quick: 20s).
 	MemoryBudget time.Duration
-	// Only names the phases to run (ingest, dispatch, engine, run_cli,
+	// Only names the phases to run (ingest, durability, dispatch, engine, run_cli,
 	// memory); empty runs them all. Targets of skipped phases are not judged.
 	Only []string
 	// Progress receives one line per phase as it starts; nil: discarded.
@@ -137,17 +137,18 @@ func (c *Config) Validate() error {
 // Report is everything one bench run measured; its JSON keys name what
 // they measure so that runs compare across commits.
 type Report struct {
-	Quick    bool        `json:"quick"`     // small counts: a smoke check, not a measurement
-	Phases   []string    `json:"phases"`    // the phases that ran
-	Machine  Machine     `json:"machine"`   // where it ran
-	Ingest   []IngestRow `json:"ingest"`    // one row per closed-loop concurrency
-	OpenLoop OpenLoop    `json:"open_loop"` // fixed-rate deliveries
-	Dispatch Dispatch    `json:"dispatch"`  // HTTP send → first step's process start
-	Engine   Engine      `json:"engine"`    // 10-step chain in the engine vs a plain Go loop
-	RunCLI   RunCLI      `json:"run_cli"`   // whole `hookrun run` vs a shell loop
-	Memory   Memory      `json:"memory"`    // RSS of a `hookrun serve` child
-	Targets  []Target    `json:"targets"`   // the issue's targets, judged
-	Elapsed  float64     `json:"elapsed_s"` // wall time of the whole bench
+	Quick      bool        `json:"quick"`      // small counts: a smoke check, not a measurement
+	Phases     []string    `json:"phases"`     // the phases that ran
+	Machine    Machine     `json:"machine"`    // where it ran
+	Ingest     []IngestRow `json:"ingest"`     // one row per closed-loop concurrency
+	OpenLoop   OpenLoop    `json:"open_loop"`  // fixed-rate deliveries
+	Durability Durability  `json:"durability"` // ingest with the store synced every 2 min vs before each ack
+	Dispatch   Dispatch    `json:"dispatch"`   // HTTP send → first step's process start
+	Engine     Engine      `json:"engine"`     // 10-step chain in the engine vs a plain Go loop
+	RunCLI     RunCLI      `json:"run_cli"`    // whole `hookrun run` vs a shell loop
+	Memory     Memory      `json:"memory"`     // RSS of a `hookrun serve` child
+	Targets    []Target    `json:"targets"`    // the issue's targets, judged
+	Elapsed    float64     `json:"elapsed_s"`  // wall time of the whole bench
 }
 
 // Machine describes where the bench ran.
@@ -190,6 +191,20 @@ type OpenLoop struct {
 	Max        Millis  `json:"max_ms"`                //
 	Refused    int     `json:"refused"`               // answers other than 202, and transport errors
 	FirstError string  `json:"first_error,omitempty"` // what the first refused delivery got
+}
+
+// Durability compares HTTP ingest under the embedded store's two sync
+// settings (nats.sync), measured in the same run.
+type Durability struct {
+	Concurrency    int     `json:"concurrency"`      // closed-loop workers
+	Ops            int     `json:"ops"`              // deliveries per measurement (two of each setting)
+	IntervalPerSec float64 `json:"interval_per_sec"` // sync every 2m (nats-server's default)
+	AlwaysPerSec   float64 `json:"always_per_sec"`   // sync before every acknowledgement
+	Default        string  `json:"default"`          // hookrun's default nats.sync (queue.DefaultSync)
+	DefaultPerSec  float64 `json:"default_per_sec"`  // ingest with it
+	IntervalP99    Millis  `json:"interval_p99_ms"`  // worse of the two measurements
+	AlwaysP99      Millis  `json:"always_p99_ms"`    //
+	Ratio          float64 `json:"ratio"`            // AlwaysPerSec / IntervalPerSec (judged: >= 0.5 keeps always the default)
 }
 
 // Dispatch times HTTP send → first step's process start.
@@ -252,6 +267,7 @@ var phases = []struct {
 	run  func(ctx context.Context, cfg *Config, dir string, rep *Report) error
 }{
 	{"ingest", runIngest},
+	{"durability", runDurability},
 	{"dispatch", runDispatch},
 	{"engine", runEngine},
 	{"run_cli", runCLI},

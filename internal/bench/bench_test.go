@@ -55,6 +55,8 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 		"dispatch.separate_process.p99_ms", "engine.ratio", "engine.engine_ms", "engine.loop_ms",
 		"run_cli.ratio", "run_cli.run_ms", "run_cli.shell_loop_ms", "memory.idle_rss_mib",
 		"memory.after_runs_rss_mib", "memory.settled_rss_mib", "memory.ratio", "memory.runs", "machine.payload_bytes",
+		"durability.interval_per_sec", "durability.always_per_sec", "durability.default_per_sec", "durability.ratio",
+		"durability.always_p99_ms",
 	}
 	for _, key := range positive {
 		v, ok := lookup(doc, key)
@@ -98,8 +100,8 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 	}
 
 	targets, _ := doc["targets"].([]any)
-	if len(targets) != 10 {
-		t.Fatalf("%d targets, want the issue's 10", len(targets))
+	if len(targets) != 11 {
+		t.Fatalf("%d targets, want issue 9's 10 and the sync default's", len(targets))
 	}
 	for _, x := range targets {
 		tg := x.(map[string]any)
@@ -114,7 +116,7 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Ingest", "Open loop", "Dispatch", "Engine", "hookrun run", "Memory", "Targets", "QUICK"} {
+	for _, want := range []string{"Ingest", "Open loop", "Durability", "Dispatch", "Engine", "hookrun run", "Memory", "Targets", "QUICK"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

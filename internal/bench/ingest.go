@@ -154,7 +154,11 @@ type stack struct {
 // openStack writes the workflow files and starts the stack of mode m
 // under dir (benchConfig), then connects the bench's own clients.
 func openStack(ctx context.Context, dir string, logger *slog.Logger, m app.Mode, workflowFiles map[string]string) (*stack, error) {
-	cfg := benchConfig(dir)
+	return openStackWith(ctx, benchConfig(dir), logger, m, workflowFiles)
+}
+
+// openStackWith is openStack with the configuration given.
+func openStackWith(ctx context.Context, cfg *app.Config, logger *slog.Logger, m app.Mode, workflowFiles map[string]string) (*stack, error) {
 	if err := writeWorkflows(cfg, workflowFiles); err != nil {
 		return nil, err
 	}

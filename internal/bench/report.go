@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // webhookReference is the deliveries per second that adnanh/webhook (a
@@ -32,6 +34,13 @@ func judge(rep *Report) []Target {
 			fmt.Sprintf(">= %d/s", 5*webhookReference), maxPerSec, "deliveries/s", maxPerSec >= 5*webhookReference)
 		add(fmt.Sprintf("open loop %d/s p99", rep.OpenLoop.RatePerSec), "< 10 ms", float64(rep.OpenLoop.P99), "ms", rep.OpenLoop.P99 < 10)
 		add(fmt.Sprintf("open loop %d/s refused", rep.OpenLoop.RatePerSec), "0", float64(rep.OpenLoop.Refused), "deliveries", rep.OpenLoop.Refused == 0)
+	}
+	if ran("durability") {
+		// The rule of the default: write through unless that halves ingest.
+		d := rep.Durability
+		alwaysIsDefault := d.Default == queue.SyncAlways
+		add(fmt.Sprintf("nats.sync default %q: always unless always/%s ingest at c=%d < 0.5", d.Default, syncInterval, d.Concurrency),
+			"default follows the ratio", d.Ratio, "ratio", alwaysIsDefault == (d.Ratio >= 0.5))
 	}
 	if ran("dispatch") {
 		add("dispatch in process p99", "< 50 ms", float64(rep.Dispatch.InProcess.P99), "ms", rep.Dispatch.InProcess.P99 < 50)
@@ -78,6 +87,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if slices.Contains(r.Phases, "engine") {
 		e := r.Engine
 		fmt.Fprintf(&b, "\nEngine: %d-step chain of `true` %.1f ms vs plain Go loop %.1f ms: %.2fx (medians of %d)\n", e.Steps, e.EngineMs, e.LoopMs, e.Ratio, e.Repeats)
+	}
+	if slices.Contains(r.Phases, "durability") {
+		d := r.Durability
+		fmt.Fprintf(&b, "Durability (ingest, c=%d, two runs each): sync every %s %.0f/s (p99 %.1f ms), sync always %.0f/s (p99 %.1f ms): %.2fx; default (%s) %.0f/s\n",
+			d.Concurrency, syncInterval, d.IntervalPerSec, float64(d.IntervalP99), d.AlwaysPerSec, float64(d.AlwaysP99), d.Ratio, d.Default, d.DefaultPerSec)
 	}
 	if slices.Contains(r.Phases, "run_cli") {
 		c := r.RunCLI

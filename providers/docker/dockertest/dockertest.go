@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -66,14 +67,55 @@ func EnsureRef(ctx context.Context, cli client.APIClient, ref string, force bool
 
 // Build imports ref from BusyboxPath, replacing any image of that name.
 func Build(ctx context.Context, cli client.APIClient, ref string) error {
-	layer, err := Layer(BusyboxPath)
+	return build(ctx, cli, ref, nil, nil)
+}
+
+// StandIn holds what EnsureStandIn did, so the test can undo it.
+type StandIn struct {
+	Ref     string
+	Created bool // the image was absent and the stand-in was built
+}
+
+// StandInLabel marks the images EnsureStandIn builds.
+const StandInLabel = "hookrun.test-stand-in"
+
+// EnsureStandIn makes ref (an image a documented example names, such as
+// alpine:3.20) available without a registry: when the daemon has no image
+// of that name, it builds the test image's busybox layer plus files (path →
+// content, e.g. etc/alpine-release) under that name, labelled StandInLabel.
+// An existing image is never touched. Remove undoes what it built.
+func EnsureStandIn(ctx context.Context, cli client.APIClient, ref string, files map[string]string) (StandIn, error) {
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return StandIn{Ref: ref}, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return StandIn{}, fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	if err := build(ctx, cli, ref, files, []string{"LABEL " + StandInLabel + "=1"}); err != nil {
+		return StandIn{}, err
+	}
+	return StandIn{Ref: ref, Created: true}, nil
+}
+
+// Remove deletes the stand-in image when EnsureStandIn built it.
+func (s StandIn) Remove(ctx context.Context, cli client.APIClient) error {
+	if !s.Created {
+		return nil
+	}
+	if _, err := cli.ImageRemove(ctx, s.Ref, image.RemoveOptions{Force: true}); err != nil {
+		return fmt.Errorf("removing stand-in image %s: %w", s.Ref, err)
+	}
+	return nil
+}
+
+func build(ctx context.Context, cli client.APIClient, ref string, files map[string]string, changes []string) error {
+	layer, err := layer(BusyboxPath, files)
 	if err != nil {
 		return err
 	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref,
 		image.ImportOptions{
 			Message: "hookrun test image (busybox-static)",
-			Changes: []string{`ENV PATH=/bin`, `CMD ["/bin/sh"]`, `WORKDIR /`},
+			Changes: append([]string{`ENV PATH=/bin`, `CMD ["/bin/sh"]`, `WORKDIR /`}, changes...),
 		})
 	if err != nil {
 		return fmt.Errorf("importing image %s: %w", ref, err)
@@ -104,7 +146,9 @@ func Leftovers(ctx context.Context, cli client.APIClient) ([]string, error) {
 }
 
 // Layer returns the image's root filesystem as an uncompressed tar.
-func Layer(busybox string) ([]byte, error) {
+func Layer(busybox string) ([]byte, error) { return layer(busybox, nil) }
+
+func layer(busybox string, extra map[string]string) ([]byte, error) {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s (install busybox-static): %w", busybox, err)
@@ -129,6 +173,18 @@ func Layer(busybox string) ([]byte, error) {
 		{"bin/busybox", 0o755, bin},
 		{"etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/bin/false\n")},
 		{"etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")},
+	}
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		files = append(files, struct {
+			name string
+			mode int64
+			data []byte
+		}{name, 0o644, []byte(extra[name])})
 	}
 	for _, f := range files {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: mtime}); err != nil {
