@@ -20,7 +20,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"Run one workflow once on this machine, without a server or queue: each step's\n"+
 			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
 			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
-			"Exit 0 if the run succeeded, 1 if it failed, 2 on usage or validation errors.", stderr)
+			"Exit 0 if the run succeeded (also partially: only failures continue_on tolerates;\n"+
+			"or was skipped by its preconditions), 1 if it failed, 2 on usage or validation errors.", stderr)
 	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
 	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
 	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
