@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,7 +51,10 @@ type APIConfig struct {
 // RegisterAPI adds the /api/v1 routes (DESIGN.md §6) to the server:
 // GET /api/v1/runs (?repo=&workflow=&status=&limit=), GET /api/v1/runs/:id,
 // GET /api/v1/runs/:id/logs (text; ?follow=1 streams Server-Sent Events until
-// the run ends), POST /api/v1/runs/:id/cancel.
+// the run ends), POST /api/v1/runs/:id/cancel, and POST
+// /api/v1/workflows/:name/runs, which queues a run of a loaded workflow
+// ({"params": {"NAME": "value"}}: values for its params, untrusted text that
+// reaches steps only as environment variables).
 func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Canceller) {
 	if cfg.Token == "" {
 		s.logger.Warn("api.token is empty: the /api/v1 routes are disabled")
@@ -59,16 +63,18 @@ func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Ca
 	if cfg.FollowGrace == 0 {
 		cfg.FollowGrace = 500 * time.Millisecond
 	}
-	a := &api{cfg: cfg, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	a := &api{cfg: cfg, srv: s, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token))}
 	g := s.echo.Group("/api/v1", a.auth)
 	g.GET("/runs", a.list)
 	g.GET("/runs/:id", a.get)
 	g.GET("/runs/:id/logs", a.logsHandler)
 	g.POST("/runs/:id/cancel", a.cancelHandler)
+	g.POST("/workflows/:name/runs", a.startRun)
 }
 
 type api struct {
 	cfg      APIConfig
+	srv      *Server // the workflows and the publisher
 	runs     RunReader
 	logs     LogReader
 	cancel   Canceller
@@ -221,4 +227,64 @@ func (a *api) follow(c echo.Context, id string) error {
 			return nil
 		}
 	}
+}
+
+// maxStartBody caps the body of POST /api/v1/workflows/:name/runs.
+const maxStartBody = 1 << 20
+
+// startRequest is the body of POST /api/v1/workflows/:name/runs.
+type startRequest struct {
+	Params map[string]string `json:"params"` // values for the workflow's params; strings only
+	// Repo is the repository the run is for (owner/name, or the GitLab
+	// project path), one of allow_repos; Forge its forge (default github).
+	// The run has no pull request: nothing to comment on.
+	Repo  string          `json:"repo"`
+	Forge workflows.Forge `json:"forge"`
+}
+
+// startRun queues a run of a loaded workflow with the params given, for a
+// repository of allow_repos. The workflow's params must declare every name
+// given.
+func (a *api) startRun(c echo.Context) error {
+	name := c.Param("name")
+	var wf *workflows.Workflow
+	for _, w := range a.srv.src.Workflows() {
+		if w.Name == name {
+			wf = w
+			break
+		}
+	}
+	if wf == nil {
+		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no workflow %q is loaded", name)})
+	}
+	var body startRequest
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, maxStartBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": "decoding body: " + err.Error() + ` (want {"params": {"NAME": "value"}}, values as strings)`})
+	}
+	if _, err := wf.SetParams(body.Params); err != nil {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	if body.Forge == "" {
+		body.Forge = workflows.GitHub
+	}
+	if body.Forge != workflows.GitHub && body.Forge != workflows.GitLab {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab, got %q", body.Forge)})
+	}
+	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
+	}
+	id := queue.NewRunID()
+	req := &queue.RunRequest{ID: id, Workflow: wf.Name, WorkflowDigest: wf.Digest, Params: body.Params,
+		Event: workflows.Event{Forge: body.Forge, Repo: body.Repo, DeliveryID: "api-" + id}}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), a.srv.cfg.PublishTimeout)
+	defer cancel()
+	res, err := a.srv.pub.Publish(ctx, req)
+	if err != nil {
+		a.srv.logger.Error("publishing an API run", "workflow", wf.Name, "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queueing run: queue unavailable"})
+	}
+	a.srv.logger.Info("run queued through the API", "workflow", wf.Name, "run", res.RunID)
+	return c.JSON(http.StatusAccepted, map[string]string{"run": res.RunID, "workflow": wf.Name})
 }

@@ -37,6 +37,11 @@ type RunRequest struct {
 	// of every other request is unchanged; a runner older than the field
 	// would ignore it, so upgrade runners before ingress.
 	Refused string `json:"refused,omitempty"`
+	// Params are values for the workflow's params given with a run started
+	// through the API (POST /api/v1/workflows/{name}/runs). Untrusted text:
+	// the runner sets them as environment variables, never as shell source.
+	// Optional and omitted when empty, like Refused.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // decodeRunRequest parses a message body and checks its version.

@@ -23,6 +23,7 @@ func TestRequestCancel(t *testing.T) {
 		{"queued is cancelled at once", workflows.StatusQueued, workflows.StatusCancelled, nil},
 		{"running gets the request", workflows.StatusRunning, workflows.StatusRunning, nil},
 		{"finished stays finished", workflows.StatusSucceeded, workflows.StatusSucceeded, ErrRunFinished},
+		{"partially succeeded is finished", workflows.StatusPartiallySucceeded, workflows.StatusPartiallySucceeded, ErrRunFinished},
 		{"missing", "", "", ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -81,6 +82,8 @@ func TestClaim(t *testing.T) {
 			want: Claimed, wantStatus: workflows.StatusRunning, wantAttempt: 2, wantOwner: "me"},
 		{name: "finished", rec: &RunRecord{Status: workflows.StatusSucceeded, Attempt: 1},
 			want: ClaimFinished, wantStatus: workflows.StatusSucceeded, wantAttempt: 1},
+		{name: "partially succeeded is finished", rec: &RunRecord{Status: workflows.StatusPartiallySucceeded, Attempt: 1},
+			want: ClaimFinished, wantStatus: workflows.StatusPartiallySucceeded, wantAttempt: 1},
 		{name: "live claim elsewhere", rec: &RunRecord{Status: workflows.StatusRunning, Attempt: 1, Claimant: "other", HeartbeatAt: fresh, StartedAt: &started},
 			want: ClaimHeld, wantStatus: workflows.StatusRunning, wantAttempt: 1, wantOwner: "other"},
 		{name: "own live claim after a restart", rec: &RunRecord{Status: workflows.StatusRunning, Attempt: 1, Claimant: "me", HeartbeatAt: fresh, StartedAt: &started},

@@ -105,6 +105,20 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 		Stderr:      stderr,
 		Grace:       x.e.cfg.Grace,
 	}
+	if len(st.Preconditions) > 0 {
+		check := &conditionCheck{exec: r.exec, req: s.req, lookup: env.lookup}
+		reason, err := check.unmet(ctx, st.Preconditions)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return stepOutcome{status: x.stopped(ctx), err: x.stoppedMsg(ctx, st)}
+		case err != nil:
+			x.stepSysf(st.ID, "failed: %s", err)
+			return stepOutcome{status: workflows.StatusFailed, err: err.Error()}
+		case reason != "":
+			x.stepSysf(st.ID, "skipped: %s", reason)
+			return stepOutcome{status: workflows.StatusSkipped, err: reason}
+		}
+	}
 	if st.Action != workflows.ActionHarnessRun {
 		s.req.Argv = []string{"sh", "-c", st.Run}
 	}
@@ -149,6 +163,10 @@ func (s *stepRun) run(ctx context.Context, st *workflows.Step) stepOutcome {
 	}
 	if out.status == workflows.StatusFailed || out.status == workflows.StatusCancelled {
 		x.stepSysf(st.ID, "%s: %s", out.status, out.err)
+	}
+	if out.status == workflows.StatusFailed && st.ContinueOn.MarkSuccess && st.ContinueOn.Tolerates(out.exit) {
+		x.stepSysf(st.ID, "continue_on.mark_success: the failure counts as succeeded")
+		out.status, out.err = workflows.StatusSucceeded, ""
 	}
 	if s.capture != nil && out.status == workflows.StatusSucceeded {
 		x.keepOutput(st, s.capture)

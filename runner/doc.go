@@ -28,11 +28,17 @@
 //
 // A step runs when all its dependencies have ended (`graph`), or after the
 // previous step in file order (`chain`), at most max_active_steps at a time.
-// A dependency that failed (or was skipped) skips its dependents unless it
-// has continue_on failed (skipped). A run fails when a step failed without
-// continue_on failed, or on the run timeout; it is cancelled when its
-// context is cancelled (Runner.Cancel, a newer run of the same concurrency
-// group). handler_on success/failure/cancel then exit run afterwards with
+// A dependency that failed (or was skipped) skips its dependents unless its
+// continue_on tolerates that (failed, or its exit code in exit_code;
+// skipped); with mark_success a tolerated failure counts as succeeded. A
+// step whose preconditions do not hold when it is ready is skipped. A run
+// fails when a step failed without continue_on tolerating it, or on the run
+// timeout; it partially succeeds when its only failures were tolerated; it
+// is skipped when the workflow's own preconditions do not hold (checked on
+// the host before the session opens: no step runs, only handler_on.exit);
+// it is cancelled when its context is cancelled (Runner.Cancel, a newer run
+// of the same concurrency group). Steps run in the root working_dir unless
+// they set their own. handler_on success/failure/cancel then exit run afterwards with
 // HOOKRUN_RUN_STATUS, even after a cancel or timeout (bounded by their own
 // timeout or EngineConfig.HandlerTimeout); a handler's failure is recorded
 // in its step state but does not change the run's status. A run stopped
@@ -44,7 +50,8 @@
 // A step's environment is built in this order, a later name replacing an
 // earlier one: PATH, HOME, LANG, TMPDIR and USER from the runner's
 // environment (host steps only: containers and sandboxes bring their own);
-// the workflow's env, then params; the event's HOOKRUN_* variables and
+// the workflow's env, then params (a value given for the run,
+// RunSpec.Params, replaces its default as data, not expanded); the event's HOOKRUN_* variables and
 // HOOKRUN_RUN_ID, HOOKRUN_WORKFLOW, HOOKRUN_WORKSPACE, HOOKRUN_EVENT_PATH,
 // HOOKRUN_SANDBOX (so a workflow cannot override them); the outputs of
 // earlier steps; the step's env (for a step container, its container env

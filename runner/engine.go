@@ -99,7 +99,11 @@ type RunSpec struct {
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
-	Ref       contract.ReportRef  // what an earlier attempt's reporter stored
+	// Params are values given at run time for the workflow's params
+	// (workflows.Workflow.SetParams checked them): each replaces its
+	// param's default. They are data, set as they are, never expanded.
+	Params []workflows.EnvVar
+	Ref    contract.ReportRef // what an earlier attempt's reporter stored
 	// Refused, when set, fails the run with this message without executing
 	// anything: no session, no step, no handler; only the final report is
 	// sent (queue.RunRequest.Refused).
@@ -150,6 +154,7 @@ type execution struct {
 
 	session     *runSession // nil: no sandbox or root container
 	sandboxName string      // HOOKRUN_SANDBOX
+	skipped     string      // why the run was skipped (its root preconditions); "" when it ran
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -226,11 +231,22 @@ func (x *execution) start(ctx context.Context) {
 	}
 }
 
-// execute writes the event file, opens the session and runs the DAG; its
-// error is the run's failure before any step could run.
+// execute writes the event file, checks the root preconditions (unmet: the
+// run is skipped, x.skipped says why), opens the session and runs the DAG;
+// its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	if err := x.writeEventFile(); err != nil {
 		return err
+	}
+	if len(x.wf.Preconditions) > 0 {
+		reason, err := x.rootConditions().unmet(ctx, x.wf.Preconditions)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			x.skipped = reason
+			return nil
+		}
 	}
 	if err := x.openSession(ctx); err != nil {
 		return err
@@ -259,8 +275,13 @@ func (x *execution) outcome(runCtx context.Context, runErr error) runEnd {
 		return runEnd{status: workflows.StatusCancelled, err: contract.ErrCancelled}
 	case runErr != nil:
 		return runEnd{status: workflows.StatusFailed, err: runErr}
+	case x.skipped != "":
+		return runEnd{status: workflows.StatusSkipped, err: errors.New(x.skipped)}
 	}
-	failed := x.failedStep()
+	failed, tolerated := x.failedStep()
+	if failed == nil && tolerated {
+		return runEnd{status: workflows.StatusPartiallySucceeded}
+	}
 	if failed == nil {
 		return runEnd{status: workflows.StatusSucceeded}
 	}
@@ -316,17 +337,23 @@ func (x *execution) refuse(ctx context.Context) *Result {
 	return res
 }
 
-// failedStep returns the first DAG step that failed without continue_on.failed.
-func (x *execution) failedStep() *workflows.StepState {
+// failedStep returns the first DAG step that failed without its
+// continue_on tolerating it, and whether a DAG step failed with it
+// tolerating it (the run then partially succeeded, if nothing else failed).
+func (x *execution) failedStep() (failed *workflows.StepState, tolerated bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for i := range x.states {
-		if x.states[i].Status == workflows.StatusFailed && !x.wf.Steps[i].ContinueOn.Failed {
-			s := x.states[i]
-			return &s
+	for i, st := range x.wf.Steps {
+		s := x.states[i]
+		switch {
+		case s.Status != workflows.StatusFailed:
+		case st.ContinueOn.Tolerates(s.ExitCode):
+			tolerated = true
+		case failed == nil:
+			failed = &s
 		}
 	}
-	return nil
+	return failed, tolerated
 }
 
 // markUnfinished gives every step that never started a terminal state:

@@ -171,6 +171,7 @@ func (x *execution) buildPrefix(p place) *envList {
 	}
 	l.expandAllWith(x.wf.Env, run)
 	l.expandAllWith(x.wf.Params, run)
+	l.setAll(x.spec.Params) // given at run time: data, not expanded
 	l.setAll(run.vars)
 	return l
 }

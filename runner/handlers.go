@@ -16,11 +16,13 @@ type handler struct {
 }
 
 // handlersFor lists the handlers of a run that ended with status: the one
-// for the status (success, failure, cancel), then exit. Unset ones are nil.
+// for the status (success, also after a partial success; failure; cancel),
+// then exit. A skipped run (unmet root preconditions) runs exit only. Unset
+// ones are nil.
 func handlersFor(h workflows.HandlerOn, status workflows.Status) []handler {
 	var list []handler
 	switch status {
-	case workflows.StatusSucceeded:
+	case workflows.StatusSucceeded, workflows.StatusPartiallySucceeded: // as Dagu: the primary work was done
 		list = append(list, handler{h.Success, "on_success"})
 	case workflows.StatusFailed:
 		list = append(list, handler{h.Failure, "on_failure"})

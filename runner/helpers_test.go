@@ -122,6 +122,8 @@ type runOpts struct {
 	event    *workflows.Event
 	reporter contract.Reporter
 	cfg      func(*runner.EngineConfig)
+	dir      string             // workspace; default a fresh temp dir
+	params   []workflows.EnvVar // RunSpec.Params
 }
 
 // runWorkflow runs yaml once with the real host executor in a temp
@@ -152,8 +154,11 @@ func runWorkflow(t *testing.T, yaml string, o runOpts) (*runner.Result, *memSink
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	res := eng.Run(o.ctx, runner.RunSpec{ID: "r1", Attempt: 1, Workflow: w, Event: o.event, Workspace: dir})
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	res := eng.Run(o.ctx, runner.RunSpec{ID: "r1", Attempt: 1, Workflow: w, Event: o.event, Workspace: dir, Params: o.params})
 	return res, sink, dir
 }
 

@@ -28,6 +28,7 @@ type LocalOptions struct {
 	Stderr    io.Writer                   // default os.Stderr
 	Providers Providers                   // Host is required
 	LookupEnv func(string) (string, bool) // secrets and base env; default os.LookupEnv
+	Params    []workflows.EnvVar          // values for the workflow's params (Workflow.SetParams), `-p NAME=VALUE`
 	// Workspaces, when set and the workflow has `checkout: true`, prepares
 	// a checkout of the event's head instead of using Dir.
 	Workspaces Workspaces
@@ -52,8 +53,9 @@ type LocalResult struct {
 // reporter. It prints each step's log lines prefixed with `[step-id] `
 // (stdout lines on Stdout, stderr and hookrun's own lines on Stderr), then a
 // summary table, or with JSON the result as JSON on Stdout and the logs on
-// Stderr. It returns 0 when the run succeeded, 1 when it failed or was
-// cancelled, 2 when it could not start.
+// Stderr. It returns 0 when the run succeeded (also partially, or was
+// skipped by its preconditions), 1 when it failed or was cancelled, 2 when
+// it could not start.
 func RunLocal(ctx context.Context, o LocalOptions) int {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -106,7 +108,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)
 		return ExitUsage
 	}
-	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA})
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params})
 	// Leave the user's directory as it was: drop the event file (and its
 	// directory when nothing else is in it).
 	_ = os.Remove(filepath.Join(dir, eventDir, eventName))
@@ -121,7 +123,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	} else {
 		PrintSummary(o.Stdout, res)
 	}
-	if res.Status == workflows.StatusSucceeded {
+	if res.Status.Passed() {
 		return ExitSucceeded
 	}
 	return ExitFailed

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -100,7 +101,7 @@ func TestRunLocal(t *testing.T) {
 				if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 					t.Fatalf("--json output is not JSON: %v", err)
 				}
-				if res.Status != succeeded || len(res.Steps) != 4 {
+				if res.Status != workflows.StatusPartiallySucceeded || len(res.Steps) != 4 { // fails is tolerated
 					t.Errorf("json result: %s with %d steps", res.Status, len(res.Steps))
 				}
 			}

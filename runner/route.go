@@ -48,15 +48,27 @@ func (x *execution) routeFor(st *workflows.Step) route {
 	return route{exec: p.Host, place: placeHost}
 }
 
-// stepDir resolves a step's working_dir for its route.
+// stepDir resolves a step's working_dir for its route: a relative one
+// below the workflow's root working_dir, a relative root one below the
+// workspace. A step container sees the workspace at /workspace, so there the
+// root working_dir applies only when it lies in the workspace.
 func (x *execution) stepDir(st *workflows.Step, r route) string {
-	wd := st.WorkingDir
+	root, wd := x.wf.WorkingDir, st.WorkingDir
+	if r.place == placeContainer && filepath.IsAbs(root) {
+		root = "" // a host path: only its part inside the workspace means something in the container
+		if rel, err := filepath.Rel(x.spec.Workspace, x.wf.WorkingDir); x.spec.Workspace != "" && err == nil && filepath.IsLocal(rel) {
+			root = filepath.ToSlash(rel)
+		}
+	}
+	if root != "" && !path.IsAbs(wd) && !filepath.IsAbs(wd) {
+		wd = filepath.Join(root, wd)
+	}
 	switch r.place {
 	case placeContainer:
 		if wd == "" || path.IsAbs(wd) {
 			return wd
 		}
-		return path.Join(containerWorkspace, wd)
+		return path.Join(containerWorkspace, filepath.ToSlash(wd))
 	case placeHost:
 		if filepath.IsAbs(wd) {
 			return wd
@@ -69,6 +81,6 @@ func (x *execution) stepDir(st *workflows.Step, r route) string {
 		if wd == "" || path.IsAbs(wd) || x.spec.Workspace == "" {
 			return wd
 		}
-		return path.Join(x.spec.Workspace, wd)
+		return path.Join(x.spec.Workspace, filepath.ToSlash(wd))
 	}
 }

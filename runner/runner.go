@@ -269,6 +269,10 @@ func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
 func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
 	c := r.track(ctx, req.ID, log)
 	defer c.done()
+	params, err := wf.SetParams(req.Params) // checked when queued; the loaded workflow may have changed since
+	if err != nil && req.Refused == "" {
+		req.Refused = err.Error()
+	}
 	if req.Refused != "" {
 		return r.failRefused(ctx, c, req, wf, rec, log)
 	}
@@ -296,6 +300,7 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		Home:      ws.Home,
 		TmpDir:    ws.TmpDir,
 		HeadSHA:   firstNonEmpty(ws.HeadSHA, rec.HeadSHA, req.Event.HeadSHA()),
+		Params:    params,
 		Ref:       refOf(rec),
 		OnChange:  c.hb.setSteps,
 	})

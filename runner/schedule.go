@@ -92,7 +92,8 @@ func (s *schedule) release(i int) {
 // runDAG runs the workflow's steps: each as soon as its dependencies have
 // ended, at most max_active_steps at a time, ready steps in file order. A
 // step whose dependency failed (or was skipped) is skipped unless that
-// dependency has continue_on failed (skipped). When ctx ends, running steps
+// dependency's continue_on tolerates it (failed or exit_code; skipped).
+// When ctx ends, running steps
 // are stopped and nothing new starts.
 func (x *execution) runDAG(ctx context.Context) {
 	n := len(x.wf.Steps)
@@ -137,7 +138,7 @@ func (x *execution) skipReason(i int, deps []int) string {
 		dep := x.wf.Steps[d]
 		switch x.states[d].Status {
 		case workflows.StatusFailed:
-			if !dep.ContinueOn.Failed {
+			if !dep.ContinueOn.Tolerates(x.states[d].ExitCode) {
 				return "dependency " + dep.ID + " failed"
 			}
 		case workflows.StatusSkipped:

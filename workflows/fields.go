@@ -27,8 +27,9 @@ import (
 // Written by hand, in build (parse.go) and where JSON Schema can say it in
 // schemaDoc (schema.go), with the patterns and enums declared here: the
 // rules between fields (run or action, one of them; with only with an
-// action; working_dir or dir; interval or interval_sec, max_interval or
-// max_interval_sec; a step id or a name that is one; prompt_mode flag needs
+// action; working_dir or dir; timeout or timeout_sec; interval or
+// interval_sec, max_interval or max_interval_sec; a root working_dir inside
+// the workspace in server mode; an expected re: that compiles; a step id or a name that is one; prompt_mode flag needs
 // prompt_flag; the actions of each event kind; command only for comments; no
 // branches for issues, no labels for pushes; with.provider and, but in a
 // fallback, with.prompt required; at least one step), the names of
@@ -249,7 +250,13 @@ func (w *rawWorkflow) fields() []field {
 		}),
 		{key: "type", to: &w.typ, enum: workflowTypes, def: TypeGraph},
 		{key: "max_active_steps", to: &w.maxActiveSteps, bounds: atLeast(1), def: DefaultMaxActiveSteps},
-		{key: "timeout", to: &w.timeout},
+		{key: "working_dir", to: &w.workingDir, pattern: nonBlank, own: true,
+			doc: "where steps run by default: relative to the workspace unless absolute; in serve, inside the workspace"},
+		{key: "timeout", to: &w.timeout, read: onlyOnce("timeout")},
+		{key: "timeout_sec", to: &w.timeout, form: formSeconds, read: onlyOnce("timeout"), doc: "Dagu's timeout in seconds"},
+		nested("preconditions", "all must hold, or the run is skipped", refTo("preconditions"), func(r *reader, v *yaml.Node) {
+			w.preconditions = r.readPreconditions(v, "preconditions")
+		}),
 		{key: "env", to: &w.env},
 		{key: "params", to: &w.params, form: formParams},
 		{key: "secrets", to: &w.secrets, pattern: secretName, unique: true, own: true},
@@ -365,7 +372,11 @@ func (s *rawStep) fields() []field {
 			s.retry = readInto(r, &rawRetry{node: v}, v, "retry_policy", "retry_policy.")
 		}),
 		nested("continue_on", "", refTo("continueOn"), func(r *reader, v *yaml.Node) { s.continueOn = r.continueOn(v) }),
-		{key: "timeout", to: &s.timeout},
+		nested("preconditions", "all must hold, or the step is skipped", refTo("preconditions"), func(r *reader, v *yaml.Node) {
+			s.preconditions = r.readPreconditions(v, "preconditions")
+		}),
+		{key: "timeout", to: &s.timeout, read: onlyOnce("timeout")},
+		{key: "timeout_sec", to: &s.timeout, form: formSeconds, read: onlyOnce("timeout"), doc: "Dagu's timeout in seconds"},
 	}
 }
 
@@ -409,7 +420,37 @@ const backoffMin = 1
 
 // fields is the table of `continue_on:` written as a mapping.
 func (m *rawContinueMap) fields() []field {
-	return []field{{key: "failed", to: &m.failed}, {key: "skipped", to: &m.skipped}}
+	return []field{
+		{key: "failed", to: &m.failed},
+		{key: "failure", to: &m.failure, doc: "Dagu's spelling of failed"},
+		{key: "skipped", to: &m.skipped},
+		{key: "exit_code", to: &m.exitCodes, bounds: between(0, 255).saying("is not an exit code (0..255)"),
+			doc: "a failure with one of these exit codes is tolerated"},
+		{key: "mark_success", to: &m.markSuccess, doc: "a tolerated failure counts as succeeded"},
+	}
+}
+
+// fields is the table of one entry of `preconditions:` written as a
+// mapping (a string is its condition alone).
+func (c *rawCondition) fields() []field {
+	return []field{
+		{key: "condition", to: &c.condition, required: true, pattern: nonBlank,
+			doc: "with expected: a value (${VAR} from the environment, `command` output); without: a command that must exit 0"},
+		{key: "expected", to: &c.expected, pattern: nonBlank, doc: "the literal value, or re:REGEXP"},
+		{key: "negate", to: &c.negate, doc: "the condition must not hold"},
+	}
+}
+
+// onlyOnce reads a field that has a second spelling into one slot (timeout
+// or timeout_sec): the second one given is a problem.
+func onlyOnce(name string) func(r *reader, f *field, k, v *yaml.Node) {
+	return func(r *reader, f *field, k, v *yaml.Node) {
+		if slotSet(f.to) {
+			r.errf(k, "%s: set %s only once (as a duration or in seconds)", k.Value, name)
+			return
+		}
+		r.value(f, v, k.Value)
+	}
 }
 
 // fields is the table of `report:`.

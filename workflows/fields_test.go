@@ -56,6 +56,10 @@ func probeTables() []probeTable {
 			file: func(m map[string]any) map[string]any { return inStep("retry_policy", m) }},
 		{name: "continue_on", fields: new(rawContinueMap).fields(), base: map[string]any{},
 			file: func(m map[string]any) map[string]any { return inStep("continue_on", m) }},
+		{name: "precondition", fields: new(rawCondition).fields(), base: map[string]any{"condition": "test -f x"},
+			file: func(m map[string]any) map[string]any { return file("preconditions", []any{m}) }},
+		{name: "step precondition", fields: new(rawCondition).fields(), base: map[string]any{"condition": "test -f x"},
+			file: func(m map[string]any) map[string]any { return inStep("preconditions", []any{m}) }},
 		{name: "report", fields: new(rawReport).fields(), base: map[string]any{},
 			file: func(m map[string]any) map[string]any { return file("report", m) }},
 	}

@@ -18,11 +18,26 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// ParseOptions say where a workflow will run, for the rules that depend on
+// it.
+type ParseOptions struct {
+	// Server: the workflow runs in `serve` (or `runner`), in a per-run
+	// workspace, for events from others. A root working_dir must then stay
+	// inside the workspace. `hookrun run` and `hookrun validate` without
+	// --server leave it false: any path is allowed.
+	Server bool
+}
+
 // Parse reads one workflow file's content. file is used in problem positions
 // and as the default name (its base name without extension). On failure the
 // error is Problems, with every problem found in the file.
 func Parse(file string, data []byte) (*Workflow, error) {
-	r := &reader{file: file}
+	return ParseWith(file, data, ParseOptions{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(file string, data []byte, opts ParseOptions) (*Workflow, error) {
+	r := &reader{file: file, opts: opts}
 	root, ok := r.decode(data)
 	if !ok {
 		return nil, r.probs.orNil()
@@ -40,11 +55,16 @@ func Parse(file string, data []byte) (*Workflow, error) {
 
 // ParseFile reads and parses one workflow file.
 func ParseFile(path string) (*Workflow, error) {
+	return ParseFileWith(path, ParseOptions{})
+}
+
+// ParseFileWith is ParseFile with options.
+func ParseFileWith(path string, opts ParseOptions) (*Workflow, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Problems{{File: path, Msg: readingMsg(err)}}
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, opts)
 }
 
 // Load parses workflow files and directories (their *.yaml and *.yml files,
@@ -53,6 +73,11 @@ func ParseFile(path string) (*Workflow, error) {
 // Problems of the bad ones; a workflow whose name is already taken is
 // reported and left out.
 func Load(paths ...string) ([]*Workflow, error) {
+	return LoadWith(ParseOptions{}, paths...)
+}
+
+// LoadWith is Load with options.
+func LoadWith(opts ParseOptions, paths ...string) ([]*Workflow, error) {
 	var files []string
 	var probs Problems
 	for _, p := range paths {
@@ -85,7 +110,7 @@ func Load(paths ...string) ([]*Workflow, error) {
 			continue // given twice, e.g. as a file and through its directory
 		}
 		seenFile[filepath.Clean(f)] = true
-		w, err := ParseFile(f)
+		w, err := ParseFileWith(f, opts)
 		if err != nil {
 			var ps Problems
 			if errors.As(err, &ps) {
@@ -351,6 +376,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 		Description:    raw.description.v,
 		Type:           raw.typ.v,
 		MaxActiveSteps: raw.maxActiveSteps.v,
+		WorkingDir:     raw.workingDir.v,
 		Timeout:        raw.timeout.v,
 		Env:            envVars(raw.env.v),
 		Params:         envVars(raw.params.v),
@@ -368,6 +394,8 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 		}
 	}
 
+	r.checkWorkingDir(raw.workingDir)
+	w.Preconditions = r.buildConditions(raw.preconditions)
 	w.On = r.buildTriggers(raw.on)
 	w.Authorization = r.buildAuthorize(raw.authorize)
 
@@ -658,6 +686,7 @@ func (r *reader) buildStep(w *Workflow, raw *rawStep, what string) Step {
 		ContinueOn: raw.continueOn.v,
 		Timeout:    raw.timeout.v,
 	}
+	s.Preconditions = r.buildConditions(raw.preconditions)
 	// id: required, or taken from a Dagu-style name
 	switch {
 	case raw.id.set():
@@ -833,4 +862,50 @@ func (r *reader) checkDepends(w *Workflow, raw *rawWorkflow, ids map[string]*yam
 			visit(i)
 		}
 	}
+}
+
+// checkWorkingDir applies the rule of the root working_dir: in server mode
+// (ParseOptions.Server) it must stay inside the run's workspace, so it is
+// relative and does not climb out with "..".
+func (r *reader) checkWorkingDir(wd val[string]) {
+	if !wd.set() || wd.n.ShortTag() != "!!str" {
+		return
+	}
+	if !nonBlank.matches(wd.v) {
+		r.errf(wd.n, "working_dir must not be empty")
+		return
+	}
+	if !r.opts.Server {
+		return
+	}
+	switch clean := filepath.Clean(wd.v); {
+	case filepath.IsAbs(wd.v):
+		r.errf(wd.n, "working_dir %q is outside the run's workspace: the server runs steps in a fresh workspace per run; use a path relative to it", wd.v)
+	case clean == ".." || strings.HasPrefix(clean, "../"):
+		r.errf(wd.n, "working_dir %q climbs out of the run's workspace; use a path inside it", wd.v)
+	}
+}
+
+// buildConditions checks preconditions: an expected written re:REGEXP must
+// compile (the other rules are the condition table's).
+func (r *reader) buildConditions(raws []rawCondition) []Condition {
+	var out []Condition
+	for i := range raws {
+		c := &raws[i]
+		if c.expected.n == nil && c.negate.n == nil && c.condition.n == c.node {
+			// the string form: its one rule, a condition that is not blank
+			if c.condition.n.ShortTag() == "!!str" && !nonBlank.matches(c.condition.v) {
+				r.errf(c.node, "preconditions: a condition must not be empty")
+			}
+		} else {
+			r.checkFields(c.node, scope{"preconditions", "."}, c.fields())
+		}
+		if re, ok := strings.CutPrefix(c.expected.v, "re:"); ok {
+			if _, err := regexp.Compile(re); err != nil {
+				r.errf(c.expected.n, "preconditions.expected %q is not a valid regular expression: %v", c.expected.v, err)
+			}
+		}
+		out = append(out, Condition{Condition: c.condition.v, Expected: c.expected.v, Negate: c.negate.v})
+	}
+	return out
 }

@@ -181,7 +181,7 @@ steps:
 		{"retry interval", s[1].RetryPolicy.Interval, 2 * time.Second},
 		{"backoff true", s[1].RetryPolicy.Backoff, 2.0},
 		{"max_interval_sec", s[1].RetryPolicy.MaxInterval, time.Minute},
-		{"continue_on map", s[1].ContinueOn, ContinueOn{Failed: true, Skipped: true}},
+		{"continue_on map", fmt.Sprint(s[1].ContinueOn), fmt.Sprint(ContinueOn{Failed: true, Skipped: true})},
 		{"memory 512m", s[2].Container.Memory, int64(512 << 20)},
 		{"cpus", s[2].Container.CPUs, 1.5},
 		{"pids", s[2].Container.PIDs, int64(100)},

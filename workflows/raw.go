@@ -36,7 +36,9 @@ type rawWorkflow struct {
 	concurrency    *rawConcurrency
 	typ            val[string]
 	maxActiveSteps val[int]
+	workingDir     val[string]
 	timeout        val[time.Duration]
+	preconditions  []rawCondition
 	env            envList
 	params         envList
 	secrets        list[string]
@@ -112,21 +114,22 @@ type rawEnv struct {
 }
 
 type rawStep struct {
-	node        *yaml.Node
-	id          val[string]
-	name        val[string]
-	description val[string]
-	run         val[string]
-	action      val[string]
-	with        *rawWith
-	depends     list[string]
-	output      val[string]
-	env         envList
-	workingDir  val[string]
-	container   *rawContainer
-	retry       *rawRetry
-	continueOn  val[ContinueOn]
-	timeout     val[time.Duration]
+	node          *yaml.Node
+	id            val[string]
+	name          val[string]
+	description   val[string]
+	run           val[string]
+	action        val[string]
+	with          *rawWith
+	depends       list[string]
+	output        val[string]
+	env           envList
+	workingDir    val[string]
+	container     *rawContainer
+	retry         *rawRetry
+	continueOn    val[ContinueOn]
+	preconditions []rawCondition
+	timeout       val[time.Duration]
 }
 
 type rawWith struct {
@@ -154,8 +157,19 @@ type rawHandler struct {
 
 // rawContinueMap is continue_on written as a mapping.
 type rawContinueMap struct {
-	failed  val[bool]
-	skipped val[bool]
+	failed      val[bool]
+	failure     val[bool]
+	skipped     val[bool]
+	exitCodes   list[int]
+	markSuccess val[bool]
+}
+
+// rawCondition is one entry of `preconditions:`.
+type rawCondition struct {
+	node      *yaml.Node
+	condition val[string]
+	expected  val[string]
+	negate    val[bool]
 }
 
 type rawReport struct {
@@ -175,6 +189,7 @@ const maxVisits = 200_000
 // reader collects problems while walking one file.
 type reader struct {
 	file   string
+	opts   ParseOptions
 	probs  Problems
 	depth  int
 	visits int
@@ -707,10 +722,39 @@ func (r *reader) continueOn(n *yaml.Node) val[ContinueOn] {
 		r.seq(n, "continue_on", word)
 	case yaml.MappingNode:
 		var m rawContinueMap
-		r.object(n, "continue_on", "continue_on.", m.fields())
-		out.v = ContinueOn{Failed: m.failed.v, Skipped: m.skipped.v}
+		fs := m.fields()
+		r.object(n, "continue_on", "continue_on.", fs)
+		r.checkFields(n, scope{"continue_on", "."}, fs)
+		out.v = ContinueOn{Failed: m.failed.v || m.failure.v, Skipped: m.skipped.v, MarkSuccess: m.markSuccess.v}
+		for _, c := range m.exitCodes.v {
+			out.v.ExitCodes = append(out.v.ExitCodes, c.v)
+		}
 	default:
 		r.errf(n, "continue_on: expected failed, skipped, a list or a mapping, got %s", kindName(n))
 	}
+	return out
+}
+
+// readPreconditions reads `preconditions:` as Dagu writes it: one condition
+// string, or a list of condition strings and {condition, expected, negate}
+// mappings.
+func (r *reader) readPreconditions(n *yaml.Node, what string) []rawCondition {
+	n = deref(n)
+	var out []rawCondition
+	one := func(item *yaml.Node) {
+		switch {
+		case item.Kind == yaml.ScalarNode:
+			out = append(out, rawCondition{node: item, condition: r.str(item, what)})
+		case item.Kind == yaml.MappingNode:
+			out = append(out, *readInto(r, &rawCondition{node: item}, item, what+" entry", what+"."))
+		default:
+			r.errf(item, "%s: expected a condition string or {condition, expected}, got %s", what, kindName(item))
+		}
+	}
+	if n.Kind == yaml.SequenceNode {
+		r.seq(n, what, one)
+		return out
+	}
+	one(n)
 	return out
 }

@@ -208,6 +208,7 @@ func schemaDoc() obj {
 			obj{"if": obj{"required": strs("action")}, "then": obj{"required": strs("with")}},
 			obj{"if": obj{"not": obj{"required": strs("action")}}, "then": obj{"not": obj{"required": strs("with")}}},
 			obj{"not": obj{"required": strs("working_dir", "dir")}},
+			obj{"not": obj{"required": strs("timeout", "timeout_sec")}},
 		}
 		if !handler { // an id, or a name that is one
 			idName["required"] = strs("name")
@@ -240,7 +241,11 @@ func schemaDoc() obj {
 		words[i] = w.word
 	}
 
+	condition := closedFields(new(rawCondition).fields())
+	conditionString := obj{"type": "string", "pattern": nonBlank.src}
+
 	doc := closedFields(new(rawWorkflow).fields())
+	doc["not"] = obj{"required": strs("timeout", "timeout_sec")}
 	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	doc["$id"] = SchemaID
 	doc["title"] = "hookrun workflow"
@@ -277,6 +282,10 @@ func schemaDoc() obj {
 			obj{"enum": strs(words...)},
 			obj{"type": "array", "items": obj{"enum": strs(words...)}},
 			closedFields(new(rawContinueMap).fields()),
+		}},
+		"preconditions": obj{"anyOf": []any{
+			conditionString,
+			obj{"type": "array", "items": obj{"anyOf": []any{conditionString, condition}}},
 		}},
 		"step":    step(false),
 		"handler": step(true),

@@ -197,6 +197,7 @@ var parserOnly = []struct{ rule, file, src string }{
 	{"memory more than 0 with a unit too", "a.yaml", "container: {image: alpine, memory: 0m}\nsteps: [{id: a, run: x}]"},
 	{"sizes within range", "a.yaml", "container: {image: alpine, memory: 99999999999t}\nsteps: [{id: a, run: x}]"},
 	{"durations within range", "a.yaml", "timeout: 9999999999h\nsteps: [{id: a, run: x}]"},
+	{"an expected re: compiles", "a.yaml", "preconditions: [{condition: x, expected: 're:('}]\nsteps: [{id: a, run: x}]"},
 	{"integers within range", "a.yaml", "max_active_steps: 99999999999999999999\nsteps: [{id: a, run: x}]"},
 }
 

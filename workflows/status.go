@@ -12,15 +12,30 @@ const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
 	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
-	StatusSkipped   Status = "skipped"
-	StatusCancelled Status = "cancelled"
+	// StatusPartiallySucceeded: a run whose only failed steps were
+	// tolerated by their continue_on (Dagu's partial success).
+	StatusPartiallySucceeded Status = "partially_succeeded"
+	StatusFailed             Status = "failed"
+	StatusSkipped            Status = "skipped"
+	StatusCancelled          Status = "cancelled"
 )
 
 // Terminal reports whether nothing more will happen to a run or step in this state.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusSucceeded, StatusFailed, StatusSkipped, StatusCancelled:
+	case StatusSucceeded, StatusPartiallySucceeded, StatusFailed, StatusSkipped, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Passed reports whether a run that ended in this state counts as a
+// success where it is reported (commit status, exit code): it succeeded,
+// partially succeeded (its only failures were tolerated by continue_on), or
+// was skipped (its root preconditions did not hold).
+func (s Status) Passed() bool {
+	switch s {
+	case StatusSucceeded, StatusPartiallySucceeded, StatusSkipped:
 		return true
 	}
 	return false

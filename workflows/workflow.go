@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,16 +31,18 @@ type Workflow struct {
 	Authorization Authorize    `json:"authorize"`    // who may trigger it; applied by (*Workflow).Authorize
 	Concurrency   *Concurrency `json:"concurrency,omitempty"`
 
-	Type           string             `json:"type"`                // "graph" (default) or "chain"
-	MaxActiveSteps int                `json:"max_active_steps"`    // parallel steps in a graph; default DefaultMaxActiveSteps
-	Timeout        time.Duration      `json:"timeout,omitempty"`   // whole run; 0 = none
-	Env            []EnvVar           `json:"env,omitempty"`       // run-wide environment
-	Params         []EnvVar           `json:"params,omitempty"`    // Dagu params: defaults for named parameters, exported as env
-	Secrets        []string           `json:"secrets,omitempty"`   // names taken from the runner's environment; redacted everywhere
-	Checkout       bool               `json:"checkout"`            // clone the repository at the head SHA into the workspace
-	Sandbox        *Sandbox           `json:"sandbox,omitempty"`   // a fresh microVM per run
-	Container      *Container         `json:"container,omitempty"` // the root container shared by steps without their own
-	Harnesses      map[string]Harness `json:"harnesses,omitempty"` // custom agent CLIs by provider name
+	Type           string             `json:"type"`                    // "graph" (default) or "chain"
+	MaxActiveSteps int                `json:"max_active_steps"`        // parallel steps in a graph; default DefaultMaxActiveSteps
+	WorkingDir     string             `json:"working_dir,omitempty"`   // steps' default directory: relative to the workspace unless absolute
+	Timeout        time.Duration      `json:"timeout,omitempty"`       // whole run; 0 = none
+	Preconditions  []Condition        `json:"preconditions,omitempty"` // all must hold, else the run is skipped
+	Env            []EnvVar           `json:"env,omitempty"`           // run-wide environment
+	Params         []EnvVar           `json:"params,omitempty"`        // Dagu params: defaults for named parameters, exported as env
+	Secrets        []string           `json:"secrets,omitempty"`       // names taken from the runner's environment; redacted everywhere
+	Checkout       bool               `json:"checkout"`                // clone the repository at the head SHA into the workspace
+	Sandbox        *Sandbox           `json:"sandbox,omitempty"`       // a fresh microVM per run
+	Container      *Container         `json:"container,omitempty"`     // the root container shared by steps without their own
+	Harnesses      map[string]Harness `json:"harnesses,omitempty"`     // custom agent CLIs by provider name
 
 	Steps     []Step    `json:"steps"`                // in file order; for "chain" each step depends on the previous one
 	HandlerOn HandlerOn `json:"handler_on,omitempty"` // steps run after the DAG
@@ -184,19 +188,34 @@ func isDashC(arg string) bool {
 
 // Step is one node of the DAG.
 type Step struct {
-	ID          string        `json:"id"`
-	Name        string        `json:"name,omitempty"`    // display name; default: ID
-	Run         string        `json:"run,omitempty"`     // handed to `sh -c` as written
-	Action      string        `json:"action,omitempty"`  // "harness.run"
-	Harness     *HarnessRun   `json:"harness,omitempty"` // the parsed `with:` of a harness.run step
-	Depends     []string      `json:"depends,omitempty"` // step ids; for chain: the previous step
-	Output      string        `json:"output,omitempty"`  // env var name receiving trimmed stdout
-	Env         []EnvVar      `json:"env,omitempty"`
-	WorkingDir  string        `json:"working_dir,omitempty"` // relative to the workspace unless absolute
-	Container   *Container    `json:"container,omitempty"`   // a fresh container for this step only
-	RetryPolicy *RetryPolicy  `json:"retry_policy,omitempty"`
-	ContinueOn  ContinueOn    `json:"continue_on,omitempty"`
-	Timeout     time.Duration `json:"timeout,omitempty"` // 0 = none (the run timeout still applies)
+	ID          string       `json:"id"`
+	Name        string       `json:"name,omitempty"`    // display name; default: ID
+	Run         string       `json:"run,omitempty"`     // handed to `sh -c` as written
+	Action      string       `json:"action,omitempty"`  // "harness.run"
+	Harness     *HarnessRun  `json:"harness,omitempty"` // the parsed `with:` of a harness.run step
+	Depends     []string     `json:"depends,omitempty"` // step ids; for chain: the previous step
+	Output      string       `json:"output,omitempty"`  // env var name receiving trimmed stdout
+	Env         []EnvVar     `json:"env,omitempty"`
+	WorkingDir  string       `json:"working_dir,omitempty"` // relative to the workspace unless absolute
+	Container   *Container   `json:"container,omitempty"`   // a fresh container for this step only
+	RetryPolicy *RetryPolicy `json:"retry_policy,omitempty"`
+	ContinueOn  ContinueOn   `json:"continue_on,omitempty"`
+	// Preconditions must all hold when the step becomes ready, else it is
+	// skipped (checked once, not per retry).
+	Preconditions []Condition   `json:"preconditions,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"` // 0 = none (the run timeout still applies)
+}
+
+// Condition is one entry of `preconditions:` (Dagu's). With Expected it
+// compares a value: Condition with ${NAME} substituted by hookrun from the
+// environment (never by a shell) and each `command` in it replaced by that
+// command's output, against Expected (a literal, or re:REGEXP). Without
+// Expected, Condition is a command, handed to `sh -c` as written like
+// `run:`, that must exit 0. Negate inverts the result.
+type Condition struct {
+	Condition string `json:"condition"`
+	Expected  string `json:"expected,omitempty"`
+	Negate    bool   `json:"negate,omitempty"`
 }
 
 // HarnessRun is a harness.run invocation: which agent CLI, how, and what to
@@ -225,9 +244,20 @@ type RetryPolicy struct {
 }
 
 // ContinueOn lets dependents run although this step failed or was skipped.
+// A run whose only failures are tolerated this way ends
+// StatusPartiallySucceeded.
 type ContinueOn struct {
-	Failed  bool `json:"failed,omitempty"`
-	Skipped bool `json:"skipped,omitempty"`
+	Failed      bool  `json:"failed,omitempty"`       // any failure is tolerated
+	Skipped     bool  `json:"skipped,omitempty"`      // dependents run although this step was skipped
+	ExitCodes   []int `json:"exit_codes,omitempty"`   // a failure with one of these exit codes is tolerated
+	MarkSuccess bool  `json:"mark_success,omitempty"` // a tolerated failure counts as succeeded
+}
+
+// Tolerates reports whether a failure of the step with exit code exit (nil:
+// it has none, e.g. it timed out or could not start) lets the run go on:
+// the one rule for dependents, the run's status and mark_success.
+func (c ContinueOn) Tolerates(exit *int) bool {
+	return c.Failed || exit != nil && slices.Contains(c.ExitCodes, *exit)
 }
 
 // HandlerOn holds steps run after the DAG with HOOKRUN_RUN_STATUS set.
@@ -302,4 +332,38 @@ func (w *Workflow) LookupHarness(provider string) (Harness, bool) {
 	}
 	h, ok := BuiltinHarnesses[provider]
 	return h, ok
+}
+
+// SetParams checks values given for the workflow's params at run time
+// (`hookrun run -p NAME=VALUE`, the API's {"params": {...}}) and returns
+// them in the order the workflow declares its params. Each name must be one
+// of the workflow's params: an unknown name is an error naming the known
+// ones. The values are data: they reach steps as environment variables,
+// never expanded, never shell source.
+func (w *Workflow) SetParams(given map[string]string) ([]EnvVar, error) {
+	known := make([]string, 0, len(w.Params))
+	for _, p := range w.Params {
+		known = append(known, p.Name)
+	}
+	var unknown []string
+	for name := range given {
+		if !slices.Contains(known, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		list := "it declares none"
+		if len(known) > 0 {
+			list = "its params are " + strings.Join(known, ", ")
+		}
+		return nil, fmt.Errorf("setting params: workflow %s has no param %s (%s)", w.Name, strings.Join(unknown, ", "), list)
+	}
+	var out []EnvVar
+	for _, name := range known {
+		if v, ok := given[name]; ok {
+			out = append(out, EnvVar{Name: name, Value: v})
+		}
+	}
+	return out, nil
 }

@@ -24,7 +24,8 @@ const DefaultReloadInterval = 2 * time.Second
 // change: ingress matches deliveries against Workflows, the runner finds a
 // run's workflow with Lookup. A file that becomes invalid keeps its last good
 // version active and each of its problems is logged as file:line:col; a
-// deleted file's workflows are dropped. Workflows is lock-free.
+// deleted file's workflows are dropped. Workflows is lock-free. The set
+// is the server's: files are checked with ParseOptions{Server: true}.
 type WorkflowSet struct {
 	dir    string
 	logger *slog.Logger
@@ -157,7 +158,7 @@ func (s *WorkflowSet) examine(path string, info os.FileInfo) bool {
 	}
 	st.modTime, st.size, st.digest = info.ModTime(), info.Size(), digest
 
-	wfs, err := Load(path)
+	wfs, err := LoadWith(ParseOptions{Server: true}, path)
 	if err != nil {
 		st.valid = false
 		s.logProblems(path, st.good != nil, err)

@@ -185,3 +185,18 @@ func TestWorkflowSetLookup(t *testing.T) {
 		t.Fatalf("Lookup(nope) = %v, %v, want nothing", wf, ok)
 	}
 }
+
+// The server's set checks files in server mode: a root working_dir outside
+// the workspace keeps the file out, one inside lets it in.
+func TestWorkflowSetServerRules(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "out.yaml", "working_dir: /etc\nsteps: [{id: a, run: x}]\n")
+	writeFile(t, dir, "in.yaml", "working_dir: sub\nsteps: [{id: a, run: x}]\n")
+	set, err := NewWorkflowSet(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(set.Workflows()); got != "in@in.yaml" {
+		t.Errorf("active %s, want in@in.yaml", got)
+	}
+}

@@ -33,6 +33,20 @@ func TestValidateReportsFileLineColAndExitsOne(t *testing.T) {
 	}
 }
 
+// TestValidateServer: the Dagu seed examples validate as they are, but
+// --server refuses a root working_dir outside the workspace, at its value.
+func TestValidateServer(t *testing.T) {
+	seed := "../../workflows/testdata/dagu/sbx-fresh-sandbox-per-run.yaml"
+	if code, out, errs := runCLI(t, "validate", seed); code != 0 {
+		t.Fatalf("without --server: code %d, %q %q", code, out, errs)
+	}
+	code, out, _ := runCLI(t, "validate", "--server", seed)
+	want := seed + `:2:14: working_dir "/path/to/repo" is outside the run's workspace`
+	if code != 1 || !strings.HasPrefix(out, want) {
+		t.Fatalf("--server: code %d, out %q, want it to start with %q", code, out, want)
+	}
+}
+
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{{}, {"validate"}, {"nope"}, {"validate", "--bogus"}} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
@@ -84,6 +98,41 @@ func TestRunExitCodes(t *testing.T) {
 		if code != tc.want || !strings.Contains(out+errs, tc.out) {
 			t.Errorf("%v: code %d (want %d), output %q lacks %q", tc.args[1:], code, tc.want, out+errs, tc.out)
 		}
+	}
+}
+
+// TestRunParams: `hookrun run -p NAME=VALUE` (repeatable) overrides a
+// param's default, as data (shell syntax in it is printed, not run); an
+// unknown name, or a flag without =, is a usage error naming the problem.
+func TestRunParams(t *testing.T) {
+	dir := t.TempDir()
+	wf := writeFile(t, dir+"/params.yaml", `params:
+  - TARGET: staging
+  - "COUNT=1"
+steps:
+  - id: show
+    run: echo "target=$TARGET count=$COUNT"
+`)
+	pwned := dir + "/pwned"
+	for _, tc := range []struct {
+		args []string
+		want int
+		out  string
+	}{
+		{[]string{"run", wf, "--dir", dir}, 0, "[show] target=staging count=1"},
+		{[]string{"run", wf, "--dir", dir, "-p", "TARGET=prod", "-p", "COUNT=2"}, 0, "[show] target=prod count=2"},
+		{[]string{"run", wf, "--dir", dir, "-p", "TARGET=$(touch " + pwned + ")"}, 0, "[show] target=$(touch " + pwned + ") count=1"},
+		{[]string{"run", wf, "--dir", dir, "-p", "BRANCH=x"}, exitUsage, "workflow params has no param BRANCH (its params are TARGET, COUNT)"},
+		{[]string{"run", wf, "-p", "TARGET"}, exitUsage, `want NAME=VALUE, got "TARGET"`},
+		{[]string{"run", wf, "-p", "A=1", "-p", "A=2"}, exitUsage, "param A given twice"},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.want || !strings.Contains(out+errs, tc.out) {
+			t.Errorf("%v: code %d (want %d), output %q lacks %q", tc.args[2:], code, tc.want, out+errs, tc.out)
+		}
+	}
+	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
+		t.Error("a -p value ran as shell source")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/internal/app"
@@ -15,16 +16,19 @@ import (
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "WORKFLOW.yaml [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
+	fs := newFlagSet("run", "WORKFLOW.yaml [-p NAME=VALUE]... [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
 		"Run one workflow once on this machine, without a server or queue: each step's\n"+
 			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
 			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
-			"Exit 0 if the run succeeded, 1 if it failed, 2 on usage or validation errors.", stderr)
+			"Exit 0 if the run succeeded (also partially: only failures continue_on tolerates;\n"+
+			"or was skipped by its preconditions), 1 if it failed, 2 on usage or validation errors.", stderr)
 	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
 	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
 	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
 	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
+	params := paramFlag{}
+	fs.Var(params, "p", "NAME=VALUE: a value for one of the workflow's params (repeatable); the value reaches steps as an environment variable")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -38,6 +42,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
+	given, err := wf.SetParams(params)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+		return exitUsage
+	}
 	event, err := loadEvent(workflows.Forge(*forge), *eventPath, *eventName)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
@@ -49,11 +58,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Workflow:  wf,
 		Event:     event,
 		Dir:       *dir,
+		Params:    given,
 		JSON:      *asJSON,
 		Stdout:    stdout,
 		Stderr:    stderr,
 		Providers: providers,
 	})
+}
+
+// paramFlag collects -p NAME=VALUE flags.
+type paramFlag map[string]string
+
+func (p paramFlag) String() string { return "" }
+
+func (p paramFlag) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || !workflows.IsEnvName(name) {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	if _, dup := p[name]; dup {
+		return fmt.Errorf("param %s given twice", name)
+	}
+	p[name] = value
+	return nil
 }
 
 // loadEvent normalizes a payload file the way ingress would; no file gives

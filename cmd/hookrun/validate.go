@@ -13,7 +13,9 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	fs := newFlagSet("validate", "PATH...",
 		"Check workflow files (files, or directories of *.yaml and *.yml files). Every\n"+
 			"problem is printed as file:line:col: message. Exits 1 if there is any problem,\n"+
-			"2 on usage errors, else 0 with a one-line summary.", stderr)
+			"2 on usage errors, else 0 with a one-line summary. With --server, also the\n"+
+			"rules of serve and runner (a root working_dir inside the run's workspace).", stderr)
+	server := fs.Bool("server", false, "check as the server loads them (serve, runner): a root working_dir must stay inside the workspace")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -21,7 +23,7 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitUsage
 	}
-	wfs, err := workflows.Load(fs.Args()...)
+	wfs, err := workflows.LoadWith(workflows.ParseOptions{Server: *server}, fs.Args()...)
 	if err != nil {
 		var problems workflows.Problems
 		if errors.As(err, &problems) {

@@ -286,10 +286,10 @@ func statusState(rep *contract.RunReport) string {
 	if rep.Phase != contract.PhaseFinal {
 		return "pending"
 	}
-	switch rep.Status {
-	case workflows.StatusSucceeded, workflows.StatusSkipped:
+	switch {
+	case rep.Status.Passed():
 		return "success"
-	case workflows.StatusCancelled:
+	case rep.Status == workflows.StatusCancelled:
 		return "error"
 	default:
 		return "failure"

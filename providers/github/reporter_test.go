@@ -563,3 +563,21 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialSuccessStatus: a run whose only failures were tolerated by
+// continue_on sets a success status that says it partially succeeded, and
+// its comment says so.
+func TestPartialSuccessStatus(t *testing.T) {
+	f := newFakeGitHub(t)
+	rep := newReporter(t, f, nil)
+	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
+		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: sha}}
+	x := newRun(t, rep, "run-partial", workflow("build", "none", true), push)
+	x.Must(contract.PhaseStart)
+	x.Finish(workflows.StatusPartiallySucceeded, "")
+	x.Must(contract.PhaseFinal)
+	got := f.allStatuses()
+	if len(got) != 2 || got[1].State != "success" || !strings.HasPrefix(got[1].Description, "Partially succeeded") {
+		t.Errorf("statuses %+v, want the last a success that says Partially succeeded", got)
+	}
+}

@@ -256,10 +256,10 @@ func statusState(rep *contract.RunReport) gl.BuildStateValue {
 	if rep.Phase != contract.PhaseFinal {
 		return gl.Pending
 	}
-	switch rep.Status {
-	case workflows.StatusSucceeded, workflows.StatusSkipped:
+	switch {
+	case rep.Status.Passed():
 		return gl.Success
-	case workflows.StatusCancelled:
+	case rep.Status == workflows.StatusCancelled:
 		return gl.Canceled
 	default:
 		return gl.Failed

@@ -273,10 +273,11 @@ func TestStatusStates(t *testing.T) {
 	for _, tc := range []struct {
 		final workflows.Status
 		want  string
-	}{{workflows.StatusFailed, "failed"}, {workflows.StatusCancelled, "canceled"}, {workflows.StatusSucceeded, "success"}} {
+	}{{workflows.StatusFailed, "failed"}, {workflows.StatusCancelled, "canceled"}, {workflows.StatusSucceeded, "success"},
+		{workflows.StatusPartiallySucceeded, "success"}, {workflows.StatusSkipped, "success"}} {
 		f := newFakeGitLab(t)
 		rep := newReporter(t, f, nil)
-		x := newRun(t, rep, "run-"+tc.want, workflow("ci", "none", true), mrEvent(8))
+		x := newRun(t, rep, "run-"+string(tc.final), workflow("ci", "none", true), mrEvent(8))
 		x.Must(contract.PhaseStart)
 		x.R.Attempt = 2
 		x.Must(contract.PhaseStart) // redelivery: pending again

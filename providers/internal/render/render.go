@@ -75,7 +75,7 @@ func Comment(r *contract.RunReport, o Options) string {
 	wf := r.Workflow.Name
 	b.WriteString(Marker(wf) + "\n")
 	b.WriteString(RunMarker(r.RunID) + "\n")
-	fmt.Fprintf(&b, "### %s hookrun · %s · %s\n\n", icon(r.Status), wf, r.Status)
+	fmt.Fprintf(&b, "### %s hookrun · %s · %s\n\n", icon(r.Status), wf, label(r.Status))
 	run := "`" + r.RunID + "`"
 	if o.RunURL != "" {
 		run = "[" + run + "](" + o.RunURL + ")"
@@ -144,6 +144,16 @@ func Description(r *contract.RunReport, limit int) string {
 	switch r.Status {
 	case workflows.StatusSucceeded:
 		d = "Succeeded"
+	case workflows.StatusPartiallySucceeded:
+		d = "Partially succeeded"
+		if s := firstFailed(r.Steps); s != "" {
+			d += ": step " + s + " failed, tolerated by continue_on"
+		}
+	case workflows.StatusSkipped:
+		d = "Skipped"
+		if r.Error != "" {
+			d += ": " + oneLine(r.Error)
+		}
 	case workflows.StatusFailed:
 		d = "Failed"
 		if s := firstFailed(r.Steps); s != "" {
@@ -195,10 +205,17 @@ func stepLine(s workflows.StepState, now time.Time) string {
 	return line
 }
 
+// label is a status as the comment's header words it.
+func label(s workflows.Status) string {
+	return strings.ReplaceAll(string(s), "_", " ")
+}
+
 func icon(s workflows.Status) string {
 	switch s {
 	case workflows.StatusSucceeded:
 		return "✅"
+	case workflows.StatusPartiallySucceeded:
+		return "⚠️"
 	case workflows.StatusFailed:
 		return "❌"
 	case workflows.StatusCancelled:

@@ -63,6 +63,13 @@ func TestComment(t *testing.T) {
 			r.Error = "step lint failed\n```\nnested fence\n```"
 			return r
 		}(), Options{}},
+		{"final-partially-succeeded", func() *contract.RunReport {
+			r := report(contract.PhaseFinal, workflows.StatusPartiallySucceeded,
+				workflows.StepState{ID: "lint", Status: workflows.StatusFailed, StartedAt: at(0), FinishedAt: at(900 * time.Millisecond), ExitCode: code(1), Error: "exit status 1"},
+				workflows.StepState{ID: "review", Status: workflows.StatusSucceeded, StartedAt: at(time.Second), FinishedAt: at(3 * time.Second), ExitCode: code(0)})
+			r.Body = "### Review\n\nLint failed, review done.\n"
+			return r
+		}(), Options{}},
 		{"final-cancelled", report(contract.PhaseFinal, workflows.StatusCancelled,
 			workflows.StepState{ID: "review", Status: workflows.StatusCancelled, StartedAt: at(0), FinishedAt: at(5 * time.Second)}), Options{}},
 		{"truncated", func() *contract.RunReport {
@@ -203,11 +210,13 @@ func TestDescription(t *testing.T) {
 		{workflows.StatusSucceeded, "", "Succeeded (run r1)"},
 		{workflows.StatusCancelled, "", "Cancelled (run r1)"},
 		{workflows.StatusFailed, "step lint:\nexit 2", "Failed at step lint: step lint: exit 2 (run r1)"},
+		{workflows.StatusPartiallySucceeded, "", "Partially succeeded: step lint failed, tolerated by continue_on (run r1)"},
+		{workflows.StatusSkipped, "preconditions not met: want x", "Skipped: preconditions not met: want x (run r1)"},
 	}
 	for _, tc := range cases {
 		r := &contract.RunReport{RunID: "r1", Status: tc.status, Error: tc.err,
 			Steps: []workflows.StepState{{ID: "lint", Status: workflows.StatusFailed}}}
-		if tc.status != workflows.StatusFailed {
+		if tc.status != workflows.StatusFailed && tc.status != workflows.StatusPartiallySucceeded {
 			r.Steps = nil
 		}
 		if got := Description(r, 140); got != tc.want {
