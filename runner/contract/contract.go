@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -88,8 +89,10 @@ type Workspace struct {
 }
 
 // SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
-// create --name`).
-func SandboxName(runID string) string { return "hookrun-" + runID }
+// create --name`): "hookrun-" and the run id in lowercase, as sbx wants
+// its names (run ids are ULIDs, which do not depend on case). It is the one
+// name: everything that looks for a run's sandbox computes it here.
+func SandboxName(runID string) string { return "hookrun-" + strings.ToLower(runID) }
 
 // Sandbox opens a per-run environment before the first step and closes it
 // after the last (the root container, an sbx microVM).
