@@ -148,8 +148,12 @@ type execution struct {
 
 	secrets runSecrets
 
-	session     *runSession // nil: no sandbox or root container
-	sandboxName string      // HOOKRUN_SANDBOX
+	session *runSession // nil: no sandbox or root container
+	// sessionErr says why the workflow's sandbox or root container is not
+	// open (no provider, Open failed, the run failed before): steps and
+	// handlers that would run in it do not run elsewhere.
+	sessionErr  error
+	sandboxName string // HOOKRUN_SANDBOX
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -201,7 +205,9 @@ func (x *execution) run(ctx context.Context) *Result {
 	end := x.outcome(runCtx, x.execute(runCtx))
 	x.markUnfinished(end.status)
 	if !end.abandoned {
-		x.runHandlers(ctx, end.status)
+		if notRun := x.runHandlers(ctx, end.status); len(notRun) > 0 {
+			end.err = withNotes(end.err, notRun)
+		}
 	}
 	x.closeSession(ctx)
 	x.finish(ctx, res, end)
@@ -230,6 +236,9 @@ func (x *execution) start(ctx context.Context) {
 // error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	if err := x.writeEventFile(); err != nil {
+		if pl, perr := x.plan(); pl != nil || perr != nil {
+			x.sessionErr = fmt.Errorf("its sandbox or root container was not opened: %w", err)
+		}
 		return err
 	}
 	if err := x.openSession(ctx); err != nil {

@@ -26,10 +26,13 @@ type route struct {
 	err   error
 }
 
-// routeFor picks the executor of a step: its own container; a harness whose
-// binary is sbx on the host as written; the workflow's sandbox; the root
-// container; else the host.
-func (x *execution) routeFor(st *workflows.Step) route {
+// routeFor picks where a step runs: its own container; for an attempt of
+// a harness h whose binary is sbx, the host, as written; the workflow's
+// sandbox or root container; else the host. h is the harness of the
+// attempt (the primary or a fallback), nil for a `run:` step: each attempt
+// of a harness step is routed by its own binary, through the one
+// predicate workflows.Harness.RunsSbx.
+func (x *execution) routeFor(st *workflows.Step, h *workflows.Harness) route {
 	p := x.e.cfg.Providers
 	if st.Container != nil {
 		if p.Containers == nil {
@@ -37,13 +40,14 @@ func (x *execution) routeFor(st *workflows.Step) route {
 		}
 		return route{exec: p.Containers, place: placeContainer}
 	}
-	if st.Harness != nil {
-		if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok && h.RunsSbx() {
-			return route{exec: p.Host, place: placeHost}
-		}
+	if h != nil && h.RunsSbx() {
+		return route{exec: p.Host, place: placeHost}
 	}
 	if x.session != nil {
 		return route{exec: x.session.Session, place: x.session.place}
+	}
+	if x.sessionErr != nil {
+		return route{err: x.sessionErr}
 	}
 	return route{exec: p.Host, place: placeHost}
 }
