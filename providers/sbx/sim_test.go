@@ -211,3 +211,37 @@ func TestStoppedStepStopsItsAgent(t *testing.T) {
 		})
 	}
 }
+
+// RemoveOrphans removes hookrun's sandboxes whose run is not claimed, and
+// only those: other sandboxes on the machine are not hookrun's.
+func TestRemoveOrphans(t *testing.T) {
+	s := newSim(t)
+	p := s.provider(t)
+	ws := gitRepo(t)
+	for _, n := range []string{"hookrun-done", "hookrun-live", "dagu-claude"} {
+		s.run(t, "create", "--name", n, "--clone", "--no-progress", "claude", ws)
+	}
+	var asked []string
+	n, err := p.RemoveOrphans(context.Background(), func(id string) bool {
+		asked = append(asked, id)
+		return id == "live"
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveOrphans = %d, %v", n, err)
+	}
+	if !slices.Equal(asked, []string{"done", "live"}) {
+		t.Errorf("asked about %q", asked)
+	}
+	ls := s.run(t, "ls")
+	if strings.Contains(ls, "hookrun-done") || !strings.Contains(ls, "hookrun-live") || !strings.Contains(ls, "dagu-claude") {
+		t.Errorf("after RemoveOrphans:\n%s", ls)
+	}
+	if strings.Contains(runGit(t, ws, "remote"), "sandbox-hookrun-done") {
+		t.Error("the orphan's remote was left")
+	}
+	// sbx not signed in: the error says so and nothing is removed.
+	failing := (&sim{state: s.state, env: []string{"SBXSIM_FAIL=not-signed-in:ls"}}).provider(t)
+	if _, err := failing.RemoveOrphans(context.Background(), nil); !errors.Is(err, ErrNotSignedIn) {
+		t.Errorf("RemoveOrphans with sbx signed out: %v", err)
+	}
+}
