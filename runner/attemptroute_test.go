@@ -182,3 +182,77 @@ steps:
 		})
 	}
 }
+
+// A harness that runs sbx itself on the host gets what sbx needs from the
+// runner's environment (EngineConfig.SbxHostEnv: HOME, XDG_*, DOCKER_*,
+// PATH) and nothing else of it; other host steps do not get it. A relative
+// sbx binary, or one inside the workspace, is refused: the pull request
+// controls the workspace.
+func TestSbxOnTheHost(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	log := &attemptLog{}
+	host := &failExec{where: "host", log: log}
+	w := parse(t, `
+harnesses:
+  long: {binary: sbx, prefix_args: [exec, my-box, claude], prompt_mode: flag, prompt_flag: -p}
+  relative: {binary: ./bin/sbx}
+  inside: {binary: `+ws+`/bin/sbx}
+  outside: {binary: /usr/local/bin/sbx}
+steps:
+  - {id: long, action: harness.run, with: {provider: long, prompt: p}, continue_on: failed}
+  - {id: plain, run: "true", continue_on: failed}
+  - {id: relative, action: harness.run, with: {provider: relative, prompt: p}, continue_on: failed}
+  - {id: inside, action: harness.run, with: {provider: inside, prompt: p}, continue_on: failed}
+  - {id: outside, action: harness.run, with: {provider: outside, prompt: p}, continue_on: failed}
+`)
+	eng, err := runner.NewEngine(runner.EngineConfig{
+		Providers: runner.Providers{Host: host, Harness: runner.HarnessFunc(harness.Run)},
+		LookupEnv: env(map[string]string{"PATH": "/usr/bin", "HOME": "/root", "GITHUB_TOKEN": "ghp_secret"}),
+		SbxHostEnv: []workflows.EnvVar{{Name: "HOME", Value: "/home/sbx-user"}, {Name: "XDG_CONFIG_HOME", Value: "/home/sbx-user/.config"},
+			{Name: "DOCKER_HOST", Value: "unix:///run/docker.sock"}, {Name: "PATH", Value: "/opt/sbx/bin:/usr/bin"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := eng.Run(context.Background(), runner.RunSpec{ID: "r1", Workflow: w, Workspace: ws, Home: ws + "/../home"})
+	byStep := map[string]contract.ExecRequest{}
+	for _, r := range log.reqs {
+		byStep[r.StepID] = r
+	}
+	long, ok := byStep["long"]
+	if !ok {
+		t.Fatalf("the sbx harness did not run: %q", log.runs)
+	}
+	for name, want := range map[string]string{"HOME": "/home/sbx-user", "XDG_CONFIG_HOME": "/home/sbx-user/.config",
+		"DOCKER_HOST": "unix:///run/docker.sock", "PATH": "/opt/sbx/bin:/usr/bin"} {
+		if got, _ := envOf(long, name); got != want {
+			t.Errorf("sbx step: %s = %q, want %q", name, got, want)
+		}
+	}
+	for _, r := range log.reqs {
+		if _, ok := envOf(r, "GITHUB_TOKEN"); ok {
+			t.Errorf("step %s got the runner's GITHUB_TOKEN", r.StepID)
+		}
+	}
+	plain := byStep["plain"]
+	if got, _ := envOf(plain, "HOME"); got != ws+"/../home" {
+		t.Errorf("plain host step HOME = %q, want the run's own", got)
+	}
+	for _, name := range []string{"XDG_CONFIG_HOME", "DOCKER_HOST"} {
+		if _, ok := envOf(plain, name); ok {
+			t.Errorf("plain host step got %s", name)
+		}
+	}
+	for id, want := range map[string]string{"relative": "relative path", "inside": "inside the run's workspace"} {
+		if _, ran := byStep[id]; ran {
+			t.Errorf("step %s ran", id)
+		}
+		if st := step(res, id); st.Status != failed || !strings.Contains(st.Error, want) {
+			t.Errorf("step %s: %s %q, want a refusal saying %q", id, st.Status, st.Error, want)
+		}
+	}
+	if _, ran := byStep["outside"]; !ran {
+		t.Errorf("an absolute sbx outside the workspace was refused: %s", step(res, "outside").Error)
+	}
+}

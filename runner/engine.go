@@ -33,7 +33,13 @@ type EngineConfig struct {
 	// Redact are values masked in every run's logs, errors and report
 	// besides the workflow's secrets: the server's own credentials, which
 	// no step should see, masked should one leak anyway.
-	Redact           []string
+	Redact []string
+	// SbxHostEnv is what a harness that runs sbx itself on the host (Dagu's
+	// long-lived sandbox pattern) gets from the runner's environment over a
+	// host step's own, so that sbx finds its login state and its engine:
+	// HOME, XDG_* and DOCKER_* variables and PATH, nothing secret. The
+	// composition root fills it in (sbx.HostEnv); nil: nothing more.
+	SbxHostEnv       []workflows.EnvVar
 	Logger           *slog.Logger     // operator log; default slog.Default()
 	ProgressInterval time.Duration    // at most one progress report per run this often; default 2s
 	Grace            time.Duration    // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default

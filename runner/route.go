@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -16,6 +17,7 @@ const (
 	placeHost      place = iota // host paths, the base environment
 	placeContainer              // the workspace is at /workspace; the image brings PATH and HOME
 	placeSandbox                // host paths (sbx clones the workspace at its path); the VM brings PATH and HOME
+	placeHostSbx                // the host, for a harness that runs sbx itself: the base environment and what sbx needs (EngineConfig.SbxHostEnv)
 	placeCount
 )
 
@@ -41,7 +43,10 @@ func (x *execution) routeFor(st *workflows.Step, h *workflows.Harness) route {
 		return route{exec: p.Containers, place: placeContainer}
 	}
 	if h != nil && h.RunsSbx() {
-		return route{exec: p.Host, place: placeHost}
+		if err := x.checkSbxBinary(h.Binary); err != nil {
+			return route{err: err}
+		}
+		return route{exec: p.Host, place: placeHostSbx}
 	}
 	if x.session != nil {
 		return route{exec: x.session.Session, place: x.session.place}
@@ -50,6 +55,24 @@ func (x *execution) routeFor(st *workflows.Step, h *workflows.Harness) route {
 		return route{err: x.sessionErr}
 	}
 	return route{exec: p.Host, place: placeHost}
+}
+
+// checkSbxBinary refuses an sbx binary the pull request could have put
+// there: a relative path (resolved in the workspace) or one inside the
+// workspace. The step would run it on the host with sbx's login state.
+func (x *execution) checkSbxBinary(bin string) error {
+	if !strings.Contains(bin, "/") {
+		return nil // looked up in the runner's PATH
+	}
+	if !filepath.IsAbs(bin) {
+		return fmt.Errorf("harness binary %s is a relative path: it would run a file of the workspace, which the pull request controls, on the host; use sbx from PATH or an absolute path", bin)
+	}
+	if ws := x.spec.Workspace; ws != "" {
+		if rel, err := filepath.Rel(ws, filepath.Clean(bin)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("harness binary %s lies inside the run's workspace, which the pull request controls; use sbx from PATH or an absolute path outside it", bin)
+		}
+	}
+	return nil
 }
 
 // stepDir resolves a step's working_dir for its route.
@@ -61,7 +84,7 @@ func (x *execution) stepDir(st *workflows.Step, r route) string {
 			return wd
 		}
 		return path.Join(containerWorkspace, wd)
-	case placeHost:
+	case placeHost, placeHostSbx:
 		if filepath.IsAbs(wd) {
 			return wd
 		}

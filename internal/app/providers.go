@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ func LocalProviders(stderr io.Writer) (runner.Providers, io.Closer) {
 	}
 	return e.Providers, e.closers
 }
+
+// LocalSbxHostEnv is what a harness that runs sbx itself on the host gets
+// of the environment of `hookrun run`, whose steps run as its user.
+func LocalSbxHostEnv() []workflows.EnvVar { return sbx.HostEnv(os.Environ()) }
 
 // closers close in the reverse order of their adding, as defers run.
 type closers []io.Closer

@@ -63,3 +63,31 @@ func ulidAt(t time.Time) string {
 	}
 	return string(b[:]) + "0000000000000000"
 }
+
+// A harness that runs sbx on the host finds sbx's login where its user
+// keeps it: hookrun's HOME when host steps run as hookrun, step_user's
+// own home when they run isolated (hookrun's XDG_* dirs then left out);
+// a server credential never goes along.
+func TestSbxHostEnv(t *testing.T) {
+	env := []workflows.EnvVar{{Name: "HOME", Value: "/root"}, {Name: "PATH", Value: "/usr/bin"},
+		{Name: "XDG_CONFIG_HOME", Value: "/root/.config"}, {Name: "DOCKER_HOST", Value: "tcp://d:2376"}, {Name: "DOCKER_CONTEXT", Value: "ghp_leaked"}}
+	render := func(vs []workflows.EnvVar) string {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.Name + "=" + v.Value + " ")
+		}
+		return strings.TrimSpace(b.String())
+	}
+	creds := []string{"ghp_leaked"}
+	if got, want := render(hostSteps{}.sbxHostEnv(env, creds)), "HOME=/root PATH=/usr/bin XDG_CONFIG_HOME=/root/.config DOCKER_HOST=tcp://d:2376"; got != want {
+		t.Errorf("same user: %s, want %s", got, want)
+	}
+	iso := hostSteps{user: &stepUser{uid: 1001, gid: 1001, name: "sbx-runner", home: "/home/sbx-runner"}}
+	if got, want := render(iso.sbxHostEnv(env, creds)), "HOME=/home/sbx-runner PATH=/usr/bin DOCKER_HOST=tcp://d:2376"; got != want {
+		t.Errorf("isolated: %s, want %s", got, want)
+	}
+	nobody := hostSteps{user: &stepUser{uid: 65534, gid: 65534, name: "hookrun-step"}}
+	if got, want := render(nobody.sbxHostEnv(env, creds)), "PATH=/usr/bin DOCKER_HOST=tcp://d:2376"; got != want {
+		t.Errorf("isolated without a home: %s, want %s", got, want)
+	}
+}

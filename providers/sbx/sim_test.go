@@ -245,3 +245,18 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Errorf("RemoveOrphans with sbx signed out: %v", err)
 	}
 }
+
+func TestHostEnv(t *testing.T) {
+	got := HostEnv([]string{"HOME=/home/op", "PATH=/usr/bin", "XDG_CONFIG_HOME=/home/op/.config", "XDG_RUNTIME_DIR=/run/user/1000",
+		"DOCKER_HOST=unix:///run/docker.sock", "DOCKER_CONFIG=/home/op/.docker", "DOCKER_CERT_PATH=/certs", "DOCKER_AUTH_CONFIG={}", "DOCKER_PASSWORD=pw",
+		"DOCKER_PAT=dckr_pat_x", "GITHUB_TOKEN=ghp_x", "HOOKRUN_API_TOKEN=t", "LANG=C", "NATS_CREDS=x", "SSH_AUTH_SOCK=/tmp/a"})
+	var names []string
+	for _, v := range got {
+		names = append(names, v.Name+"="+v.Value)
+	}
+	want := []string{"HOME=/home/op", "PATH=/usr/bin", "XDG_CONFIG_HOME=/home/op/.config", "XDG_RUNTIME_DIR=/run/user/1000",
+		"DOCKER_HOST=unix:///run/docker.sock", "DOCKER_CONFIG=/home/op/.docker", "DOCKER_CERT_PATH=/certs"}
+	if !slices.Equal(names, want) {
+		t.Errorf("HostEnv = %q, want %q", names, want)
+	}
+}
