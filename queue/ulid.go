@@ -3,6 +3,7 @@ package queue
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"time"
 )
@@ -68,4 +69,28 @@ func encodeULID(id [16]byte) string {
 		hi >>= 5
 	}
 	return string(out[:])
+}
+
+// RunIDTime is when the run with ULID id was made (the id's 48 bits of
+// milliseconds); false when id is not a ULID. Case does not matter, as
+// for Crockford's base32 (sandbox names carry run ids in lowercase).
+func RunIDTime(id string) (time.Time, bool) {
+	if len(id) != 26 {
+		return time.Time{}, false
+	}
+	var hi, lo uint64
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		d := strings.IndexByte(crockford, c)
+		if d < 0 {
+			return time.Time{}, false
+		}
+		hi = hi<<5 | lo>>59
+		lo = lo<<5 | uint64(d)
+	}
+	ms := hi >> 16 // the top 48 of the 128 bits
+	return time.UnixMilli(int64(ms)).UTC(), true
 }

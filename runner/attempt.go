@@ -75,38 +75,23 @@ func (x *execution) runnable(st *workflows.Step, r route) error {
 
 // attempts runs the step until it succeeds or its retry policy gives up.
 func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []workflows.EnvVar) stepOutcome {
-	r := x.routeFor(st)
+	r := x.routeFor(st, x.primaryHarness(st))
 	if err := x.runnable(st, r); err != nil {
 		x.stepSysf(st.ID, "%s", err)
 		return stepOutcome{status: workflows.StatusFailed, err: err.Error()}
 	}
-	env := x.stepEnv(st, r, extra)
 	stdout := x.logWriter(st.ID, contract.StreamStdout)
 	stderr := x.logWriter(st.ID, contract.StreamStderr)
 	defer stdout.Close()
 	defer stderr.Close()
-	s := &stepRun{x: x, exec: r.exec, lookup: env.lookup}
-	var out io.Writer = stdout
+	s := &stepRun{x: x, st: st, extra: extra, stdout: stdout, stderr: stderr}
 	if st.Output != "" {
 		s.capture = &cappedBuffer{limit: maxOutput}
-		out = io.MultiWriter(stdout, s.capture)
-	}
-	s.req = contract.ExecRequest{
-		RunID:       x.spec.ID,
-		StepID:      st.ID,
-		Env:         env.vars,
-		SecretNames: x.secrets.names,
-		Dir:         x.stepDir(st, r),
-		Workspace:   x.spec.Workspace,
-		Home:        x.spec.Home,
-		TmpDir:      x.spec.TmpDir,
-		Container:   st.Container,
-		Stdout:      out,
-		Stderr:      stderr,
-		Grace:       x.e.cfg.Grace,
 	}
 	if len(st.Preconditions) > 0 {
-		check := &conditionCheck{exec: r.exec, req: s.req, lookup: env.lookup}
+		// Command conditions run where the step's first attempt runs.
+		a := s.attempt(r)
+		check := &conditionCheck{exec: a.Exec, req: a.Base, lookup: a.Lookup}
 		reason, err := check.unmet(ctx, st.Preconditions)
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -119,21 +104,67 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 			return stepOutcome{status: workflows.StatusSkipped, err: reason}
 		}
 	}
-	if st.Action != workflows.ActionHarnessRun {
-		s.req.Argv = []string{"sh", "-c", st.Run}
-	}
 	return s.run(ctx, st)
 }
 
-// stepRun is one step being executed: where, with what request, and the
-// capture of its `output`. (The step itself is passed to its methods: kept
-// here, it would escape to the heap with the rest.)
+// primaryHarness is the harness of a harness.run step's first attempt,
+// nil for a `run:` step.
+func (x *execution) primaryHarness(st *workflows.Step) *workflows.Harness {
+	if st.Harness == nil {
+		return nil
+	}
+	if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok {
+		return &h
+	}
+	return nil
+}
+
+// stepRun is one step being executed: its logs, extra environment and the
+// capture of its `output`.
 type stepRun struct {
-	x       *execution
-	exec    contract.Executor
-	req     contract.ExecRequest
-	lookup  func(string) (string, bool) // ${NAME} in harness prompts
-	capture *cappedBuffer               // nil: the step has no `output`
+	x              *execution
+	st             *workflows.Step
+	extra          []workflows.EnvVar // HOOKRUN_RUN_STATUS for handlers
+	stdout, stderr io.Writer
+	capture        *cappedBuffer // nil: the step has no `output`
+}
+
+// attempt is where a command of the step runs when routed to r: the
+// executor and its request (everything but Argv), and the lookup of
+// ${NAME} in harness prompts there.
+func (s *stepRun) attempt(r route) contract.Attempt {
+	x, st := s.x, s.st
+	env := x.stepEnv(st, r, s.extra)
+	var out io.Writer = s.stdout
+	exec := r.exec
+	if s.capture != nil {
+		out = io.MultiWriter(s.stdout, s.capture)
+		exec = resetOnExec{exec, s.capture} // a fallback's output replaces the failed attempt's
+	}
+	return contract.Attempt{Exec: exec, Lookup: env.lookup, Base: contract.ExecRequest{
+		RunID:       x.spec.ID,
+		StepID:      st.ID,
+		Env:         env.vars,
+		SecretNames: x.secrets.names,
+		Dir:         x.stepDir(st, r),
+		Workspace:   x.spec.Workspace,
+		Home:        x.spec.Home,
+		TmpDir:      x.spec.TmpDir,
+		Container:   st.Container,
+		Stdout:      out,
+		Stderr:      s.stderr,
+		Grace:       x.e.cfg.Grace,
+	}}
+}
+
+// route is contract.HarnessRoute for the step: each attempt where its own
+// harness runs.
+func (s *stepRun) route(h workflows.Harness) (contract.Attempt, error) {
+	r := s.x.routeFor(s.st, &h)
+	if r.err != nil {
+		return contract.Attempt{}, r.err
+	}
+	return s.attempt(r), nil
 }
 
 // run makes the attempts the retry policy allows, logs how the step ended
@@ -185,13 +216,11 @@ func (s *stepRun) once(ctx context.Context, st *workflows.Step) stepOutcome {
 	var res contract.ExecResult
 	var err error
 	if st.Action == workflows.ActionHarnessRun {
-		exec := s.exec
-		if s.capture != nil {
-			exec = resetOnExec{exec, s.capture} // a fallback's output replaces the failed attempt's
-		}
-		res, err = x.e.cfg.Providers.Harness.RunHarness(sctx, exec, s.req, x.wf, st.Harness, s.lookup)
+		res, err = x.e.cfg.Providers.Harness.RunHarness(sctx, s.route, x.wf, st.Harness)
 	} else {
-		res, err = s.exec.Exec(sctx, s.req)
+		a := s.attempt(x.routeFor(st, nil))
+		a.Base.Argv = []string{"sh", "-c", st.Run}
+		res, err = a.Exec.Exec(sctx, a.Base)
 	}
 	code := res.ExitCode
 	out := stepOutcome{exit: &code}

@@ -33,7 +33,13 @@ type EngineConfig struct {
 	// Redact are values masked in every run's logs, errors and report
 	// besides the workflow's secrets: the server's own credentials, which
 	// no step should see, masked should one leak anyway.
-	Redact           []string
+	Redact []string
+	// SbxHostEnv is what a harness that runs sbx itself on the host (Dagu's
+	// long-lived sandbox pattern) gets from the runner's environment over a
+	// host step's own, so that sbx finds its login state and its engine:
+	// HOME, XDG_* and DOCKER_* variables and PATH, nothing secret. The
+	// composition root fills it in (sbx.HostEnv); nil: nothing more.
+	SbxHostEnv       []workflows.EnvVar
 	Logger           *slog.Logger     // operator log; default slog.Default()
 	ProgressInterval time.Duration    // at most one progress report per run this often; default 2s
 	Grace            time.Duration    // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
@@ -152,9 +158,13 @@ type execution struct {
 
 	secrets runSecrets
 
-	session     *runSession // nil: no sandbox or root container
-	sandboxName string      // HOOKRUN_SANDBOX
-	skipped     string      // why the run was skipped (its root preconditions); "" when it ran
+	session *runSession // nil: no sandbox or root container
+	// sessionErr says why the workflow's sandbox or root container is not
+	// open (no provider, Open failed, the run failed before): steps and
+	// handlers that would run in it do not run elsewhere.
+	sessionErr  error
+	sandboxName string // HOOKRUN_SANDBOX
+	skipped     string // why the run was skipped (its root preconditions); "" when it ran
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -206,7 +216,9 @@ func (x *execution) run(ctx context.Context) *Result {
 	end := x.outcome(runCtx, x.execute(runCtx))
 	x.markUnfinished(end.status)
 	if !end.abandoned {
-		x.runHandlers(ctx, end.status)
+		if notRun := x.runHandlers(ctx, end.status); len(notRun) > 0 {
+			end.err = withNotes(end.err, notRun)
+		}
 	}
 	x.closeSession(ctx)
 	x.finish(ctx, res, end)
@@ -236,10 +248,20 @@ func (x *execution) start(ctx context.Context) {
 // its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	if err := x.writeEventFile(); err != nil {
+		if pl, perr := x.plan(); pl != nil || perr != nil {
+			x.sessionErr = fmt.Errorf("its sandbox or root container was not opened: %w", err)
+		}
 		return err
 	}
 	if len(x.wf.Preconditions) > 0 {
 		reason, err := x.rootConditions().unmet(ctx, x.wf.Preconditions)
+		if pl, perr := x.plan(); (err != nil || reason != "") && (pl != nil || perr != nil) {
+			why := "did not hold"
+			if err != nil {
+				why = "could not be checked"
+			}
+			x.sessionErr = errors.New("its sandbox or root container was not opened: the run's preconditions " + why)
+		}
 		if err != nil {
 			return err
 		}

@@ -166,8 +166,11 @@ func (x *execution) buildPrefix(p place) *envList {
 	run := newEnvList(len(evEnv) + 6)
 	x.setRunVars(run, evEnv, p)
 	l := newEnvList(len(baseEnvNames) + len(x.wf.Env) + len(x.wf.Params) + len(evEnv) + 6)
-	if p == placeHost {
+	if p == placeHost || p == placeHostSbx {
 		x.setBaseEnv(l)
+	}
+	if p == placeHostSbx {
+		l.setAll(x.e.cfg.SbxHostEnv)
 	}
 	l.expandAllWith(x.wf.Env, run)
 	l.expandAllWith(x.wf.Params, run)

@@ -32,6 +32,9 @@ type LocalOptions struct {
 	// Workspaces, when set and the workflow has `checkout: true`, prepares
 	// a checkout of the event's head instead of using Dir.
 	Workspaces Workspaces
+	// SbxHostEnv is EngineConfig.SbxHostEnv: what a harness that runs sbx
+	// itself gets of the invoking user's environment.
+	SbxHostEnv []workflows.EnvVar
 }
 
 // Exit codes of RunLocal.
@@ -100,9 +103,10 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	}
 	sink := &printSink{stdout: logOut, stderr: o.Stderr}
 	eng, err := NewEngine(EngineConfig{
-		Providers: o.Providers,
-		Logs:      sink,
-		LookupEnv: o.LookupEnv,
+		Providers:  o.Providers,
+		Logs:       sink,
+		LookupEnv:  o.LookupEnv,
+		SbxHostEnv: o.SbxHostEnv,
 	})
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -16,6 +17,7 @@ const (
 	placeHost      place = iota // host paths, the base environment
 	placeContainer              // the workspace is at /workspace; the image brings PATH and HOME
 	placeSandbox                // host paths (sbx clones the workspace at its path); the VM brings PATH and HOME
+	placeHostSbx                // the host, for a harness that runs sbx itself: the base environment and what sbx needs (EngineConfig.SbxHostEnv)
 	placeCount
 )
 
@@ -26,10 +28,13 @@ type route struct {
 	err   error
 }
 
-// routeFor picks the executor of a step: its own container; a harness whose
-// binary is sbx on the host as written; the workflow's sandbox; the root
-// container; else the host.
-func (x *execution) routeFor(st *workflows.Step) route {
+// routeFor picks where a step runs: its own container; for an attempt of
+// a harness h whose binary is sbx, the host, as written; the workflow's
+// sandbox or root container; else the host. h is the harness of the
+// attempt (the primary or a fallback), nil for a `run:` step: each attempt
+// of a harness step is routed by its own binary, through the one
+// predicate workflows.Harness.RunsSbx.
+func (x *execution) routeFor(st *workflows.Step, h *workflows.Harness) route {
 	p := x.e.cfg.Providers
 	if st.Container != nil {
 		if p.Containers == nil {
@@ -37,15 +42,37 @@ func (x *execution) routeFor(st *workflows.Step) route {
 		}
 		return route{exec: p.Containers, place: placeContainer}
 	}
-	if st.Harness != nil {
-		if h, ok := x.wf.LookupHarness(st.Harness.Provider); ok && h.RunsSbx() {
-			return route{exec: p.Host, place: placeHost}
+	if h != nil && h.RunsSbx() {
+		if err := x.checkSbxBinary(h.Binary); err != nil {
+			return route{err: err}
 		}
+		return route{exec: p.Host, place: placeHostSbx}
 	}
 	if x.session != nil {
 		return route{exec: x.session.Session, place: x.session.place}
 	}
+	if x.sessionErr != nil {
+		return route{err: x.sessionErr}
+	}
 	return route{exec: p.Host, place: placeHost}
+}
+
+// checkSbxBinary refuses an sbx binary the pull request could have put
+// there: a relative path (resolved in the workspace) or one inside the
+// workspace. The step would run it on the host with sbx's login state.
+func (x *execution) checkSbxBinary(bin string) error {
+	if !strings.Contains(bin, "/") {
+		return nil // looked up in the runner's PATH
+	}
+	if !filepath.IsAbs(bin) {
+		return fmt.Errorf("harness binary %s is a relative path: it would run a file of the workspace, which the pull request controls, on the host; use sbx from PATH or an absolute path", bin)
+	}
+	if ws := x.spec.Workspace; ws != "" {
+		if rel, err := filepath.Rel(ws, filepath.Clean(bin)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("harness binary %s lies inside the run's workspace, which the pull request controls; use sbx from PATH or an absolute path outside it", bin)
+		}
+	}
+	return nil
 }
 
 // stepDir resolves a step's working_dir for its route: a relative one
@@ -69,7 +96,7 @@ func (x *execution) stepDir(st *workflows.Step, r route) string {
 			return wd
 		}
 		return path.Join(containerWorkspace, filepath.ToSlash(wd))
-	case placeHost:
+	case placeHost, placeHostSbx:
 		if filepath.IsAbs(wd) {
 			return wd
 		}

@@ -51,8 +51,12 @@ func (x *execution) plan() (*sessionPlan, error) {
 // openSession opens the workflow's sandbox or root container, if any.
 func (x *execution) openSession(ctx context.Context) error {
 	pl, err := x.plan()
-	if pl == nil || err != nil {
+	if err != nil {
+		x.sessionErr = err
 		return err
+	}
+	if pl == nil {
+		return nil
 	}
 	if pl.session.place == placeSandbox {
 		x.sandboxName = contract.SandboxName(x.spec.ID)
@@ -68,7 +72,8 @@ func (x *execution) openSession(ctx context.Context) error {
 	})
 	if err != nil {
 		x.sandboxName = ""
-		return fmt.Errorf("opening %s: %w", pl.what, err)
+		x.sessionErr = fmt.Errorf("opening %s: %w", pl.what, err)
+		return x.sessionErr
 	}
 	pl.session.Session = s
 	x.session = &pl.session

@@ -55,14 +55,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	providers, closer := app.LocalProviders(stderr)
 	defer closer.Close()
 	return runner.RunLocal(ctx, runner.LocalOptions{
-		Workflow:  wf,
-		Event:     event,
-		Dir:       *dir,
-		Params:    given,
-		JSON:      *asJSON,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Providers: providers,
+		Workflow:   wf,
+		Event:      event,
+		Dir:        *dir,
+		Params:     given,
+		JSON:       *asJSON,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Providers:  providers,
+		SbxHostEnv: app.LocalSbxHostEnv(),
 	})
 }
 

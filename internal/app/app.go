@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/workflows"
@@ -124,13 +125,16 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, err
 	}
-	removeOrphans(ctx, execs.docker, a.queue.Runs(), 3*c.Runner.Heartbeat, a.logger)
+	removeOrphans(ctx, execs, a.queue.Runs(), 3*c.Runner.Heartbeat, c.Runner.OrphanAge, a.logger)
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,
 		Logs:      a.queue.Logs(),
 		Reporter:  forges,
 		Logger:    a.logger,
 		Redact:    serverCredentials(c),
+		// What a harness that runs sbx itself on the host needs of this
+		// process's environment (docs/operations.md, "sbx on the host").
+		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), serverCredentials(c)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)

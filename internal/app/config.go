@@ -98,6 +98,12 @@ type RunnerConfig struct {
 	// runner takes a run over after 3 missed heartbeats; default 5s.
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	SbxBinary string        `yaml:"sbx_binary"` // path of the sbx CLI; default "sbx"
+	// OrphanAge: at start a runner removes the hookrun-* sandboxes and
+	// labelled containers of finished runs, of runs whose claimant stopped
+	// heartbeating, and of runs this installation has no record of once
+	// they are older than this (a run id tells its age). Keep it above the
+	// longest run; default 24h.
+	OrphanAge time.Duration `yaml:"orphan_age"`
 	// HostSteps says how steps that run on the host (no container, no
 	// sandbox) run: "isolated" (default) as StepUser in their own mount and
 	// PID namespaces, out of reach of hookrun's credentials, which needs
@@ -157,6 +163,9 @@ func (c *Config) SetDefaults() {
 	if c.Runner.Heartbeat == 0 {
 		c.Runner.Heartbeat = 5 * time.Second
 	}
+	if c.Runner.OrphanAge == 0 {
+		c.Runner.OrphanAge = 24 * time.Hour
+	}
 	if c.Runner.SbxBinary == "" {
 		c.Runner.SbxBinary = "sbx"
 	}
@@ -204,6 +213,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.AckWait < time.Second {
 		bad("runner.ack_wait", "must be at least 1s, got %v", c.Runner.AckWait)
+	}
+	if c.Runner.OrphanAge < 0 {
+		bad("runner.orphan_age", "must not be negative, got %v", c.Runner.OrphanAge)
 	}
 	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
 		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)

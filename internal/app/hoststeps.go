@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,12 +16,14 @@ import (
 	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // stepUser is runner.step_user resolved.
 type stepUser struct {
 	uid, gid uint32
 	name     string // for USER and LOGNAME; the passwd name when there is one
+	home     string // its passwd home directory; "" when it has none
 }
 
 // parseStepUser reads "UID:GID", "UID" (group = the user's primary group,
@@ -37,7 +40,7 @@ func parseStepUser(s string) (stepUser, error) {
 	case err == nil:
 		u.uid, u.gid = uid, uid
 		if pw, err := user.LookupId(uidText); err == nil {
-			u.name = pw.Username
+			u.name, u.home = pw.Username, pw.HomeDir
 			if g, err := num(pw.Gid); err == nil {
 				u.gid = g
 			}
@@ -49,7 +52,7 @@ func parseStepUser(s string) (stepUser, error) {
 		if err != nil {
 			return u, fmt.Errorf("user %q: %w", uidText, err)
 		}
-		u.name = pw.Username
+		u.name, u.home = pw.Username, pw.HomeDir
 		if u.uid, err = num(pw.Uid); err != nil {
 			return u, fmt.Errorf("user %q has a non-numeric uid %q", uidText, pw.Uid)
 		}
@@ -77,6 +80,39 @@ func parseStepUser(s string) (stepUser, error) {
 type hostSteps struct {
 	exec  contract.Executor
 	owner *git.Owner // who the run directories belong to; nil: hookrun
+	// user is who isolated host steps run as; nil when they run as
+	// hookrun (same_user) or are refused.
+	user *stepUser
+}
+
+// sbxHostEnv is runner.EngineConfig.SbxHostEnv for these host steps: env
+// (sbx.HostEnv of hookrun's environment) as it is when host steps run as
+// hookrun's own user; for isolated steps, which run as step_user and cannot
+// read hookrun's HOME, HOME is step_user's passwd home directory (where
+// its own sbx login lives, given on purpose; without one, the run's own
+// empty HOME stays and sbx finds no login) and the XDG_* variables, which
+// name hookrun's user's directories, are left out. A value that is one of
+// the server's credentials is never passed.
+func (h hostSteps) sbxHostEnv(env []workflows.EnvVar, credentials []string) []workflows.EnvVar {
+	var out []workflows.EnvVar
+	for _, v := range env {
+		if slices.Contains(credentials, v.Value) {
+			continue
+		}
+		if h.user != nil {
+			if v.Name == "HOME" {
+				if h.user.home == "" {
+					continue
+				}
+				v.Value = h.user.home
+			}
+			if strings.HasPrefix(v.Name, "XDG_") {
+				continue
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // newHostSteps decides how `serve` and `runner` run host steps (DESIGN §4):
@@ -120,6 +156,7 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 	return hostSteps{
 		exec:  host.New(host.Config{Isolation: iso}),
 		owner: &git.Owner{UID: int(u.uid), GID: int(u.gid)},
+		user:  &u,
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/hookrun/hookrun/providers/docker"
@@ -23,6 +26,7 @@ import (
 type executors struct {
 	runner.Providers
 	docker  *docker.Docker // nil when Docker could not be configured
+	sbx     *sbx.Provider  // nil when sbx could not be configured
 	closers closers        // the Docker client
 }
 
@@ -46,7 +50,7 @@ func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary 
 	if err != nil {
 		return e, fmt.Errorf("configuring sbx: %w", err)
 	}
-	e.SBX = s
+	e.SBX, e.sbx = s, s
 	return e, nil
 }
 
@@ -62,6 +66,10 @@ func LocalProviders(stderr io.Writer) (runner.Providers, io.Closer) {
 	return e.Providers, e.closers
 }
 
+// LocalSbxHostEnv is what a harness that runs sbx itself on the host gets
+// of the environment of `hookrun run`, whose steps run as its user.
+func LocalSbxHostEnv() []workflows.EnvVar { return sbx.HostEnv(os.Environ()) }
+
 // closers close in the reverse order of their adding, as defers run.
 type closers []io.Closer
 
@@ -75,36 +83,66 @@ func (c closers) Close() error {
 
 var _ io.Closer = closers(nil)
 
-// removeOrphans removes containers left by runs that no runner is executing
-// any more (a runner that crashed, or this one before a restart).
-func removeOrphans(ctx context.Context, d *docker.Docker, runs *queue.RunStore, staleAfter time.Duration, logger *slog.Logger) {
-	if d == nil {
-		return
-	}
+// removeOrphans removes the labelled containers and hookrun-* sandboxes
+// left by runs that no runner is executing any more (a runner that crashed,
+// or this one before a restart); see keepLeftover.
+func removeOrphans(ctx context.Context, e executors, runs *queue.RunStore, staleAfter, orphanAge time.Duration, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := d.Ping(ctx); err != nil {
-		logger.Info("no container engine reachable; container steps will fail until one is", "err", err)
-		return
+	keep := func(runID string) bool {
+		rec, err := runRecord(ctx, runs, runID)
+		return keepLeftover(runID, rec, err, time.Now(), staleAfter, orphanAge)
 	}
-	n, err := d.RemoveOrphans(ctx, func(runID string) bool {
-		rec, _, err := runs.Get(ctx, runID)
-		return keepContainer(rec, err, time.Now(), staleAfter)
-	})
-	if err != nil {
-		logger.Warn("removing orphaned containers", "err", err)
+	if d := e.docker; d != nil {
+		if err := d.Ping(ctx); err != nil {
+			logger.Info("no container engine reachable; container steps will fail until one is", "err", err)
+		} else {
+			n, err := d.RemoveOrphans(ctx, keep)
+			if err != nil {
+				logger.Warn("removing orphaned containers", "err", err)
+			}
+			if n > 0 {
+				logger.Info("removed orphaned containers", "count", n)
+			}
+		}
 	}
-	if n > 0 {
-		logger.Info("removed orphaned containers", "count", n)
+	if s := e.sbx; s != nil {
+		n, err := s.RemoveOrphans(ctx, keep)
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			logger.Debug("no sbx on this machine; nothing to sweep", "err", err)
+		case err != nil:
+			logger.Info("removing orphaned sandboxes", "err", err)
+		}
+		if n > 0 {
+			logger.Info("removed orphaned sandboxes", "count", n)
+		}
 	}
 }
 
-// keepContainer decides whether a labelled container must stay. Only a
-// container whose run this installation knows, and which is finished or
-// whose claimant stopped heartbeating, is an orphan: a run the store does
-// not know belongs to another hookrun sharing the engine (or its tests), and
-// an unreadable record is not evidence of anything.
-func keepContainer(rec *queue.RunRecord, err error, now time.Time, staleAfter time.Duration) bool {
+// runRecord reads the record of a run whose id a container label or a
+// sandbox name carries; a sandbox name has it in lowercase, the store in
+// the case it was made with (a ULID's capitals).
+func runRecord(ctx context.Context, runs *queue.RunStore, runID string) (*queue.RunRecord, error) {
+	rec, _, err := runs.Get(ctx, runID)
+	if up := strings.ToUpper(runID); errors.Is(err, queue.ErrNotFound) && up != runID {
+		rec, _, err = runs.Get(ctx, up)
+	}
+	return rec, err
+}
+
+// keepLeftover decides whether a labelled container or a hookrun-*
+// sandbox of run runID must stay. It goes when its run is finished, when
+// the run's claimant stopped heartbeating, or when this installation has no
+// record of the run and the run is older than orphanAge (its ULID tells
+// when it was made): younger, it may belong to another hookrun sharing the
+// engine or the sbx login, and a run id that is no ULID has no age. An
+// unreadable record is not evidence of anything.
+func keepLeftover(runID string, rec *queue.RunRecord, err error, now time.Time, staleAfter, orphanAge time.Duration) bool {
+	if errors.Is(err, queue.ErrNotFound) {
+		made, ok := queue.RunIDTime(runID)
+		return !ok || now.Sub(made) < orphanAge
+	}
 	if err != nil {
 		return true
 	}

@@ -118,20 +118,18 @@ func Attempts(run *workflows.HarnessRun) []workflows.HarnessRun {
 	return out
 }
 
-// Run executes a harness.run step through exec: run first, then each
-// fallback in order, but only after a failure (a non-zero exit, or an error
-// that is not the end of ctx). Before each fallback it writes a line saying so
-// to base.Stderr. It returns the result of the last attempt made. base gives
-// everything but Argv (and Stdin, for prompt_mode stdin); the output of every
-// attempt, failed ones included, reaches base.Stdout and base.Stderr.
-func Run(ctx context.Context, exec contract.Executor, base contract.ExecRequest, w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) (string, bool)) (contract.ExecResult, error) {
+// Run executes a harness.run step: run first, then each fallback in order,
+// but only after a failure (a non-zero exit, or an error that is not the
+// end of ctx). Each attempt runs where route says its own harness runs, so
+// a built-in fallback of an sbx-binary harness runs in the run's sandbox
+// and an sbx-binary fallback is never wrapped in it. Before each fallback
+// it writes a line saying so to the attempt's Stderr. It returns the result
+// of the last attempt made; the output of every attempt, failed ones
+// included, reaches the attempt's Stdout and Stderr.
+func Run(ctx context.Context, route contract.HarnessRoute, w *workflows.Workflow, run *workflows.HarnessRun) (contract.ExecResult, error) {
 	attempts := Attempts(run)
 	if len(attempts) == 0 {
 		return contract.ExecResult{ExitCode: -1}, errors.New("running harness: no harness")
-	}
-	stderr := base.Stderr
-	if stderr == nil {
-		stderr = io.Discard
 	}
 	var (
 		res = contract.ExecResult{ExitCode: -1}
@@ -139,26 +137,42 @@ func Run(ctx context.Context, exec contract.Executor, base contract.ExecRequest,
 	)
 	for i := range attempts {
 		a := &attempts[i]
+		if i > 0 && ctx.Err() != nil {
+			break
+		}
+		h, ok := w.LookupHarness(a.Provider)
+		var at contract.Attempt
+		var routeErr error
+		if !ok {
+			routeErr = fmt.Errorf("unknown provider %q", a.Provider)
+		} else {
+			at, routeErr = route(h)
+		}
 		if i > 0 {
-			if ctx.Err() != nil {
-				break
+			var stderr io.Writer = io.Discard
+			if at.Base.Stderr != nil {
+				stderr = at.Base.Stderr
 			}
 			fmt.Fprintf(stderr, "hookrun: harness %s %s; trying fallback %s (%d of %d)\n",
 				attempts[i-1].Provider, failure(res, err), a.Provider, i, len(attempts)-1)
 		}
+		if routeErr != nil {
+			res, err = contract.ExecResult{ExitCode: -1}, fmt.Errorf("running harness %s: %w", a.Provider, routeErr)
+			continue
+		}
 		var argv []string
 		var stdin string
-		argv, stdin, err = Argv(w, a, lookup)
+		argv, stdin, err = Argv(w, a, at.Lookup)
 		if err != nil {
 			res = contract.ExecResult{ExitCode: -1}
 			continue
 		}
-		req := base
+		req := at.Base
 		req.Argv = argv
-		if h, _ := w.LookupHarness(a.Provider); h.PromptMode == workflows.PromptStdin {
+		if h.PromptMode == workflows.PromptStdin {
 			req.Stdin = strings.NewReader(stdin)
 		}
-		res, err = exec.Exec(ctx, req)
+		res, err = at.Exec.Exec(ctx, req)
 		if err != nil {
 			err = fmt.Errorf("running harness %s: %w", a.Provider, err)
 		}

@@ -235,7 +235,7 @@ func TestShellHarnessHostileTitleOnHost(t *testing.T) {
 					},
 					Stdout: &stdout, Stderr: &stderr, Grace: 500 * time.Millisecond,
 				}
-				res, err := harness.Run(context.Background(), host.New(host.Config{}), base, w, run, lookup)
+				res, err := harness.Run(context.Background(), everywhere(host.New(host.Config{}), base, lookup), w, run)
 				if err != nil || res.ExitCode != 0 {
 					t.Fatalf("exit %d, err %v\n%s", res.ExitCode, err, stderr.String())
 				}
@@ -277,6 +277,13 @@ func agents(t *testing.T) (dir string, w *workflows.Workflow) {
 	}
 	w.Harnesses["missing"] = workflows.Harness{Binary: filepath.Join(dir, "no-such-agent")}
 	return dir, w
+}
+
+// everywhere routes every attempt to exec with base.
+func everywhere(exec contract.Executor, base contract.ExecRequest, lookup func(string) (string, bool)) contract.HarnessRoute {
+	return func(workflows.Harness) (contract.Attempt, error) {
+		return contract.Attempt{Exec: exec, Base: base, Lookup: lookup}, nil
+	}
 }
 
 func TestRunFallback(t *testing.T) {
@@ -327,7 +334,7 @@ func TestRunFallback(t *testing.T) {
 			run:        workflows.HarnessRun{Provider: "nope", Prompt: "p5", Fallback: []workflows.HarnessRun{{Provider: "ok"}}},
 			wantCalls:  []string{"ok p5"},
 			wantStdout: "answer: p5\n",
-			wantSystem: []string{`hookrun: harness nope failed: building harness argv: unknown provider "nope"; trying fallback ok (1 of 1)`},
+			wantSystem: []string{`hookrun: harness nope failed: running harness nope: unknown provider "nope"; trying fallback ok (1 of 1)`},
 		},
 		{
 			name:       "timeout is not a failure: no fallback",
@@ -355,7 +362,7 @@ func TestRunFallback(t *testing.T) {
 				Env:    []workflows.EnvVar{{Name: "PATH", Value: "/usr/bin:/bin"}, {Name: "CALLS", Value: calls}},
 				Stdout: &stdout, Stderr: &stderr, Grace: 500 * time.Millisecond,
 			}
-			res, err := harness.Run(ctx, host.New(host.Config{}), base, w, &tt.run, lookup)
+			res, err := harness.Run(ctx, everywhere(host.New(host.Config{}), base, lookup), w, &tt.run)
 			if tt.wantErr == nil && err != nil {
 				t.Fatalf("Run: unexpected error %v", err)
 			}

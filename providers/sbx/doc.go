@@ -8,10 +8,18 @@
 //	Open:  sbx rm --force hookrun-R                 (a leftover; "not found" is fine)
 //	       sbx create --name hookrun-R --clone --no-progress AGENT WORKSPACE
 //	Exec:  sbx exec [-i] [-w DIR] -e NAME... hookrun-R ARGV...
+//	       sbx stop hookrun-R   (when ctx ends: ending sbx exec does not end
+//	                             the command inside the sandbox)
 //	Close: git -C WORKSPACE fetch sandbox-hookrun-R
 //	       git -C WORKSPACE branch --no-track -f hookrun/R sandbox-hookrun-R/BRANCH
 //	       sbx rm --force hookrun-R                 (always, also after failures and cancel)
 //	       git -C WORKSPACE remote remove sandbox-hookrun-R   (when sbx left it)
+//
+// R is the run id in lowercase (contract.SandboxName). A stopped sandbox
+// is started again by the next sbx exec, and before collecting (its git
+// daemon runs only while it does); `sbx stop` halts every command of the
+// sandbox, so a step stopped while others run in the same sandbox stops
+// them too.
 //
 // BRANCH is the sandbox's current branch as its remote advertises it
 // (`git ls-remote --symref`); when the sandbox is on a detached HEAD, that
@@ -25,14 +33,17 @@
 // out of the microVM. Host-specific variables (PATH, HOME, ...) are not
 // forwarded either: the sandbox has its own.
 //
-// ExecRequest.Dir is a path inside the sandbox; "" runs in the sandbox's
-// default directory (the clone).
+// ExecRequest.Dir is a path inside the sandbox; "" runs in sbx exec's start
+// directory, the workspace's absolute path, where the clone is.
 //
-// Known sbx failures (not signed in, not logged in, global network policy
-// not initialized, sandbox exists, sandbox not found) are returned as errors
-// wrapping ErrNotSignedIn, ErrNotLoggedIn, ErrPolicyNotInitialized,
-// ErrSandboxExists and ErrSandboxNotFound, whose text says the fix.
+// The six messages of the sbx page's troubleshooting table (not signed in,
+// global network policy not initialized, the agent not logged in, sandbox
+// not found, sandbox already exists, a blocked request) are returned as a
+// *KnownError wrapping ErrNotSignedIn, ErrPolicyNotInitialized,
+// ErrAgentNotLoggedIn, ErrSandboxNotFound, ErrSandboxExists or
+// ErrRequestBlocked, carrying the table's fix. Any other failure keeps
+// sbx's own text.
 //
-// The tests run against a simulator (internal/sbxsim) that implements the
-// same commands on plain directories and git clones.
+// The tests run against a simulator (internal/sbxsim) that behaves as the
+// page says sbx does, on git clones in private mount namespaces.
 package sbx

@@ -2,66 +2,112 @@ package sbx
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 )
 
-// Known sbx failures. Errors returned by this package wrap one of them when
-// sbx printed the matching text; each says how to fix it.
+// The failures of the troubleshooting table of "Run Harness Agents in
+// Docker Sandboxes (sbx)". An error of this package whose cause sbx (or the
+// agent in the sandbox) printed as one of the table's messages is a
+// *KnownError wrapping one of them, and carries the table's fix.
 var (
-	ErrNotSignedIn          = errors.New(`sbx is not signed in to Docker: run "sbx login" as the user the runner runs as`)
-	ErrNotLoggedIn          = errors.New(`sbx is not logged in to the registry: run "sbx login" (and "docker login" for private images) as the user the runner runs as`)
-	ErrPolicyNotInitialized = errors.New(`the global network policy of sbx is not initialized: run "sbx policy init" once as the user the runner runs as (older sbx: "sbx policy set-default balanced")`)
-	ErrSandboxExists        = errors.New(`the sandbox already exists: remove it with "sbx rm --force NAME"`)
-	ErrSandboxNotFound      = errors.New(`the sandbox does not exist (removed, or never created)`)
+	ErrNotSignedIn          = errors.New("sbx is not signed in to Docker")
+	ErrPolicyNotInitialized = errors.New("the global network policy of sbx has not been initialized")
+	ErrAgentNotLoggedIn     = errors.New("the agent in the sandbox is not logged in to its model provider")
+	ErrSandboxNotFound      = errors.New("the sandbox does not exist")
+	ErrSandboxExists        = errors.New("the sandbox already exists")
+	ErrRequestBlocked       = errors.New("a request from the agent was blocked by the sandbox's network policy")
 )
 
-// patterns maps lower-case fragments of sbx's messages to the errors above,
-// most specific first.
-var patterns = []struct {
-	fragments []string // any of them
-	err       error
-}{
-	{[]string{"no valid user session", "please sign in", "not signed in", "sign in to docker"}, ErrNotSignedIn},
-	{[]string{"not logged in", "user is not authenticated", "docker login"}, ErrNotLoggedIn},
-	{[]string{"policy is not initialized", "policy not initialized", "no default network policy", "default policy is not set", "sbx policy init", "sbx policy set-default"}, ErrPolicyNotInitialized},
-	{[]string{"already exists"}, ErrSandboxExists},
-	{[]string{"not found", "no such sandbox", "does not exist"}, ErrSandboxNotFound},
+// KnownError is a failure of the troubleshooting table: what sbx said, what
+// it means and how to fix it.
+type KnownError struct {
+	Kind error  // one of the Err... values above
+	Said string // the line sbx (or the agent) printed
+	Fix  string // the table's fix, with the sandbox's name filled in
 }
 
-// classify returns the known error sbx's output describes, or nil. Every
-// line counts: sbx prints some failures with an "ERROR:" prefix and some
-// (the expired session) without.
-func classify(out string) error {
-	for _, line := range strings.Split(out, "\n") {
-		if err := match(strings.ToLower(line)); err != nil {
-			return err
+func (e *KnownError) Error() string {
+	return fmt.Sprintf("%s (sbx said: %s); fix: %s", e.Kind, e.Said, e.Fix)
+}
+
+// Unwrap makes errors.Is(err, ErrNotSignedIn) and the like hold.
+func (e *KnownError) Unwrap() error { return e.Kind }
+
+// known is one row of the table: the message as a pattern over one line
+// (case-insensitive, anchored where sbx's own "error:" form allows it, so
+// that a failure that merely mentions the words keeps its own text), the
+// error, and the fix. The sandbox's name, when the message names it, is
+// the pattern's first group; NAME in the fix is replaced by it.
+type known struct {
+	pattern *regexp.Regexp
+	kind    error
+	fix     string
+	agent   bool // printed by the agent inside the sandbox, not by sbx
+}
+
+var table = []known{
+	{regexp.MustCompile(`(?i)^error: not signed in to docker\b|^(?:error: )?no valid user session found, please sign in to docker\b`),
+		ErrNotSignedIn, "Run sbx login as the user that runs hookrun.", false},
+	{regexp.MustCompile(`(?i)^error: (?:the )?global network policy has not been initialized\b`),
+		ErrPolicyNotInitialized, "Run sbx policy init balanced.", false},
+	{regexp.MustCompile(`(?i)\bnot logged in · please run /login\b`),
+		ErrAgentNotLoggedIn, "Run sbx secret set anthropic, or sign in with /login inside sbx run --name NAME claude.", true},
+	{regexp.MustCompile(`(?i)^error: sandbox ['"]([^'"]+)['"] not found$`),
+		ErrSandboxNotFound, "Create the sandbox first, or check the name with sbx ls.", false},
+	{regexp.MustCompile(`(?i)^error: sandbox ['"]([^'"]+)['"] already exists$`),
+		ErrSandboxExists, "Reuse it with sbx exec, or remove it with sbx rm --force NAME.", false},
+	{regexp.MustCompile(`(?i)\ba request from the agent is blocked\b`),
+		ErrRequestBlocked, "Allow the host with sbx policy allow. sbx policy log shows blocked requests.", true},
+}
+
+// matchLine returns the known failure line describes, or nil. Only agent
+// messages count when agentOnly is set. name is the sandbox the command
+// was about; a message that names another sandbox is not ours.
+func matchLine(line, name string, agentOnly bool) *KnownError {
+	line = strings.TrimSpace(line)
+	for _, k := range table {
+		if agentOnly && !k.agent {
+			continue
 		}
-	}
-	return nil
-}
-
-func match(l string) error {
-	for _, p := range patterns {
-		for _, f := range p.fragments {
-			if strings.Contains(l, f) {
-				return p.err
+		m := k.pattern.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		fixName := name
+		if len(m) > 1 {
+			if name != "" && m[1] != name {
+				return nil
 			}
+			fixName = m[1]
+		}
+		if fixName == "" {
+			fixName = "NAME"
+		}
+		return &KnownError{Kind: k.kind, Said: line, Fix: strings.ReplaceAll(k.fix, "NAME", fixName)}
+	}
+	return nil
+}
+
+// classify returns the known failure the output of a lifecycle command
+// (create, rm, stop, ls) describes, or nil. Every line counts: sbx prints
+// some failures after other lines.
+func classify(out, name string) *KnownError {
+	for _, line := range strings.Split(out, "\n") {
+		if k := matchLine(line, name, false); k != nil {
+			return k
 		}
 	}
 	return nil
 }
 
-// classifyExec is classify for `sbx exec`, whose stderr is mostly the
-// step's own: only the last line counts, it must be of sbx's "ERROR: ..."
-// form (or sbx's session message), and "not found" must name the sandbox.
-func classifyExec(stderr, sandbox string) error {
-	last := strings.ToLower(lastLine(stderr))
-	if !strings.HasPrefix(last, "error:") && !strings.Contains(last, "no valid user session") {
-		return nil
+// classifyExec is classify for a failed `sbx exec`, whose output is mostly
+// the command's own: sbx's messages count only as the last line of stderr,
+// the agent's as the last line of stdout or stderr.
+func classifyExec(stdout, stderr, name string) *KnownError {
+	if k := matchLine(lastLine(stderr), name, false); k != nil {
+		return k
 	}
-	err := match(last)
-	if errors.Is(err, ErrSandboxNotFound) && !strings.Contains(last, strings.ToLower(sandbox)) {
-		return nil
-	}
-	return err
+	return matchLine(lastLine(stdout), name, true)
 }

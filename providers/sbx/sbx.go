@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,14 +109,14 @@ func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract
 	name := SandboxName(req.RunID)
 	s := &Session{p: p, runID: req.RunID, name: name, workspace: req.Workspace, log: req.Stderr}
 	// A sandbox of an earlier attempt of this run would make create fail.
-	if err := p.lifecycle(ctx, req.Stderr, p.cfg.Binary, "rm", "--force", name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
+	if err := p.sbx(ctx, req.Stderr, name, "rm", "--force", name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
 		return nil, fmt.Errorf("removing leftover sandbox %s: %w", name, err)
 	}
 	// The branch the workspace is on, in case the sandbox does not tell.
 	if out, err := p.output(ctx, p.cfg.Git, "-C", req.Workspace, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
 		s.branch = strings.TrimSpace(out)
 	}
-	if err := p.lifecycle(ctx, req.Stderr, p.cfg.Binary, "create", "--name", name, "--clone", "--no-progress", req.Workflow.Sandbox.Agent, req.Workspace); err != nil {
+	if err := p.sbx(ctx, req.Stderr, name, "create", "--name", name, "--clone", "--no-progress", req.Workflow.Sandbox.Agent, req.Workspace); err != nil {
 		// create may have got far enough to leave something behind.
 		_ = s.Close(ctx)
 		return nil, fmt.Errorf("creating sandbox %s: %w", name, err)
@@ -132,8 +133,25 @@ type Session struct {
 	branch    string // the workspace's branch at Open, "" when detached
 	log       io.Writer
 
+	stopped atomic.Bool // sbx stop ran and no sbx exec since: the git daemon is down
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// stop halts everything running in the sandbox (`sbx stop`), with a fresh
+// context: a stopped step's command goes on inside the sandbox otherwise.
+// Other steps running in the sandbox at that moment are stopped too; the
+// next sbx exec starts the sandbox again, its files kept.
+func (s *Session) stop(ctx context.Context, stepID string) error {
+	fmt.Fprintf(proc.OrDiscard(s.log), "hookrun: step %s stopped: stopping sandbox %s so that its command stops too\n", stepID, s.name)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.p.cfg.CommandTimeout)
+	defer cancel()
+	if err := s.p.sbx(cctx, s.log, s.name, "stop", s.name); err != nil {
+		return fmt.Errorf("stopping sandbox %s after step %s: %w", s.name, stepID, err)
+	}
+	s.stopped.Store(true)
+	return nil
 }
 
 // Name is the sandbox's name.
@@ -192,13 +210,14 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	cmd := exec.Command(s.p.cfg.Binary, args...)
 	cmd.Env = s.p.env(forward, secret)
 	cmd.Stdin = req.Stdin
-	cmd.Stdout = proc.OrDiscard(req.Stdout)
-	var stderrTail tailBuffer
+	var stdoutTail, stderrTail tailBuffer
+	cmd.Stdout = io.MultiWriter(proc.OrDiscard(req.Stdout), &stdoutTail)
 	cmd.Stderr = io.MultiWriter(proc.OrDiscard(req.Stderr), &stderrTail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return done(fmt.Errorf("starting sbx exec for step %s: %w", req.StepID, err))
 	}
+	s.stopped.Store(false) // sbx exec starts a stopped sandbox first
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
@@ -211,7 +230,10 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 			grace = s.p.cfg.StopGrace
 		}
 		_ = proc.Stop(cmd.Process.Pid, grace, waited, nil)
-		return done(fmt.Errorf("running step %s in sandbox %s: stopped: %w", req.StepID, s.name, ctx.Err()))
+		// Ending sbx exec does not end the command inside the sandbox:
+		// only sbx stop does, before a retry, a fallback or the next step.
+		stopErr := s.stop(ctx, req.StepID)
+		return done(errors.Join(fmt.Errorf("running step %s in sandbox %s: stopped: %w", req.StepID, s.name, ctx.Err()), stopErr))
 	}
 	var exitErr *exec.ExitError
 	switch {
@@ -220,7 +242,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	case errors.As(err, &exitErr):
 		// sbx, like docker exec, exits with the command's status. A known
 		// sbx failure is an error, not a step's exit code.
-		if mapped := classifyExec(stderrTail.String(), s.name); mapped != nil {
+		if mapped := classifyExec(stdoutTail.String(), stderrTail.String(), s.name); mapped != nil {
 			return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, mapped))
 		}
 		res.ExitCode = exitErr.ExitCode()
@@ -245,12 +267,12 @@ func (s *Session) Close(ctx context.Context) error {
 		if err := s.collect(cctx); err != nil {
 			errs = append(errs, fmt.Errorf("collecting the agent's commits of sandbox %s: %w", s.name, err))
 		}
-		if err := s.p.lifecycle(cctx, s.log, s.p.cfg.Binary, "rm", "--force", s.name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
+		if err := s.p.sbx(cctx, s.log, s.name, "rm", "--force", s.name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", s.name, err))
 		}
 		remote := RemoteName(s.runID)
 		if _, err := s.p.output(cctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err == nil {
-			if err := s.p.lifecycle(cctx, s.log, s.p.cfg.Git, "-C", s.workspace, "remote", "remove", remote); err != nil {
+			if err := s.p.git(cctx, s.log, "-C", s.workspace, "remote", "remove", remote); err != nil {
 				errs = append(errs, fmt.Errorf("removing git remote %s: %w", remote, err))
 			}
 		}
@@ -266,8 +288,16 @@ func (s *Session) collect(ctx context.Context) error {
 	if _, err := s.p.output(ctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err != nil {
 		return fmt.Errorf("the workspace has no git remote %s", remote)
 	}
+	if s.stopped.Load() {
+		// The sandbox's git daemon runs only while the sandbox does; sbx
+		// exec starts it again.
+		if err := s.p.sbx(ctx, s.log, s.name, "exec", s.name, "true"); err != nil {
+			return fmt.Errorf("starting stopped sandbox %s: %w", s.name, err)
+		}
+		s.stopped.Store(false)
+	}
 	git := func(args ...string) error {
-		return s.p.lifecycle(ctx, s.log, s.p.cfg.Git, append([]string{"-C", s.workspace}, args...)...)
+		return s.p.git(ctx, s.log, append([]string{"-C", s.workspace}, args...)...)
 	}
 	if err := git("fetch", "--quiet", remote); err != nil {
 		return err
@@ -303,27 +333,36 @@ func symrefBranch(out string) (string, bool) {
 	return "", false
 }
 
-// lifecycle runs a bounded sbx or git command, copying its output to log
-// and turning a failure into an error carrying the fix when sbx's message
-// is known.
-func (p *Provider) lifecycle(ctx context.Context, log io.Writer, bin string, args ...string) error {
-	out, err := p.run(ctx, bin, args...)
-	if log != nil && len(out) > 0 {
-		_, _ = log.Write(out)
-	}
+// sbx runs a bounded sbx command about the sandbox name, copying its
+// output to log; a failure the troubleshooting table knows becomes its
+// *KnownError.
+func (p *Provider) sbx(ctx context.Context, log io.Writer, name string, args ...string) error {
+	out, err := p.run(ctx, log, p.cfg.Binary, args...)
 	if err == nil {
 		return nil
 	}
-	msg := lastLine(string(out))
-	if bin == p.cfg.Binary {
-		if mapped := classify(string(out)); mapped != nil {
-			return fmt.Errorf("%s %s: %w (sbx said: %s)", bin, args[0], mapped, msg)
-		}
+	if k := classify(string(out), name); k != nil {
+		return fmt.Errorf("sbx %s: %w", args[0], k)
 	}
-	if msg != "" {
-		return fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, msg)
+	return failed("sbx "+args[0], out, err)
+}
+
+// git runs a bounded git command, copying its output to log.
+func (p *Provider) git(ctx context.Context, log io.Writer, args ...string) error {
+	out, err := p.run(ctx, log, p.cfg.Git, args...)
+	if err == nil {
+		return nil
 	}
-	return fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
+	return failed("git "+strings.Join(args, " "), out, err)
+}
+
+// failed is the error of a command that failed in a way nobody knows: its
+// own last line.
+func failed(what string, out []byte, err error) error {
+	if msg := lastLine(string(out)); msg != "" {
+		return fmt.Errorf("%s: %w: %s", what, err, msg)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // output runs a bounded command and returns its stdout.
@@ -336,13 +375,19 @@ func (p *Provider) output(ctx context.Context, bin string, args ...string) (stri
 	return string(out), err
 }
 
-func (p *Provider) run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+// run runs a bounded command and returns its combined output, also copied
+// to log.
+func (p *Provider) run(ctx context.Context, log io.Writer, bin string, args ...string) ([]byte, error) {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, bin, args...)
 	cmd.Env = p.env(nil, nil)
 	cmd.WaitDelay = 5 * time.Second
-	return cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
+	if log != nil && len(out) > 0 {
+		_, _ = log.Write(out)
+	}
+	return out, err
 }
 
 // env is the configured environment with secret names removed and vars

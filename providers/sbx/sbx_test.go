@@ -326,20 +326,26 @@ func TestCloseAfterCancelledContext(t *testing.T) {
 	assertGone(t, sim, ws, "cancelled")
 }
 
+// Each message of the sbx page's troubleshooting table, printed with the
+// page's exact text where sbx (or the agent) prints it, is a run error that
+// carries the page's fix; the golden file holds the errors as a step or
+// the run shows them.
 func TestKnownErrors(t *testing.T) {
 	tests := []struct {
-		fail     string // SBXSIM_FAIL
-		at       string // "open" or "exec"
-		want     error
-		wantText string // the fix the error must name
+		fail string // SBXSIM_FAIL
+		at   string // "open" or "exec"
+		want error
 	}{
-		{"not-signed-in", "open", ErrNotSignedIn, `"sbx login"`},
-		{"not-logged-in:create", "open", ErrNotLoggedIn, `"docker login"`},
-		{"policy:create", "open", ErrPolicyNotInitialized, `"sbx policy init"`},
-		{"exists:create", "open", ErrSandboxExists, `sbx rm --force`},
-		{"not-found:exec", "exec", ErrSandboxNotFound, "does not exist"},
-		{"not-signed-in:exec", "exec", ErrNotSignedIn, `"sbx login"`},
+		{"not-signed-in", "open", ErrNotSignedIn},
+		{"policy:create", "open", ErrPolicyNotInitialized},
+		{"agent-not-logged-in:exec", "exec", ErrAgentNotLoggedIn},
+		{"agent-not-logged-in:create", "open", ErrAgentNotLoggedIn},
+		{"not-found:exec", "exec", ErrSandboxNotFound},
+		{"exists:create", "open", ErrSandboxExists},
+		{"blocked:exec", "exec", ErrRequestBlocked},
+		{"not-signed-in:exec", "exec", ErrNotSignedIn},
 	}
+	var golden strings.Builder
 	for _, tt := range tests {
 		t.Run(tt.fail, func(t *testing.T) {
 			sim := newSim(t, "SBXSIM_FAIL="+tt.fail)
@@ -356,13 +362,36 @@ func TestKnownErrors(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("error %v, want %v", err, tt.want)
 			}
-			if !strings.Contains(err.Error(), tt.wantText) {
-				t.Errorf("error %q does not say the fix %s", err, tt.wantText)
+			var k *KnownError
+			if !errors.As(err, &k) || k.Fix == "" {
+				t.Fatalf("error %v carries no fix", err)
 			}
+			fmt.Fprintf(&golden, "%s\n\t%s\n", tt.fail, err)
 			// Nothing is left behind by a failed Open either.
 			assertGone(t, sim, ws, "e")
 		})
 	}
+	compareGolden(t, "known_errors.golden", golden.String())
+}
+
+// A create failure that says "not found" about something else keeps its
+// own text: it is not "the sandbox does not exist".
+func TestOtherFailuresKeepTheirText(t *testing.T) {
+	sim := newSim(t, "SBXSIM_FAIL=create-other:create")
+	p := sim.provider(t)
+	ws := gitRepo(t)
+	_, err := p.Open(context.Background(), contract.OpenRequest{RunID: "e", Workspace: ws, Workflow: workflow("claude")})
+	if err == nil {
+		t.Fatal("Open succeeded")
+	}
+	var k *KnownError
+	if errors.As(err, &k) {
+		t.Fatalf("create failure classified as %v: %v", k.Kind, err)
+	}
+	if !strings.Contains(err.Error(), "manifest for docker/sandbox-templates:claude-code not found") {
+		t.Errorf("error %q lost sbx's own text", err)
+	}
+	assertGone(t, sim, ws, "e")
 }
 
 func TestClassify(t *testing.T) {
@@ -370,33 +399,41 @@ func TestClassify(t *testing.T) {
 		out  string
 		want error
 	}{
-		{"list local sandboxes: ...\nERROR: no valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+		{"list local sandboxes: ...\nno valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+		{"error: not signed in to Docker", ErrNotSignedIn},
 		{"ERROR: default policy is already set; use \"sbx policy reset\" first to change it", nil},
-		{`ERROR: sandbox "x" already exists`, ErrSandboxExists},
-		{`ERROR: sandbox "x" not found`, ErrSandboxNotFound},
-		{"list local sandboxes: list runtimes: request failed: 401 Unauthorized: docker session has expired\nno valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+		{"error: sandbox 'hookrun-r' already exists", ErrSandboxExists},
+		{"error: sandbox 'hookrun-r' not found", ErrSandboxNotFound},
+		{"error: sandbox 'someone-else' not found", nil},
+		{"error: image not found", nil},
+		{"error: pulling agent image: manifest for x not found", nil},
+		{"warning: not signed in to the package registry", nil},
 		{"ERROR: your Docker session could not be refreshed due to a network issue; this should resolve automatically, try again shortly", nil},
 		{"", nil},
 	}
 	for _, tt := range tests {
-		if got := classify(tt.out); !errors.Is(got, tt.want) || (tt.want == nil && got != nil) {
+		if got := classify(tt.out, "hookrun-r"); (tt.want == nil) != (got == nil) || (got != nil && !errors.Is(got, tt.want)) {
 			t.Errorf("classify(%q) = %v, want %v", tt.out, got, tt.want)
 		}
 	}
-	// In sbx exec's stderr, mostly the step's own, only sbx's last-line
-	// error form counts.
+	// In sbx exec's output, mostly the step's own, sbx's messages count
+	// only as stderr's last line, the agent's as the last line of either.
 	execTests := []struct {
-		stderr string
-		want   error
+		stdout, stderr string
+		want           error
 	}{
-		{"ERROR: file not found", nil}, // the step's, not a missing sandbox
-		{"warning: not signed in to the package registry\ndone", nil},
-		{`ERROR: sandbox "hookrun-r" not found`, ErrSandboxNotFound},
-		{"some output\nno valid user session found, please sign in to Docker to proceed", ErrNotSignedIn},
+		{"", "error: file not found", nil}, // the step's, not a missing sandbox
+		{"", "error: sandbox 'hookrun-r' not found\nmore output", nil},
+		{"", "warning: not signed in to the package registry\ndone", nil},
+		{"", "error: sandbox 'hookrun-r' not found", ErrSandboxNotFound},
+		{"error: not signed in to Docker", "", nil}, // sbx writes its errors to stderr
+		{"Not logged in · Please run /login\n", "", ErrAgentNotLoggedIn},
+		{"", "A request from the agent is blocked", ErrRequestBlocked},
+		{"the docs say: Not logged in · Please run /login\nand then more", "", nil},
 	}
 	for _, tt := range execTests {
-		if got := classifyExec(tt.stderr, "hookrun-r"); !errors.Is(got, tt.want) || (tt.want == nil && got != nil) {
-			t.Errorf("classifyExec(%q) = %v, want %v", tt.stderr, got, tt.want)
+		if got := classifyExec(tt.stdout, tt.stderr, "hookrun-r"); (tt.want == nil) != (got == nil) || (got != nil && !errors.Is(got, tt.want)) {
+			t.Errorf("classifyExec(%q, %q) = %v, want %v", tt.stdout, tt.stderr, got, tt.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -88,8 +89,10 @@ type Workspace struct {
 }
 
 // SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
-// create --name`).
-func SandboxName(runID string) string { return "hookrun-" + runID }
+// create --name`): "hookrun-" and the run id in lowercase, as sbx wants
+// its names (run ids are ULIDs, which do not depend on case). It is the one
+// name: everything that looks for a run's sandbox computes it here.
+func SandboxName(runID string) string { return "hookrun-" + strings.ToLower(runID) }
 
 // Sandbox opens a per-run environment before the first step and closes it
 // after the last (the root container, an sbx microVM).
@@ -154,24 +157,36 @@ type ReportRef struct {
 	CommentID int64 `json:"comment_id,omitempty"`
 }
 
-// HarnessRunner runs a harness.run step: it builds the agent CLI's argv (and
-// stdin) from run, executes it with exec starting from base, and tries
-// run.Fallback in order after a failure. lookup resolves ${NAME} in the
-// prompt and argv elements. providers/harness.Run has this shape; internal/app hands
-// it to the engine as HarnessFunc(harness.Run).
+// HarnessRunner runs a harness.run step: it builds each attempt's argv
+// (and stdin) from run, then run.Fallback in order after a failure, and
+// executes every attempt where route says that attempt's harness runs (a
+// harness whose binary is sbx on the host as written, any other in the
+// run's sandbox or container: the primary and each fallback by its own
+// binary). providers/harness.Run has this shape; internal/app hands it to
+// the engine as HarnessFunc(harness.Run).
 type HarnessRunner interface {
-	RunHarness(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
-		run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error)
+	RunHarness(ctx context.Context, route HarnessRoute, w *workflows.Workflow, run *workflows.HarnessRun) (ExecResult, error)
+}
+
+// HarnessRoute says where an attempt that runs harness h executes. An
+// error means the attempt cannot run (it counts as a failed attempt).
+type HarnessRoute func(h workflows.Harness) (Attempt, error)
+
+// Attempt is where one attempt of a harness.run step runs.
+type Attempt struct {
+	Exec Executor    // the executor of the attempt's place
+	Base ExecRequest // everything but Argv (and Stdin for prompt_mode stdin), for that place
+	// Lookup resolves ${NAME} in the attempt's prompt and argv elements:
+	// the environment of Base without the secrets.
+	Lookup func(string) (string, bool)
 }
 
 // HarnessFunc adapts a function to HarnessRunner.
-type HarnessFunc func(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error)
+type HarnessFunc func(ctx context.Context, route HarnessRoute, w *workflows.Workflow, run *workflows.HarnessRun) (ExecResult, error)
 
 // RunHarness calls f.
-func (f HarnessFunc) RunHarness(ctx context.Context, exec Executor, base ExecRequest, w *workflows.Workflow,
-	run *workflows.HarnessRun, lookup func(string) (string, bool)) (ExecResult, error) {
-	return f(ctx, exec, base, w, run, lookup)
+func (f HarnessFunc) RunHarness(ctx context.Context, route HarnessRoute, w *workflows.Workflow, run *workflows.HarnessRun) (ExecResult, error) {
+	return f(ctx, route, w, run)
 }
 
 // LogSink receives step output. Writer returns a writer for one stream of one

@@ -90,6 +90,7 @@ func Run(t *testing.T, newExec func(t *testing.T) contract.Executor, opts Option
 	t.Run("Timeout", s.timeout)
 	t.Run("TimeoutIgnoringSIGTERM", s.timeoutIgnoringTerm)
 	t.Run("Cancel", s.cancel)
+	t.Run("StoppedCommandDoesNotRunOn", s.stoppedDoesNotRunOn)
 	t.Run("AlreadyCancelled", s.alreadyCancelled)
 	t.Run("LargeOutput", s.largeOutput)
 	t.Run("ManyLines", s.manyLines)
@@ -349,6 +350,35 @@ func (s *suite) cancel(t *testing.T) {
 	time.AfterFunc(500*time.Millisecond+s.opts.Startup, cancel)
 	c := s.exec(t, ctx, contract.ExecRequest{Argv: sh("echo started; sleep 30"), Grace: time.Second})
 	s.stopped(t, c, context.Canceled, 500*time.Millisecond+s.opts.Startup+s.opts.StopWithin)
+}
+
+// stoppedDoesNotRunOn: once Exec has returned for a stopped command,
+// nothing of it runs on, wherever it ran (an agent inside an sbx sandbox
+// outlives its `sbx exec` unless the executor stops it), so that a retry, a
+// fallback or the next step never runs beside it.
+func (s *suite) stoppedDoesNotRunOn(t *testing.T) {
+	host, inside := s.opts.Workspace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond+s.opts.Startup)
+	defer cancel()
+	c := s.exec(t, ctx, contract.ExecRequest{Argv: sh("echo started; while :; do echo t >> ticks; sleep 0.02; done"),
+		Dir: inside, Workspace: inside, Grace: 200 * time.Millisecond})
+	s.stopped(t, c, context.DeadlineExceeded, 500*time.Millisecond+s.opts.Startup+s.opts.StopWithin)
+	ticks := filepath.Join(host, "ticks")
+	size := func() int64 {
+		st, err := os.Stat(ticks)
+		if err != nil {
+			return -1
+		}
+		return st.Size()
+	}
+	before := size()
+	if before <= 0 {
+		t.Fatalf("the command never ran (%s: %d bytes)", ticks, before)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if after := size(); after != before {
+		t.Errorf("the command runs on after Exec returned: %s grew from %d to %d bytes", ticks, before, after)
+	}
 }
 
 func (s *suite) alreadyCancelled(t *testing.T) {

@@ -1,43 +1,74 @@
 // Command sbxsim simulates the Docker Sandboxes CLI (`sbx`) for hookrun's
-// tests, which cannot run microVMs. It keeps the lifecycle faithful:
+// tests, which cannot run microVMs. It behaves as the page "Run Harness
+// Agents in Docker Sandboxes (sbx)" and Docker's git-workflow page say sbx
+// behaves:
 //
 //	sbx create --name N --clone --no-progress AGENT DIR
-//	    clones DIR into $SBXSIM_STATE/sandboxes/N/clone (checked out where DIR's
-//	    HEAD is), records AGENT, and adds the git remote sandbox-N to DIR
-//	    pointing at the clone, as `sbx create --clone` does.
+//	    clones DIR into $SBXSIM_STATE/sandboxes/N/clone (checked out where
+//	    DIR's HEAD is), records AGENT and DIR, and adds the git remote
+//	    sandbox-N to DIR, as `sbx create --clone` does. N must be lowercase.
+//	    The remote points at the sandbox's "git daemon" ($BOX/daemon), which
+//	    exists only while the sandbox runs.
 //	sbx exec [-i] [-w DIR] [-u USER] [-e NAME[=VALUE]]... N ARGV...
-//	    runs ARGV in the clone (or DIR) with only PATH, HOME and the named
-//	    variables (a bare NAME takes its value from sbxsim's own
-//	    environment); exits with ARGV's status (128+signal when killed).
-//	sbx rm [--force|-f] N   removes the sandbox; leaves the remote in DIR.
-//	sbx ls                  lists sandboxes.
+//	    starts a stopped sandbox first, then runs ARGV "inside" it: in a
+//	    private mount and PID namespace where the clone is at DIR's absolute
+//	    path (the start directory, unless -w), the host repository is
+//	    mounted read-only at /run/sandbox/source, and only PATH, HOME and the
+//	    named variables are set (a bare NAME takes its value from sbxsim's
+//	    own environment). It exits with ARGV's status (128+signal when
+//	    killed). The command is owned by the sandbox, not by `sbx exec`:
+//	    killing `sbx exec` leaves it running, with its output going
+//	    nowhere, until `sbx stop` or `sbx rm`.
+//	sbx stop N              stops everything running in the sandbox and its
+//	                        git daemon; the clone is kept.
+//	sbx rm [--force|-f] N   stops and removes the sandbox and the
+//	                        sandbox-N remote of DIR.
+//	sbx ls                  lists sandboxes: NAME AGENT STATUS WORKSPACE.
 //
 // Every invocation is appended to $SBXSIM_STATE/argv.log as a JSON array.
 // $SBXSIM_FAIL=MODE[:COMMAND] makes COMMAND (or every command) fail with
-// the text sbx prints: not-signed-in, not-logged-in, policy, exists,
-// not-found.
+// the text of the page's troubleshooting table: not-signed-in, policy,
+// agent-not-logged-in, not-found, exists, blocked; create-other makes
+// create fail with a message of its own that contains "not found".
 package main
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
+	"time"
 )
 
+// failTexts are the messages of the troubleshooting table, exactly, and
+// one create failure that is none of them.
 var failTexts = map[string]string{
-	"not-signed-in": "list local sandboxes: list runtimes: request failed: 401 Unauthorized: docker session has expired\nno valid user session found, please sign in to Docker to proceed",
-	"not-logged-in": "ERROR: user is not authenticated to Docker",
-	"policy":        `ERROR: the global network policy is not initialized; run "sbx policy init" to choose one`,
-	"exists":        `ERROR: sandbox %q already exists`,
-	"not-found":     `ERROR: sandbox %q not found`,
+	"not-signed-in":       "error: not signed in to Docker",
+	"policy":              "error: global network policy has not been initialized",
+	"agent-not-logged-in": "Not logged in · Please run /login",
+	"not-found":           "error: sandbox '%s' not found",
+	"exists":              "error: sandbox '%s' already exists",
+	"blocked":             "A request from the agent is blocked",
+	"create-other":        "error: pulling agent image: manifest for docker/sandbox-templates:claude-code not found",
 }
 
+// initArg is the hidden first argument of the process that owns a command
+// inside a sandbox.
+const initArg = "__sbxsim-init"
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == initArg {
+		sandboxInit()
+		return
+	}
 	state := os.Getenv("SBXSIM_STATE")
 	if state == "" {
 		fatal(2, "sbxsim: SBXSIM_STATE is not set")
@@ -52,7 +83,7 @@ func main() {
 		if !ok {
 			fatal(2, "sbxsim: unknown SBXSIM_FAIL mode "+mode)
 		}
-		if strings.Contains(text, "%q") {
+		if strings.Contains(text, "%s") {
 			text = fmt.Sprintf(text, sandboxArg(args))
 		}
 		fatal(1, text)
@@ -63,21 +94,50 @@ func main() {
 		create(sandboxes, args)
 	case "exec":
 		execIn(sandboxes, args)
-	case "rm":
-		rm(sandboxes, args)
-	case "ls":
-		entries, _ := os.ReadDir(sandboxes)
-		fmt.Println("SANDBOX")
-		for _, e := range entries {
-			fmt.Println(e.Name())
+	case "stop":
+		for _, n := range names(args, "stop") {
+			stop(mustBox(sandboxes, n))
 		}
+	case "rm":
+		for _, n := range names(args, "rm") {
+			rm(mustBox(sandboxes, n))
+		}
+	case "ls":
+		ls(sandboxes)
 	default:
-		fatal(2, fmt.Sprintf("ERROR: unknown command %q for \"sbx\"", cmd))
+		fatal(2, fmt.Sprintf("error: unknown command %q for \"sbx\"", cmd))
 	}
 }
 
+// validName is what sbx accepts as a sandbox name.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// box is one sandbox's state directory.
+type box struct {
+	name, dir string
+}
+
+func (b box) clone() string  { return filepath.Join(b.dir, "clone") }
+func (b box) daemon() string { return filepath.Join(b.dir, "daemon") }
+func (b box) procs() string  { return filepath.Join(b.dir, "procs") }
+func (b box) stopped() bool  { _, err := os.Stat(filepath.Join(b.dir, "stopped")); return err == nil }
+func (b box) read(f string) string {
+	data, _ := os.ReadFile(filepath.Join(b.dir, f))
+	return strings.TrimSpace(string(data))
+}
+func (b box) workspace() string { return b.read("workspace") }
+func (b box) remote() string    { return "sandbox-" + b.name }
+
+func mustBox(sandboxes, name string) box {
+	b := box{name: name, dir: filepath.Join(sandboxes, name)}
+	if _, err := os.Stat(b.dir); err != nil {
+		fatal(1, fmt.Sprintf("error: sandbox '%s' not found", name))
+	}
+	return b
+}
+
 func create(sandboxes string, args []string) {
-	var name, agent, dir string
+	var name string
 	clone := false
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -91,45 +151,146 @@ func create(sandboxes string, args []string) {
 			clone = true
 		case a == "--no-progress":
 		case strings.HasPrefix(a, "-"):
-			fatal(2, fmt.Sprintf("ERROR: unknown flag: %s", a))
+			fatal(2, fmt.Sprintf("error: unknown flag: %s", a))
 		default:
 			pos = append(pos, a)
 		}
 	}
 	if len(pos) != 2 || name == "" {
-		fatal(2, "ERROR: usage: sbx create --name NAME [--clone] AGENT WORKSPACE")
+		fatal(2, "error: usage: sbx create --name NAME [--clone] AGENT WORKSPACE")
 	}
-	agent, dir = pos[0], pos[1]
+	if !validName.MatchString(name) {
+		fatal(2, fmt.Sprintf("error: invalid sandbox name '%s': use lowercase letters, digits, '.', '_' and '-'", name))
+	}
+	agent, dir := pos[0], pos[1]
 	if !clone {
 		fatal(2, "sbxsim: only clone mode (--clone) is simulated")
 	}
-	box := filepath.Join(sandboxes, name)
-	if _, err := os.Stat(box); err == nil {
-		fatal(1, fmt.Sprintf("ERROR: sandbox %q already exists", name))
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		fatal(1, "error: "+err.Error())
 	}
-	if err := os.MkdirAll(box, 0o755); err != nil {
-		fatal(1, "ERROR: "+err.Error())
+	b := box{name: name, dir: filepath.Join(sandboxes, name)}
+	if _, err := os.Stat(b.dir); err == nil {
+		fatal(1, fmt.Sprintf("error: sandbox '%s' already exists", name))
 	}
-	cloneDir := filepath.Join(box, "clone")
-	git("", "clone", "--quiet", "--no-hardlinks", dir, cloneDir)
-	// Check out what the workspace has checked out (a branch, or a detached HEAD).
-	if _, err := gitOut(dir, "symbolic-ref", "-q", "HEAD"); err != nil {
-		head, err := gitOut(dir, "rev-parse", "HEAD")
-		if err != nil {
-			fatal(1, "ERROR: reading HEAD of "+dir)
+	for _, d := range []string{b.dir, b.procs()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			fatal(1, "error: "+err.Error())
 		}
-		git(cloneDir, "checkout", "--quiet", "--detach", strings.TrimSpace(head))
 	}
-	if err := os.WriteFile(filepath.Join(box, "agent"), []byte(agent+"\n"), 0o644); err != nil {
-		fatal(1, "ERROR: "+err.Error())
+	git("", "clone", "--quiet", "--no-hardlinks", abs, b.clone())
+	// Check out what the workspace has checked out (a branch, or a detached HEAD).
+	if _, err := gitOut(abs, "symbolic-ref", "-q", "HEAD"); err != nil {
+		head, err := gitOut(abs, "rev-parse", "HEAD")
+		if err != nil {
+			fatal(1, "error: reading HEAD of "+abs)
+		}
+		git(b.clone(), "checkout", "--quiet", "--detach", strings.TrimSpace(head))
 	}
-	remote := "sandbox-" + name
-	if _, err := gitOut(dir, "remote", "get-url", remote); err == nil {
-		git(dir, "remote", "set-url", remote, cloneDir)
+	// Local-path remotes are not copied into the clone.
+	git(b.clone(), "remote", "remove", "origin")
+	write(b, "agent", agent)
+	write(b, "workspace", abs)
+	start(b)
+	if _, err := gitOut(abs, "remote", "get-url", b.remote()); err == nil {
+		git(abs, "remote", "set-url", b.remote(), b.daemon())
 	} else {
-		git(dir, "remote", "add", remote, cloneDir)
+		git(abs, "remote", "add", b.remote(), b.daemon())
 	}
-	fmt.Fprintf(os.Stderr, "Created sandbox %s (agent %s, clone of %s)\n", name, agent, dir)
+	fmt.Fprintf(os.Stderr, "Created sandbox %s (agent %s, clone of %s)\n", name, agent, abs)
+}
+
+// start starts a stopped sandbox: its git daemon answers again.
+func start(b box) {
+	_ = os.Remove(filepath.Join(b.dir, "stopped"))
+	if _, err := os.Lstat(b.daemon()); err != nil {
+		if err := os.Symlink(b.clone(), b.daemon()); err != nil {
+			fatal(1, "error: starting sandbox: "+err.Error())
+		}
+	}
+}
+
+// stop ends everything running in the sandbox (each command's init, PID 1
+// of its namespace, takes its processes with it) and its git daemon.
+func stop(b box) {
+	entries, _ := os.ReadDir(b.procs())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && syscall.Kill(pid, 0) == nil && !zombie(pid); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		_ = os.Remove(filepath.Join(b.procs(), e.Name()))
+	}
+	_ = os.Remove(b.daemon())
+	write(b, "stopped", "")
+}
+
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+}
+
+// rm stops the sandbox and removes it and its remote in the host
+// repository.
+func rm(b box) {
+	stop(b)
+	if ws := b.workspace(); ws != "" {
+		if _, err := gitOut(ws, "remote", "get-url", b.remote()); err == nil {
+			git(ws, "remote", "remove", b.remote())
+		}
+	}
+	if err := os.RemoveAll(b.dir); err != nil {
+		fatal(1, "error: "+err.Error())
+	}
+}
+
+func ls(sandboxes string) {
+	entries, _ := os.ReadDir(sandboxes)
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(w, "SANDBOX\tAGENT\tSTATUS\tWORKSPACE")
+	for _, e := range entries {
+		b := box{name: e.Name(), dir: filepath.Join(sandboxes, e.Name())}
+		status := "running"
+		if b.stopped() {
+			status = "stopped"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", b.name, b.read("agent"), status, b.workspace())
+	}
+	_ = w.Flush()
+}
+
+func names(args []string, cmd string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "--force" || a == "-f" {
+			continue
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		fatal(2, fmt.Sprintf("error: usage: sbx %s SANDBOX...", cmd))
+	}
+	return out
+}
+
+// initSpec is what the init of a command in a sandbox is told.
+type initSpec struct {
+	Workspace string   // the host repository; the clone is mounted over it
+	Clone     string   // the sandbox's clone
+	Dir       string   // start directory
+	Argv      []string // the command
+	Env       []string // its whole environment
+	Stdin     bool
 }
 
 func execIn(sandboxes string, args []string) {
@@ -142,7 +303,7 @@ func execIn(sandboxes string, args []string) {
 			stdin = true
 		case "-e", "--env", "-w", "--workdir", "-u", "--user":
 			if i+1 >= len(args) {
-				fatal(2, "ERROR: flag needs an argument: "+a)
+				fatal(2, "error: flag needs an argument: "+a)
 			}
 			i++
 			v := args[i]
@@ -160,23 +321,96 @@ func execIn(sandboxes string, args []string) {
 				dir = v
 			}
 		default:
-			fatal(2, "ERROR: unknown flag: "+a)
+			fatal(2, "error: unknown flag: "+a)
 		}
 	}
 	if len(args)-i < 2 {
-		fatal(2, "ERROR: usage: sbx exec [flags] SANDBOX COMMAND [ARG...]")
+		fatal(2, "error: usage: sbx exec [flags] SANDBOX COMMAND [ARG...]")
 	}
 	name, argv := args[i], args[i+1:]
-	box := filepath.Join(sandboxes, name)
-	if _, err := os.Stat(box); err != nil {
-		fatal(1, fmt.Sprintf("ERROR: sandbox %q not found", name))
+	b := mustBox(sandboxes, name)
+	if b.stopped() {
+		start(b) // sbx exec starts a stopped sandbox first
 	}
 	if dir == "" {
-		dir = filepath.Join(box, "clone")
+		dir = b.workspace()
 	}
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Dir, c.Env, c.Stdout, c.Stderr = dir, env, os.Stdout, os.Stderr
+	spec, _ := json.Marshal(initSpec{Workspace: b.workspace(), Clone: b.clone(), Dir: dir, Argv: argv, Env: env, Stdin: stdin})
+	self, err := os.Executable()
+	if err != nil {
+		fatal(1, "sbxsim: "+err.Error())
+	}
+	c := exec.Command(self, initArg)
+	c.Env = []string{"SBXSIM_INIT=" + string(spec)}
+	// Pipes, never this process's own descriptors: the command must not
+	// hold the caller's pipes open once `sbx exec` is gone.
+	c.Stdout, c.Stderr = struct{ io.Writer }{os.Stdout}, struct{ io.Writer }{os.Stderr}
 	if stdin {
+		c.Stdin = struct{ io.Reader }{os.Stdin}
+	}
+	// Its own session and namespaces: the sandbox owns it, not sbx exec.
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
+	if err := c.Start(); err != nil {
+		if !errors.Is(err, syscall.EPERM) {
+			fatal(126, "error: starting command in sandbox: "+err.Error())
+		}
+		// Not root: an unprivileged user namespace gives the same mounts.
+		uid, gid := os.Getuid(), os.Getgid()
+		c = rebuild(c)
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true,
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}}
+		if err := c.Start(); err != nil {
+			fatal(126, "error: starting command in sandbox: "+err.Error())
+		}
+	}
+	pidFile := filepath.Join(b.procs(), strconv.Itoa(c.Process.Pid))
+	_ = os.WriteFile(pidFile, nil, 0o644)
+	err = c.Wait()
+	_ = os.Remove(pidFile)
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		os.Exit(0)
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			os.Exit(128 + int(ws.Signal()))
+		}
+		os.Exit(exitErr.ExitCode())
+	default:
+		fatal(126, "error: "+err.Error())
+	}
+}
+
+func rebuild(c *exec.Cmd) *exec.Cmd {
+	n := exec.Command(c.Path, c.Args[1:]...)
+	n.Env, n.Stdin, n.Stdout, n.Stderr = c.Env, c.Stdin, c.Stdout, c.Stderr
+	return n
+}
+
+// sandboxInit is PID 1 of a command's namespaces: it mounts the sandbox's
+// view (the clone at the workspace's path, the host repository read-only at
+// /run/sandbox/source), runs the command, relays its output as long as
+// someone reads it and drains it after, and exits with its status; the
+// kernel then ends whatever the command left.
+func sandboxInit() {
+	var spec initSpec
+	if err := json.Unmarshal([]byte(os.Getenv("SBXSIM_INIT")), &spec); err != nil || len(spec.Argv) == 0 {
+		fatal(2, "sbxsim init: bad spec")
+	}
+	if err := mountView(spec); err != nil {
+		fatal(126, "sbxsim init: mounting the sandbox view: "+err.Error())
+	}
+	c := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	if lp, err := lookPath(spec.Argv[0], spec.Env); err == nil {
+		c.Path, c.Err = lp, nil
+	} else {
+		fatal(127, fmt.Sprintf("OCI runtime exec failed: exec: %q: executable file not found in $PATH", spec.Argv[0]))
+	}
+	c.Dir, c.Env = spec.Dir, spec.Env
+	c.Stdout, c.Stderr = drain{os.Stdout}, drain{os.Stderr}
+	if spec.Stdin {
 		c.Stdin = os.Stdin
 	}
 	err := c.Run()
@@ -189,32 +423,73 @@ func execIn(sandboxes string, args []string) {
 			os.Exit(128 + int(ws.Signal()))
 		}
 		os.Exit(exitErr.ExitCode())
-	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
-		fatal(127, fmt.Sprintf("OCI runtime exec failed: exec: %q: executable file not found in $PATH", argv[0]))
+	case errors.Is(err, os.ErrNotExist):
+		fatal(126, fmt.Sprintf("OCI runtime exec failed: chdir to %q: no such file or directory", spec.Dir))
 	default:
 		fatal(126, "OCI runtime exec failed: "+err.Error())
 	}
 }
 
-func rm(sandboxes string, args []string) {
-	var names []string
-	for _, a := range args {
-		if a == "--force" || a == "-f" {
-			continue
-		}
-		names = append(names, a)
+// source is where the host repository is visible, read-only, in clone mode.
+const source = "/run/sandbox/source"
+
+func mountView(spec initSpec) error {
+	steps := []struct {
+		src, dst, fstype string
+		flags            uintptr
+	}{
+		{"", "/", "", syscall.MS_REC | syscall.MS_PRIVATE},
+		{"tmpfs", "/run", "tmpfs", 0}, // the sandbox's own /run (no host sockets)
 	}
-	if len(names) == 0 {
-		fatal(2, "ERROR: usage: sbx rm [--force] SANDBOX...")
+	for _, s := range steps {
+		if err := syscall.Mount(s.src, s.dst, s.fstype, s.flags, ""); err != nil {
+			return fmt.Errorf("mount %s: %w", s.dst, err)
+		}
 	}
-	for _, n := range names {
-		box := filepath.Join(sandboxes, n)
-		if _, err := os.Stat(box); err != nil {
-			fatal(1, fmt.Sprintf("ERROR: sandbox %q not found", n))
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount(spec.Workspace, source, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("mount %s: %w", source, err)
+	}
+	if err := syscall.Mount("", source, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", source, err)
+	}
+	if err := syscall.Mount(spec.Clone, spec.Workspace, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("mount the clone at %s: %w", spec.Workspace, err)
+	}
+	return nil
+}
+
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(p) {
+				f := filepath.Join(d, file)
+				if st, err := os.Stat(f); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+					return f, nil
+				}
+			}
 		}
-		if err := os.RemoveAll(box); err != nil {
-			fatal(1, "ERROR: "+err.Error())
-		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// drain writes to w while w takes it, then discards: a command whose
+// `sbx exec` is gone keeps running.
+type drain struct{ w io.Writer }
+
+func (d drain) Write(p []byte) (int, error) {
+	_, _ = d.w.Write(p)
+	return len(p), nil
+}
+
+func write(b box, f, content string) {
+	if err := os.WriteFile(filepath.Join(b.dir, f), []byte(content+"\n"), 0o644); err != nil {
+		fatal(1, "error: "+err.Error())
 	}
 }
 
@@ -222,7 +497,7 @@ func git(dir string, args ...string) {
 	c := exec.Command("git", args...)
 	c.Dir = dir
 	if out, err := c.CombinedOutput(); err != nil {
-		fatal(1, fmt.Sprintf("ERROR: git %s: %v: %s", strings.Join(args, " "), err, out))
+		fatal(1, fmt.Sprintf("error: git %s: %v: %s", strings.Join(args, " "), err, out))
 	}
 }
 
