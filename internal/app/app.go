@@ -123,6 +123,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, err
 	}
+	execs.Deliverer = ws
 	removeOrphans(ctx, execs.docker, a.queue.Runs(), 3*c.Runner.Heartbeat, a.logger)
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,
