@@ -376,3 +376,27 @@ func TestDeliverDraftPullRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliverGitLab: a merge request's delivery goes to the project's
+// hookrun/<workflow>/<iid> and links GitLab's /-/tree and /-/compare pages.
+func TestDeliverGitLab(t *testing.T) {
+	f := newForge(t)
+	w := f.workspaces(t, nil)
+	ctx := context.Background()
+	ev := prEvent(workflows.GitLab, f.cloneURL(), 2, f.u.p1)
+	ws, err := w.Prepare(ctx, "g1", ev, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := collect(t, f.u, ws.Dir, "g1", 1)
+	d, err := w.Deliver(ctx, contract.DeliverRequest{RunID: "g1", Workflow: reviewWorkflow(workflows.PushBranch),
+		Event: ev, Workspace: ws.Dir, Branch: "hookrun/g1", BaseSHA: f.u.p1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := f.srv.URL + "/upstream"
+	if d.Branch != "hookrun/review/2" || d.BranchURL != web+"/-/tree/hookrun/review/2" ||
+		d.CompareURL != web+"/-/compare/"+f.u.p1+"...hookrun/review/2" || f.ref(t, "refs/heads/hookrun/review/2") != tip {
+		t.Errorf("delivery %+v; upstream branch %q, want %s", d, f.ref(t, "refs/heads/hookrun/review/2"), tip)
+	}
+}
