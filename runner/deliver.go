@@ -39,6 +39,13 @@ func (x *execution) deliver(ctx context.Context, end *runEnd) *contract.Delivery
 			end.err = errors.New("delivering the agent's commits: " + d.Note)
 		}
 	}
+	log := x.e.cfg.Logger.With("run", x.spec.ID, "workflow", x.wf.Name, "outcome", d.Outcome)
+	switch d.Outcome {
+	case contract.DeliveryPushed:
+		log.Info("delivered the agent's commits", "branch", d.Branch, "commits", d.Commits, "head", d.Head)
+	case contract.DeliveryFailed:
+		log.Warn("delivering the agent's commits failed", "err", d.Note)
+	}
 	switch d.Outcome {
 	case contract.DeliveryPushed:
 		x.sysf("delivery: pushed %d commit(s) to branch %s (%s)", d.Commits, d.Branch, d.Head)
