@@ -106,6 +106,24 @@ func (w *Workspaces) checkDelivery(req contract.DeliverRequest) error {
 	if !filepath.IsAbs(req.Workspace) {
 		return fmt.Errorf("workspace %q is not an absolute path", req.Workspace)
 	}
+	return checkWorkspaceRepo(req.Workspace)
+}
+
+// checkWorkspaceRepo refuses a workspace whose repository could make
+// upload-pack serve another repository's objects: a .git that is not a
+// plain directory (a symlink, or a "gitdir:" file pointing elsewhere), or
+// alternates (a checkout hardlinks its objects and has none).
+func checkWorkspaceRepo(ws string) error {
+	gitDir := filepath.Join(ws, ".git")
+	fi, err := os.Lstat(gitDir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("the workspace's .git is not a directory (replaced during the run?)")
+	}
+	for _, f := range []string{"alternates", "http-alternates"} {
+		if _, err := os.Lstat(filepath.Join(gitDir, "objects", "info", f)); err == nil {
+			return fmt.Errorf("the workspace's repository borrows objects from elsewhere (objects/info/%s was added during the run)", f)
+		}
+	}
 	return nil
 }
 

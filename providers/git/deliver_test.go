@@ -271,18 +271,32 @@ func TestDeliverRefuses(t *testing.T) {
 	other.CloneURL = "https://evil.example/acme/widgets.git"
 	cases := []struct {
 		name string
-		edit func(r *contract.DeliverRequest)
+		edit func(t *testing.T, r *contract.DeliverRequest)
 		want string
 	}{
-		{"another host", func(r *contract.DeliverRequest) { r.Event = &other }, "is not the github host"},
-		{"option as branch", func(r *contract.DeliverRequest) { r.Branch = "--upload-pack=touch /tmp/x" }, "not a valid branch name"},
-		{"refspec in branch", func(r *contract.DeliverRequest) { r.Branch = "a:refs/heads/main" }, "not a valid branch name"},
-		{"base not a sha", func(r *contract.DeliverRequest) { r.BaseSHA = "main" }, "is not a commit id"},
+		{"another host", func(t *testing.T, r *contract.DeliverRequest) { r.Event = &other }, "is not the github host"},
+		{"option as branch", func(t *testing.T, r *contract.DeliverRequest) { r.Branch = "--upload-pack=touch /tmp/x" }, "not a valid branch name"},
+		{"refspec in branch", func(t *testing.T, r *contract.DeliverRequest) { r.Branch = "a:refs/heads/main" }, "not a valid branch name"},
+		{"base not a sha", func(t *testing.T, r *contract.DeliverRequest) { r.BaseSHA = "main" }, "is not a commit id"},
+		{"alternates", func(t *testing.T, r *contract.DeliverRequest) {
+			alt := filepath.Join(r.Workspace, ".git", "objects", "info", "alternates")
+			if err := os.WriteFile(alt, []byte("/elsewhere/objects\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(alt) })
+		}, "borrows objects from elsewhere"},
+		{"gitdir file", func(t *testing.T, r *contract.DeliverRequest) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+f.u.bare+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r.Workspace = dir
+		}, ".git is not a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req := base
-			c.edit(&req)
+			c.edit(t, &req)
 			f.mu.Lock()
 			before := len(f.requests)
 			f.mu.Unlock()
