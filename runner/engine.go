@@ -22,6 +22,9 @@ type Providers struct {
 	RootContainer contract.Sandbox       // the workflow's root `container:`; nil: such a workflow fails with a clear error
 	SBX           contract.Sandbox       // the workflow's `sandbox:`; nil: such a workflow fails with a clear error
 	Harness       contract.HarnessRunner // harness.run steps; nil: such a step fails with a clear error
+	// Deliverer pushes the commits an agent made in the workflow's sandbox
+	// (sandbox.push); nil: they are not delivered, and the report says so.
+	Deliverer contract.Deliverer
 }
 
 // EngineConfig configures an Engine.
@@ -128,8 +131,11 @@ type Result struct {
 	Body        string                `json:"body,omitempty"`         // report.body rendered
 	ReportError string                `json:"report_error,omitempty"` // last reporting failure; never fails the run
 	Ref         contract.ReportRef    `json:"ref,omitzero"`
-	StartedAt   time.Time             `json:"started_at"`
-	FinishedAt  time.Time             `json:"finished_at"`
+	// Delivery is what became of the agent's commits (sandbox.push); nil
+	// when the run had nothing to deliver.
+	Delivery   *contract.Delivery `json:"delivery,omitempty"`
+	StartedAt  time.Time          `json:"started_at"`
+	FinishedAt time.Time          `json:"finished_at"`
 	// Abandoned is set when the run was stopped because the runner is
 	// shutting down or lost its claim: no handler ran and no final report was
 	// sent; another runner will execute it again.
@@ -221,6 +227,7 @@ func (x *execution) run(ctx context.Context) *Result {
 		}
 	}
 	x.closeSession(ctx)
+	res.Delivery = x.deliver(ctx, &end)
 	x.finish(ctx, res, end)
 	return res
 }

@@ -102,6 +102,7 @@ func (p *progress) snapshot(phase contract.Phase, status workflows.Status, res *
 		r.Steps = res.Steps
 		r.Body = res.Body
 		r.Error = res.Error
+		r.Delivery = res.Delivery
 	} else {
 		x.mu.Lock()
 		r.Steps = append([]workflows.StepState(nil), x.states...)

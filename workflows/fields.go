@@ -193,6 +193,7 @@ var (
 	promptModes      = []string{PromptArg, PromptFlag, PromptStdin}
 	stepActions      = []string{ActionHarnessRun}
 	sandboxProviders = []string{"sbx"}
+	pushModes        = []string{PushBranch, PushPullRequest, PushNone}
 	kindNames        = func() []string {
 		s := make([]string, len(Kinds))
 		for i, k := range Kinds {
@@ -314,6 +315,8 @@ func (s *rawSandbox) fields() []field {
 	return []field{
 		{key: "provider", to: &s.provider, required: true, enum: sandboxProviders},
 		{key: "agent", to: &s.agent, required: true, example: "claude, codex, ...", pattern: nonBlank},
+		{key: "push", to: &s.push, enum: pushModes, def: PushBranch,
+			doc: "with checkout: true, where the agent's commits go: branch hookrun/<workflow>/<number> of the base repository, also a draft pull request, or nowhere"},
 	}
 }
 

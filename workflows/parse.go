@@ -418,7 +418,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 
 	if s := raw.sandbox; s != nil {
 		r.checkFields(s.node, scope{"sandbox", "."}, s.fields())
-		w.Sandbox = &Sandbox{Provider: s.provider.v, Agent: s.agent.v}
+		w.Sandbox = &Sandbox{Provider: s.provider.v, Agent: s.agent.v, Push: s.push.v}
 	}
 	w.Container = r.buildContainer(raw.container, "container")
 

@@ -283,8 +283,8 @@ func TestLoadSameFileTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ws) != 5 {
-		t.Errorf("loaded %d workflows, want 5", len(ws))
+	if len(ws) != 6 {
+		t.Errorf("loaded %d workflows, want 6", len(ws))
 	}
 }
 
@@ -295,7 +295,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples have problems:\n%v", err)
 	}
-	want := map[string]bool{"hello": true, "pr-review": true, "issue-triage": true, "chatops-deploy": true, "push-lint": true}
+	want := map[string]bool{"hello": true, "pr-review": true, "issue-triage": true, "chatops-deploy": true, "push-lint": true, "pr-fix": true}
 	for _, w := range ws {
 		delete(want, w.Name)
 	}

@@ -80,6 +80,7 @@ type rawSandbox struct {
 	node     *yaml.Node
 	provider val[string]
 	agent    val[string]
+	push     val[string]
 }
 
 type rawContainer struct {

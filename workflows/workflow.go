@@ -90,6 +90,11 @@ type Concurrency struct {
 type Sandbox struct {
 	Provider string `json:"provider"` // "sbx"
 	Agent    string `json:"agent"`    // the sbx agent: claude, codex, gemini, ...
+	// Push says how the agent's commits are delivered after the steps
+	// (with checkout: true): PushBranch (default) pushes them to the branch
+	// hookrun/<workflow>/<number> of the base repository, PushPullRequest
+	// also opens a draft pull/merge request, PushNone keeps them nowhere.
+	Push string `json:"push"`
 }
 
 // Container describes a Docker container, for the whole run (root) or one step.
@@ -285,6 +290,10 @@ const (
 	CommentSticky = "sticky"
 	CommentNew    = "new"
 	CommentNone   = "none"
+
+	PushBranch      = "branch"
+	PushPullRequest = "pull_request"
+	PushNone        = "none"
 
 	PullAlways  = "always"
 	PullMissing = "missing"

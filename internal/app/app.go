@@ -125,6 +125,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, err
 	}
+	execs.Deliverer = ws
 	removeOrphans(ctx, execs, a.queue.Runs(), 3*c.Runner.Heartbeat, c.Runner.OrphanAge, a.logger)
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,4 +63,20 @@ func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.Re
 	return r.Ref, nil // no credentials for this forge: nothing to report to
 }
 
-var _ contract.Reporter = (*Forges)(nil)
+// OpenDraft opens a draft pull/merge request with the client of the
+// event's forge.
+func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
+	switch {
+	case req.Event == nil:
+	case req.Event.Forge == workflows.GitHub && f.GitHub != nil:
+		return f.GitHub.OpenDraft(ctx, req)
+	case req.Event.Forge == workflows.GitLab && f.GitLab != nil:
+		return f.GitLab.OpenDraft(ctx, req)
+	}
+	return contract.ChangeRequest{}, errors.New("opening a draft pull request: no API credentials for this forge")
+}
+
+var (
+	_ contract.Reporter    = (*Forges)(nil)
+	_ contract.DraftOpener = (*Forges)(nil)
+)

@@ -32,7 +32,9 @@ func admitRepos(patterns []string) func(*workflows.Event) error {
 
 // Workspaces is the runner's git checkouts: clone URLs confined to their
 // forge's host (github.com or the host of github.api_url; gitlab.com or the
-// host of gitlab.base_url), fetched with that forge's credentials.
+// host of gitlab.base_url), fetched with that forge's credentials. They also
+// deliver sandboxed agents' commits: pushed there with the same
+// credentials, draft pull/merge requests opened with the forges' clients.
 // owner, when set, is the step user the run directories are handed to.
 func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, error) {
 	gh, err := github.GitOrigin(cfg.GitHub.APIURL)
@@ -47,6 +49,7 @@ func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, err
 		DataDir: cfg.DataDir,
 		Auth:    gitAuth(cfg, f.GitHub),
 		Origins: git.Origins{workflows.GitHub: gh, workflows.GitLab: gl},
+		Drafts:  f,
 		Owner:   owner,
 	})
 }

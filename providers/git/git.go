@@ -50,6 +50,11 @@ type Config struct {
 	// runs git. nil allows every URL: `hookrun run`, tests with local
 	// repositories. The servers always set it.
 	Origins Origins
+	// Drafts, when set, opens the draft pull/merge requests of deliveries
+	// with `sandbox.push: pull_request` (internal/app: the forges' API
+	// clients); nil: such a delivery pushes the branch and says why there
+	// is no draft.
+	Drafts contract.DraftOpener
 	// Owner, when set, is the user host steps run as: Prepare hands the
 	// workspace and the run's HOME and TMPDIR to it (the last two private
 	// to it, mode 0700); mirrors and everything else stay hookrun's.
@@ -93,6 +98,7 @@ type Workspaces struct {
 	mirrors    string // <data>/mirrors
 	workspaces string // <data>/workspaces
 	scratch    string // <data>/scratch: <run>/home and <run>/tmp
+	deliveries string // <data>/deliveries: <run>, the repository a delivery pushes from
 
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per mirror path; a buffered channel of 1 is a ctx-aware mutex
@@ -113,9 +119,10 @@ func New(cfg Config) (*Workspaces, error) {
 		mirrors:    filepath.Join(data, "mirrors"),
 		workspaces: filepath.Join(data, "workspaces"),
 		scratch:    filepath.Join(data, "scratch"),
+		deliveries: filepath.Join(data, "deliveries"),
 		locks:      map[string]chan struct{}{},
 	}
-	for _, d := range []string{w.mirrors, w.workspaces, w.scratch} {
+	for _, d := range []string{w.mirrors, w.workspaces, w.scratch, w.deliveries} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}

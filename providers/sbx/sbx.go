@@ -135,8 +135,10 @@ type Session struct {
 
 	stopped atomic.Bool // sbx stop ran and no sbx exec since: the git daemon is down
 
-	closeOnce sync.Once
-	closeErr  error
+	closeOnce  sync.Once
+	closeErr   error
+	collectErr error // why Close collected nothing; nil once it collected
+	closed     bool
 }
 
 // stop halts everything running in the sandbox (`sbx stop`), with a fresh
@@ -265,8 +267,10 @@ func (s *Session) Close(ctx context.Context) error {
 		cctx := context.WithoutCancel(ctx)
 		var errs []error
 		if err := s.collect(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("collecting the agent's commits of sandbox %s: %w", s.name, err))
+			s.collectErr = fmt.Errorf("collecting the agent's commits of sandbox %s: %w", s.name, err)
+			errs = append(errs, s.collectErr)
 		}
+		s.closed = true
 		if err := s.p.sbx(cctx, s.log, s.name, "rm", "--force", s.name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", s.name, err))
 		}
@@ -279,6 +283,18 @@ func (s *Session) Close(ctx context.Context) error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Collected names the workspace branch Close put the agent's commits on,
+// hookrun/<run>, or says why there is none.
+func (s *Session) Collected() (string, error) {
+	switch {
+	case !s.closed:
+		return "", fmt.Errorf("sandbox %s is not closed yet: nothing collected", s.name)
+	case s.collectErr != nil:
+		return "", s.collectErr
+	}
+	return BranchName(s.runID), nil
 }
 
 // collect fetches the sandbox's clone and points hookrun/<run> at the
@@ -431,6 +447,7 @@ func (t *tailBuffer) String() string {
 }
 
 var (
-	_ contract.Sandbox = (*Provider)(nil)
-	_ contract.Session = (*Session)(nil)
+	_ contract.Sandbox   = (*Provider)(nil)
+	_ contract.Session   = (*Session)(nil)
+	_ contract.Collector = (*Session)(nil)
 )

@@ -149,6 +149,9 @@ type RunReport struct {
 	Body     string    // final phase: report.body rendered with outputs, redacted
 	Error    string    // run error, redacted
 	Ref      ReportRef // what an earlier attempt stored (comment to edit)
+	// Delivery, in the final phase of a sandboxed run with checkout, is what
+	// became of the agent's commits (sandbox.push); nil otherwise.
+	Delivery *Delivery
 }
 
 // ReportRef is what a reporter wants kept in the run record so a restarted or

@@ -98,6 +98,9 @@ func Comment(r *contract.RunReport, o Options) string {
 		fence := fenceFor(r.Error, "```")
 		fmt.Fprintf(&b, "\n**Error**\n\n%stext\n%s\n%s\n", fence, strings.TrimRight(r.Error, "\n"), fence)
 	}
+	if r.Phase == contract.PhaseFinal && r.Delivery != nil {
+		b.WriteString("\n" + delivery(r.Delivery, r.Event) + "\n")
+	}
 	head := b.String()
 
 	body := ""
@@ -106,6 +109,49 @@ func Comment(r *contract.RunReport, o Options) string {
 	}
 	return fit(head, body, o.Limit)
 }
+
+// delivery is the comment's section on the agent's commits (sandbox.push):
+// the branch pushed and its compare view, the draft pull/merge request, or
+// why nothing was pushed.
+func delivery(d *contract.Delivery, e *workflows.Event) string {
+	const title = "**Agent's commits**"
+	note := ""
+	if d.Note != "" {
+		note = "\n\n" + inlineCode(cutRunes(oneLine(d.Note), 500))
+	}
+	switch d.Outcome {
+	case contract.DeliveryPushed:
+		commits := "1 commit"
+		if d.Commits != 1 {
+			commits = strconv.Itoa(d.Commits) + " commits"
+		}
+		branch := inlineCode(d.Branch)
+		if d.BranchURL != "" {
+			branch = "[" + branch + "](" + d.BranchURL + ")"
+		}
+		line := fmt.Sprintf("%s · %s pushed to %s", title, commits, branch)
+		if d.CompareURL != "" {
+			line += " · [compare](" + d.CompareURL + ")"
+		}
+		if pr := d.PullRequest; pr != nil {
+			kind, ref := "pull request", "#"
+			if e != nil && e.Forge == workflows.GitLab {
+				kind, ref = "merge request", "!"
+			}
+			line += fmt.Sprintf("\n\nDraft %s: [%s%d](%s)", kind, ref, pr.Number, pr.URL)
+		}
+		return line + note
+	case contract.DeliveryNoCommits:
+		return title + " · the agent made no commits: nothing pushed" + note
+	case contract.DeliveryFailed:
+		return title + " · " + icon(workflows.StatusFailed) + " not delivered" + note
+	default:
+		return title + " · nothing pushed" + note
+	}
+}
+
+// inlineCode is s as inline code, its backticks turned into quotes.
+func inlineCode(s string) string { return "`" + strings.ReplaceAll(s, "`", "'") + "`" }
 
 // fit joins head and body, cutting body (then, if even that is not enough,
 // head) so that the result has at most limit characters including the

@@ -1,0 +1,53 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// OpenDraft implements contract.DraftOpener: it opens a draft pull request
+// merging req.Head into req.Base, both branches of the event's repository
+// (`POST /repos/{owner}/{repo}/pulls` with draft: true). When GitHub answers
+// 422 because one is open for that head already (an earlier run pushed the
+// same branch), it returns that one. The token (or the App's installation)
+// needs pull requests: write.
+func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
+	var cr contract.ChangeRequest
+	ev := req.Event
+	if ev == nil || (ev.Forge != "" && ev.Forge != workflows.GitHub) {
+		return cr, fmt.Errorf("opening draft pull request on github: not a github event")
+	}
+	owner, repo, ok := strings.Cut(ev.Repo, "/")
+	if !ok || owner == "" || repo == "" {
+		return cr, fmt.Errorf("opening draft pull request on github: repository %q is not owner/name", ev.Repo)
+	}
+	c, err := r.client(ev.InstallationID)
+	if err != nil {
+		return cr, fmt.Errorf("opening draft pull request in %s: %w", ev.Repo, err)
+	}
+	pr, resp, err := c.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+		Title: gh.String(req.Title), Head: gh.String(req.Head), Base: gh.String(req.Base),
+		Body: gh.String(req.Body), Draft: gh.Bool(true),
+	})
+	if err == nil {
+		return contract.ChangeRequest{Number: pr.GetNumber(), URL: pr.GetHTMLURL()}, nil
+	}
+	if resp == nil || resp.StatusCode != http.StatusUnprocessableEntity {
+		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
+	}
+	open, _, lerr := c.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{
+		State: "open", Head: owner + ":" + req.Head, Base: req.Base})
+	if lerr != nil || len(open) == 0 {
+		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
+	}
+	return contract.ChangeRequest{Number: open[0].GetNumber(), URL: open[0].GetHTMLURL()}, nil
+}
+
+var _ contract.DraftOpener = (*Reporter)(nil)
