@@ -100,6 +100,7 @@ func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []wo
 		Workspace:   x.spec.Workspace,
 		Home:        x.spec.Home,
 		TmpDir:      x.spec.TmpDir,
+		EventFile:   x.eventFile,
 		Container:   st.Container,
 		Stdout:      out,
 		Stderr:      stderr,

@@ -95,7 +95,8 @@ type RunSpec struct {
 	Attempt   int                 // 1 for the first execution
 	Workflow  *workflows.Workflow // validated
 	Event     *workflows.Event    // what triggered it; nil: an empty event
-	Workspace string              // host directory the steps work in; "" = none (no event file is written)
+	Workspace string              // host directory the steps work in; "" = none
+	EventDir  string              // host directory for the event file, outside Workspace (contract.Workspace.EventDir); "" = one of the run's own
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
@@ -151,6 +152,9 @@ type execution struct {
 	session     *runSession // nil: no sandbox or root container
 	sandboxName string      // HOOKRUN_SANDBOX
 
+	eventFile string // host path of the event file; "" until written
+	eventTmp  string // the directory writeEventFile made for it, removed at the run's end
+
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
 
@@ -204,6 +208,7 @@ func (x *execution) run(ctx context.Context) *Result {
 		x.runHandlers(ctx, end.status)
 	}
 	x.closeSession(ctx)
+	x.removeEventFile()
 	x.finish(ctx, res, end)
 	return res
 }
