@@ -18,13 +18,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "WORKFLOW.yaml [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
 		"Run one workflow once on this machine, without a server or queue: each step's\n"+
 			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
-			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
+			"current directory (or --dir) unless the workflow sets checkout: true: then it is\n"+
+			"a fresh clone of the --event payload's repository at its head commit, fetched\n"+
+			"from the payload's clone URL with your own git credentials (mirrors kept in --cache).\n"+
 			"Exit 0 if the run succeeded, 1 if it failed, 2 on usage or validation errors.", stderr)
 	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
 	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
 	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
-	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
+	dir := fs.String("dir", "", "workspace directory (default: the current directory); not with checkout: true")
+	cache := fs.String("cache", "", "directory of the repository mirrors for checkout: true (default: hookrun in the user cache directory)")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -43,17 +46,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
 		return exitUsage
 	}
+	opts := runner.LocalOptions{Workflow: wf, Event: event, Dir: *dir, JSON: *asJSON, Stdout: stdout, Stderr: stderr}
+	if wf.Checkout {
+		if *eventPath == "" || *dir != "" {
+			fmt.Fprintf(stderr, "hookrun run: %s sets checkout: true, so the workspace is a clone of the payload's repository at its head: "+
+				"give --event PAYLOAD.json --event-name NAME, and no --dir\n", positional[0])
+			return exitUsage
+		}
+		ws, err := app.LocalWorkspaces(*cache)
+		if err != nil {
+			fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+			return exitUsage
+		}
+		opts.Workspaces = ws
+	}
 	providers, closer := app.LocalProviders(stderr)
 	defer closer.Close()
-	return runner.RunLocal(ctx, runner.LocalOptions{
-		Workflow:  wf,
-		Event:     event,
-		Dir:       *dir,
-		JSON:      *asJSON,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Providers: providers,
-	})
+	opts.Providers = providers
+	return runner.RunLocal(ctx, opts)
 }
 
 // loadEvent normalizes a payload file the way ingress would; no file gives
