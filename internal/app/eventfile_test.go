@@ -40,7 +40,9 @@ type buildError struct {
 	out string
 }
 
-func (e *buildError) Error() string { return "building the sbx simulator: " + e.err.Error() + "\n" + e.out }
+func (e *buildError) Error() string {
+	return "building the sbx simulator: " + e.err.Error() + "\n" + e.out
+}
 
 // upstream is a repository with one commit on main, served as file://.
 func upstream(t *testing.T) (url, sha string) {
@@ -120,7 +122,7 @@ func TestEventFileInEveryPlace(t *testing.T) {
 		{"sbx clone", false, "sandbox: {provider: sbx, agent: claude}\nsteps:\n  - {id: read, run: '" + read + "'}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := workflows.Parse("t.yaml", []byte("name: t\ncheckout: true\n" + tc.yaml))
+			w, err := workflows.Parse("t.yaml", []byte("name: t\ncheckout: true\n"+tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
