@@ -125,8 +125,10 @@ const eventName = "event.json"
 // RunSpec.EventDir, or, when the run has none, into a directory of its own
 // that the run removes at its end (removeEventFile). Either lies outside
 // the workspace: the payload never shows in a checkout's `git status`.
-// Directory and file are readable by everyone and writable only by hookrun,
-// so that host steps running as another user read it and cannot change it.
+// The file, and the directory the run makes, are readable by everyone and
+// writable only by hookrun, so that host steps running as another user
+// read it and cannot change it (RunSpec.EventDir is its preparer's to make
+// so: contract.Workspace.EventDir).
 func (x *execution) writeEventFile() error {
 	raw := []byte(x.ev.Raw)
 	if len(raw) == 0 {
@@ -142,11 +144,11 @@ func (x *execution) writeEventFile() error {
 			return fmt.Errorf("creating event file directory: %w", err)
 		}
 		x.eventTmp, dir = tmp, tmp
+		if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp makes it 0700
+			return fmt.Errorf("creating event file directory: %w", err)
+		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating event file directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return fmt.Errorf("writing event file: %w", err)
 	}
 	file := filepath.Join(dir, eventName)
 	if err := os.WriteFile(file, raw, 0o644); err != nil {

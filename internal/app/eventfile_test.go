@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -22,26 +23,13 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// buildSim builds the sbx simulator once.
-var buildSim = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "sbxsim-app-")
-	if err != nil {
-		return "", err
-	}
+// buildSim builds the sbx simulator into dir.
+func buildSim(dir string) (string, error) {
 	bin := filepath.Join(dir, "sbx")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hookrun/hookrun/providers/sbx/internal/sbxsim").CombinedOutput(); err != nil {
-		return "", &buildError{err: err, out: string(out)}
+		return "", fmt.Errorf("building the sbx simulator: %w\n%s", err, out)
 	}
 	return bin, nil
-})
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string {
-	return "building the sbx simulator: " + e.err.Error() + "\n" + e.out
 }
 
 // upstream is a repository with one commit on main, served as file://.
@@ -95,7 +83,7 @@ func TestEventFileInEveryPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
-	simBin, err := buildSim()
+	simBin, err := buildSim(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
