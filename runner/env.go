@@ -221,7 +221,7 @@ func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) 
 	case p == placeContainer:
 		eventPath = contract.ContainerEventPath
 	case p == placeSandbox:
-		eventPath = contract.SandboxEventPath(x.spec.ID)
+		eventPath = contract.SandboxEventPath(x.spec.Workspace)
 	}
 	if p == placeContainer && workspace != "" {
 		workspace = containerWorkspace

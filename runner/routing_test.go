@@ -216,8 +216,8 @@ steps:
 		}
 		// The event file: the sandbox's own copy in the sandbox, the host
 		// file for the harness on the host; never in the workspace.
-		if v, _ := envOf(inBox, "HOOKRUN_EVENT_PATH"); v != contract.SandboxEventPath("r1") {
-			t.Errorf("HOOKRUN_EVENT_PATH in the sandbox = %q, want %s", v, contract.SandboxEventPath("r1"))
+		if v, _ := envOf(inBox, "HOOKRUN_EVENT_PATH"); v != contract.SandboxEventPath(dir) {
+			t.Errorf("HOOKRUN_EVENT_PATH in the sandbox = %q, want %s", v, contract.SandboxEventPath(dir))
 		}
 		if v, _ := envOf(req, "HOOKRUN_EVENT_PATH"); v == "" || v != req.EventFile || v != sbx.opened[0].EventFile || strings.HasPrefix(v, dir) {
 			t.Errorf("HOOKRUN_EVENT_PATH on the host = %q, event file %q, sandbox opened with %q; want one host file outside %s",

@@ -29,9 +29,10 @@
 // default directory (the clone).
 //
 // With an event file (OpenRequest.EventFile), Open copies it into the new
-// sandbox at contract.SandboxEventPath, /tmp/hookrun-R/event.json, outside
-// the clone: `sbx exec -i hookrun-R sh -c SCRIPT hookrun-event PATH` with
-// the file on stdin, SCRIPT fixed text and PATH an argument.
+// sandbox at contract.SandboxEventPath, WORKSPACE/.git/hookrun/event.json
+// in the sandbox's clone (never in its working tree): `sbx exec -i
+// hookrun-R sh -c SCRIPT hookrun-event PATH` with the file on stdin, SCRIPT
+// fixed text and PATH an argument.
 //
 // Known sbx failures (not signed in, not logged in, global network policy
 // not initialized, sandbox exists, sandbox not found) are returned as errors

@@ -14,9 +14,9 @@ import (
 const writeEventScript = `mkdir -p -- "${1%/*}" && cat > "$1"`
 
 // writeEventFile copies the run's event file from the host into the
-// sandbox, at contract.SandboxEventPath, through `sbx exec -i`: a --clone
-// sandbox sees only the repository's tracked files, and the payload must
-// not become one of them.
+// sandbox, at contract.SandboxEventPath (in its clone's .git), through `sbx
+// exec -i`: a --clone sandbox sees only the repository's tracked files, and
+// the payload must not become one of them.
 func (s *Session) writeEventFile(ctx context.Context, hostFile string) error {
 	f, err := os.Open(hostFile)
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *Session) writeEventFile(ctx context.Context, hostFile string) error {
 	res, err := s.Exec(ctx, contract.ExecRequest{
 		RunID:  s.runID,
 		StepID: "event-file",
-		Argv:   []string{"sh", "-c", writeEventScript, "hookrun-event", contract.SandboxEventPath(s.runID)},
+		Argv:   []string{"sh", "-c", writeEventScript, "hookrun-event", contract.SandboxEventPath(s.workspace)},
 		Stdin:  f,
 		Stderr: &stderr,
 	})
@@ -37,7 +37,7 @@ func (s *Session) writeEventFile(ctx context.Context, hostFile string) error {
 	case err != nil:
 		return err
 	case res.ExitCode != 0:
-		return fmt.Errorf("writing %s in the sandbox: exit %d: %s", contract.SandboxEventPath(s.runID), res.ExitCode, lastLine(stderr.String()))
+		return fmt.Errorf("writing %s in the sandbox: exit %d: %s", contract.SandboxEventPath(s.workspace), res.ExitCode, lastLine(stderr.String()))
 	}
 	return nil
 }

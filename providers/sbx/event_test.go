@@ -12,16 +12,15 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Open copies the run's event file into the --clone sandbox, outside the
-// repository: a step reads it at contract.SandboxEventPath, the clone's
+// Open copies the run's event file into the --clone sandbox, into its
+// clone's .git: a step reads it at contract.SandboxEventPath, the clone's
 // `git status` stays empty, and an agent's `git add -A` does not commit it.
 func TestOpenWritesTheEventFile(t *testing.T) {
 	sim := newSim(t)
 	p := sim.provider(t)
 	ws := gitRepo(t)
 	const runID = "event"
-	inBox := contract.SandboxEventPath(runID)
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(inBox)) }) // the simulator's sandbox shares the host's /tmp
+	inBox := contract.SandboxEventPath(ws)
 	eventFile := filepath.Join(t.TempDir(), "event.json")
 	if err := os.WriteFile(eventFile, []byte(`{"payload":"raw"}`), 0o644); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"io"
+	"path"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -103,12 +104,17 @@ type Workspace struct {
 // payload.
 const ContainerEventPath = "/hookrun/event.json"
 
-// SandboxEventPath is where a run's sbx sandbox holds the event file: the
-// sandbox provider writes OpenRequest.EventFile there when it opens the
-// sandbox (a --clone sandbox has only the repository's tracked files, and
-// its view of the host repository is read-only). It lies outside any
-// repository, in the sandbox's own /tmp.
-func SandboxEventPath(runID string) string { return "/tmp/" + SandboxName(runID) + "/event.json" }
+// SandboxEventPath is where the sbx sandbox of a run whose workspace is
+// the host path workspace holds the event file: in the git directory of
+// the sandbox's clone, which sbx puts at the workspace's path
+// (<workspace>/.git/hookrun/event.json). A --clone sandbox has only the
+// repository's tracked files, and its view of the host repository is
+// read-only, so the sandbox provider writes the file there through the
+// sandbox when it opens it; inside .git it never shows in `git status` nor
+// travels with a commit or a fetch.
+func SandboxEventPath(workspace string) string {
+	return path.Join(workspace, ".git", "hookrun", "event.json")
+}
 
 // SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
 // create --name`).
