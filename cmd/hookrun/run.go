@@ -46,24 +46,42 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
 		return exitUsage
 	}
-	opts := runner.LocalOptions{Workflow: wf, Event: event, Dir: *dir, JSON: *asJSON, Stdout: stdout, Stderr: stderr}
-	if wf.Checkout {
-		if *eventPath == "" || *dir != "" {
-			fmt.Fprintf(stderr, "hookrun run: %s sets checkout: true, so the workspace is a clone of the payload's repository at its head: "+
-				"give --event PAYLOAD.json --event-name NAME, and no --dir\n", positional[0])
-			return exitUsage
-		}
-		ws, err := app.LocalWorkspaces(*cache)
-		if err != nil {
-			fmt.Fprintf(stderr, "hookrun run: %v\n", err)
-			return exitUsage
-		}
-		opts.Workspaces = ws
+	workspaces, ok := checkoutWorkspaces(wf, positional[0], *eventPath, *dir, *cache, stderr)
+	if !ok {
+		return exitUsage
 	}
 	providers, closer := app.LocalProviders(stderr)
 	defer closer.Close()
-	opts.Providers = providers
-	return runner.RunLocal(ctx, opts)
+	return runner.RunLocal(ctx, runner.LocalOptions{
+		Workflow:   wf,
+		Event:      event,
+		Dir:        *dir,
+		JSON:       *asJSON,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		Providers:  providers,
+		Workspaces: workspaces,
+	})
+}
+
+// checkoutWorkspaces are the checkouts of a workflow with `checkout: true`
+// (nil without): the payload's repository at its head, so the run needs
+// --event and no --dir. ok is false after a usage error, printed.
+func checkoutWorkspaces(wf *workflows.Workflow, file, eventPath, dir, cache string, stderr io.Writer) (ws runner.Workspaces, ok bool) {
+	if !wf.Checkout {
+		return nil, true
+	}
+	if eventPath == "" || dir != "" {
+		fmt.Fprintf(stderr, "hookrun run: %s sets checkout: true, so the workspace is a clone of the payload's repository at its head: "+
+			"give --event PAYLOAD.json --event-name NAME, and no --dir\n", file)
+		return nil, false
+	}
+	w, err := app.LocalWorkspaces(cache)
+	if err != nil {
+		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+		return nil, false
+	}
+	return w, true
 }
 
 // loadEvent normalizes a payload file the way ingress would; no file gives
