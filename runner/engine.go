@@ -195,6 +195,7 @@ func (x *execution) run(ctx context.Context) *Result {
 	res := &Result{StartedAt: x.now()}
 	x.start(ctx)
 	defer x.sys.Close()
+	defer x.removeEventFile() // after the handlers and the session
 
 	runCtx := ctx
 	if x.wf.Timeout > 0 {
@@ -208,7 +209,6 @@ func (x *execution) run(ctx context.Context) *Result {
 		x.runHandlers(ctx, end.status)
 	}
 	x.closeSession(ctx)
-	x.removeEventFile()
 	x.finish(ctx, res, end)
 	return res
 }

@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/hookrun/hookrun/providers/docker"
-	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/providers/harness"
 	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/providers/sbx"
@@ -116,29 +112,4 @@ func keepContainer(rec *queue.RunRecord, err error, now time.Time, staleAfter ti
 		return false
 	}
 	return rec.Status != workflows.StatusRunning || now.Sub(rec.HeartbeatAt) < staleAfter
-}
-
-// LocalWorkspaces are the checkouts of `hookrun run` (a workflow with
-// `checkout: true`): mirrors and workspaces under dir, default "hookrun"
-// in the user's cache directory (os.UserCacheDir), else in the temporary
-// directory. The clone URL is the payload's, as it stands: the user chose
-// the payload. git fetches it with the user's own git configuration and
-// credential helpers; hookrun adds no token of its own.
-func LocalWorkspaces(dir string) (*git.Workspaces, error) {
-	if dir == "" {
-		dir = defaultLocalCache()
-	}
-	w, err := git.New(git.Config{DataDir: dir})
-	if err != nil {
-		return nil, fmt.Errorf("preparing local checkouts in %s: %w", dir, err)
-	}
-	return w, nil
-}
-
-// defaultLocalCache is where `hookrun run` keeps its mirrors by default.
-func defaultLocalCache() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "hookrun")
-	}
-	return filepath.Join(os.TempDir(), "hookrun-"+strconv.Itoa(os.Getuid()))
 }

@@ -3,7 +3,6 @@ package contract
 import (
 	"context"
 	"io"
-	"path"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -113,7 +112,7 @@ const ContainerEventPath = "/hookrun/event.json"
 // sandbox when it opens it; inside .git it never shows in `git status` nor
 // travels with a commit or a fetch.
 func SandboxEventPath(workspace string) string {
-	return path.Join(workspace, ".git", "hookrun", "event.json")
+	return workspace + "/.git/hookrun/event.json"
 }
 
 // SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
