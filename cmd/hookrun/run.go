@@ -18,16 +18,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "WORKFLOW.yaml [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
 		"Run one workflow once on this machine, without a server or queue: each step's\n"+
 			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
-			"current directory (or --dir) unless the workflow sets checkout: true: then it is\n"+
-			"a fresh clone of the --event payload's repository at its head commit, fetched\n"+
-			"from the payload's clone URL with your own git credentials (mirrors kept in --cache).\n"+
+			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
 			"Exit 0 if the run succeeded, 1 if it failed, 2 on usage or validation errors.", stderr)
 	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
 	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
 	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
-	dir := fs.String("dir", "", "workspace directory (default: the current directory); not with checkout: true")
-	cache := fs.String("cache", "", "directory of the repository mirrors for checkout: true (default: hookrun in the user cache directory)")
+	cache := fs.String("cache", "", "with checkout: true, where the repository mirrors are kept (default: hookrun in the user cache directory); "+
+		"the workspace is then a fresh clone of the --event payload's repository at its head, fetched from its clone URL with your own git credentials, and --dir is refused")
+	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
 	positional, code, ok := parseInterspersed(fs, args)
 	if !ok {
 		return code
@@ -62,26 +61,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Providers:  providers,
 		Workspaces: workspaces,
 	})
-}
-
-// checkoutWorkspaces are the checkouts of a workflow with `checkout: true`
-// (nil without): the payload's repository at its head, so the run needs
-// --event and no --dir. ok is false after a usage error, printed.
-func checkoutWorkspaces(wf *workflows.Workflow, file, eventPath, dir, cache string, stderr io.Writer) (ws runner.Workspaces, ok bool) {
-	if !wf.Checkout {
-		return nil, true
-	}
-	if eventPath == "" || dir != "" {
-		fmt.Fprintf(stderr, "hookrun run: %s sets checkout: true, so the workspace is a clone of the payload's repository at its head: "+
-			"give --event PAYLOAD.json --event-name NAME, and no --dir\n", file)
-		return nil, false
-	}
-	w, err := app.LocalWorkspaces(cache)
-	if err != nil {
-		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
-		return nil, false
-	}
-	return w, true
 }
 
 // loadEvent normalizes a payload file the way ingress would; no file gives
