@@ -150,6 +150,7 @@ func (s *stepRun) attempt(r route) contract.Attempt {
 		Workspace:   x.spec.Workspace,
 		Home:        x.spec.Home,
 		TmpDir:      x.spec.TmpDir,
+		EventFile:   x.eventFile,
 		Container:   st.Container,
 		Stdout:      out,
 		Stderr:      s.stderr,

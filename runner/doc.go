@@ -58,6 +58,12 @@
 // first); HOOKRUN_RUN_STATUS for handlers; the secrets. Nothing else of the
 // runner's environment is passed on.
 //
+// HOOKRUN_EVENT_PATH names the raw payload, written before the first step
+// into RunSpec.EventDir (else a directory of the run's own, removed at its
+// end), never into the workspace: the host path on the host,
+// contract.ContainerEventPath in containers, contract.SandboxEventPath in
+// the sandbox (the sandbox provider copies the file in).
+//
 // Values written by the workflow author (env, params, container env) may
 // reference, as ${NAME}, any variable set before them, and also the HOOKRUN_*
 // variables; the substitution is workflows.Expand: no shell, values are not

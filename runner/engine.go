@@ -104,7 +104,8 @@ type RunSpec struct {
 	Attempt   int                 // 1 for the first execution
 	Workflow  *workflows.Workflow // validated
 	Event     *workflows.Event    // what triggered it; nil: an empty event
-	Workspace string              // host directory the steps work in; "" = none (no event file is written)
+	Workspace string              // host directory the steps work in; "" = none
+	EventDir  string              // host directory for the event file, outside Workspace (contract.Workspace.EventDir); "" = one of the run's own
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
@@ -172,6 +173,9 @@ type execution struct {
 	sandboxName string // HOOKRUN_SANDBOX
 	skipped     string // why the run was skipped (its root preconditions); "" when it ran
 
+	eventFile string // host path of the event file; "" until written
+	eventTmp  string // the directory writeEventFile made for it, removed at the run's end
+
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
 
@@ -212,6 +216,7 @@ func (x *execution) run(ctx context.Context) *Result {
 	res := &Result{StartedAt: x.now()}
 	x.start(ctx)
 	defer x.sys.Close()
+	defer x.removeEventFile() // after the handlers and the session
 
 	runCtx := ctx
 	if x.wf.Timeout > 0 {

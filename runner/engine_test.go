@@ -265,7 +265,7 @@ steps:
 			name: "the raw payload is at HOOKRUN_EVENT_PATH",
 			yaml: `
 steps:
-  - {id: a, run: 'cat "$HOOKRUN_EVENT_PATH" > order; test "$HOOKRUN_EVENT_PATH" = "$HOOKRUN_WORKSPACE/.hookrun/event.json"'}
+  - {id: a, run: 'cat "$HOOKRUN_EVENT_PATH" > order; case "$HOOKRUN_EVENT_PATH" in "$HOOKRUN_WORKSPACE"/*|"") exit 1;; esac; test "$(ls -A)" = order || { ls -A; exit 1; }'}
 `,
 			wantStatus: succeeded,
 			wantOrder:  `{"action":"opened","number":7}`,

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -118,19 +118,18 @@ func (x *execution) loadSecrets() {
 	x.red = NewRedactor(append(values, x.e.cfg.Redact...)...)
 }
 
-// The raw payload lies at <workspace>/.hookrun/event.json
-// (HOOKRUN_EVENT_PATH).
-const (
-	eventDir  = ".hookrun"
-	eventName = "event.json"
-)
+// eventName is the event file's name in its directory.
+const eventName = "event.json"
 
-// writeEventFile writes the raw payload to <workspace>/.hookrun/event.json
-// for HOOKRUN_EVENT_PATH.
+// writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH into
+// RunSpec.EventDir, or, when the run has none, into a directory of its own
+// that the run removes at its end (removeEventFile). Either lies outside
+// the workspace: the payload never shows in a checkout's `git status`.
+// The file, and the directory the run makes, are readable by everyone and
+// writable only by hookrun, so that host steps running as another user
+// read it and cannot change it (RunSpec.EventDir is its preparer's to make
+// so: contract.Workspace.EventDir).
 func (x *execution) writeEventFile() error {
-	if x.spec.Workspace == "" {
-		return nil
-	}
 	raw := []byte(x.ev.Raw)
 	if len(raw) == 0 {
 		var err error
@@ -138,14 +137,36 @@ func (x *execution) writeEventFile() error {
 			return fmt.Errorf("encoding event: %w", err)
 		}
 	}
-	dir := filepath.Join(x.spec.Workspace, eventDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := x.spec.EventDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "hookrun-event-")
+		if err != nil {
+			return fmt.Errorf("creating event file directory: %w", err)
+		}
+		x.eventTmp, dir = tmp, tmp
+		if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp makes it 0700
+			return fmt.Errorf("creating event file directory: %w", err)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating event file directory: %w", err)
+	}
+	file := filepath.Join(dir, eventName)
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
 		return fmt.Errorf("writing event file: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, eventName), raw, 0o644); err != nil {
-		return fmt.Errorf("writing event file: %w", err)
-	}
+	x.eventFile = file
 	return nil
+}
+
+// removeEventFile removes the directory writeEventFile made (not
+// RunSpec.EventDir, which belongs to whoever prepared the run).
+func (x *execution) removeEventFile() {
+	if x.eventTmp == "" {
+		return
+	}
+	if err := os.RemoveAll(x.eventTmp); err != nil {
+		x.e.cfg.Logger.Warn("removing the event file", "run", x.spec.ID, "err", err)
+	}
 }
 
 // prefix returns the environment every step of the run at p starts from.
@@ -198,16 +219,16 @@ func (x *execution) setBaseEnv(l *envList) {
 // setRunVars sets the event's HOOKRUN_* variables (evEnv) and the run's
 // own, with the paths as a step at p sees them.
 func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) {
-	workspace, eventPath := x.spec.Workspace, ""
+	workspace, eventPath := x.spec.Workspace, x.eventFile
+	switch {
+	case eventPath == "":
+	case p == placeContainer:
+		eventPath = contract.ContainerEventPath
+	case p == placeSandbox:
+		eventPath = contract.SandboxEventPath(x.spec.Workspace)
+	}
 	if p == placeContainer && workspace != "" {
 		workspace = containerWorkspace
-	}
-	if workspace != "" {
-		if p == placeContainer {
-			eventPath = path.Join(workspace, eventDir, eventName)
-		} else {
-			eventPath = filepath.Join(workspace, eventDir, eventName)
-		}
 	}
 	run.setAll(evEnv)
 	run.set("HOOKRUN_RUN_ID", x.spec.ID)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"text/tabwriter"
@@ -77,7 +76,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	if ev == nil {
 		ev = &workflows.Event{}
 	}
-	dir, headSHA := o.Dir, ""
+	dir, headSHA, eventDir := o.Dir, "", ""
 	if o.Workflow.Checkout && o.Workspaces != nil {
 		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, true)
 		if err != nil {
@@ -86,7 +85,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		}
 		defer o.Workspaces.Remove(o.RunID) //nolint:errcheck // best effort cleanup of a local checkout
 		// HOME and TMPDIR stay the invoking user's: a local run is theirs.
-		dir, headSHA = ws.Dir, ws.HeadSHA
+		dir, headSHA, eventDir = ws.Dir, ws.HeadSHA, ws.EventDir
 	}
 	if dir == "" {
 		wd, err := os.Getwd()
@@ -112,11 +111,9 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)
 		return ExitUsage
 	}
-	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params})
-	// Leave the user's directory as it was: drop the event file (and its
-	// directory when nothing else is in it).
-	_ = os.Remove(filepath.Join(dir, eventDir, eventName))
-	_ = os.Remove(filepath.Join(dir, eventDir))
+	// The event file lies outside dir (in a directory of the run's own
+	// without a checkout): the user's directory stays as it was.
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventDir: eventDir})
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)

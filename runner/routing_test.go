@@ -154,8 +154,12 @@ steps:
 		if v, _ := envOf(req, "HOOKRUN_WORKSPACE"); v != "/workspace" {
 			t.Errorf("HOOKRUN_WORKSPACE = %q", v)
 		}
-		if v, _ := envOf(req, "HOOKRUN_EVENT_PATH"); v != "/workspace/.hookrun/event.json" {
-			t.Errorf("HOOKRUN_EVENT_PATH = %q", v)
+		if v, _ := envOf(req, "HOOKRUN_EVENT_PATH"); v != contract.ContainerEventPath {
+			t.Errorf("HOOKRUN_EVENT_PATH = %q, want %s", v, contract.ContainerEventPath)
+		}
+		own, _ := containers.req("own")
+		if req.EventFile == "" || own.EventFile != req.EventFile || root.opened[0].EventFile != req.EventFile {
+			t.Errorf("event file: root exec %q, step container %q, root open %q", req.EventFile, own.EventFile, root.opened[0].EventFile)
 		}
 		if _, ok := envOf(req, "PATH"); ok {
 			t.Error("the host PATH was passed into the container")
@@ -209,6 +213,15 @@ steps:
 		}
 		if req.Dir != dir {
 			t.Errorf("dir = %q, want the host workspace %q", req.Dir, dir)
+		}
+		// The event file: the sandbox's own copy in the sandbox, the host
+		// file for the harness on the host; never in the workspace.
+		if v, _ := envOf(inBox, "HOOKRUN_EVENT_PATH"); v != contract.SandboxEventPath(dir) {
+			t.Errorf("HOOKRUN_EVENT_PATH in the sandbox = %q, want %s", v, contract.SandboxEventPath(dir))
+		}
+		if v, _ := envOf(req, "HOOKRUN_EVENT_PATH"); v == "" || v != req.EventFile || v != sbx.opened[0].EventFile || strings.HasPrefix(v, dir) {
+			t.Errorf("HOOKRUN_EVENT_PATH on the host = %q, event file %q, sandbox opened with %q; want one host file outside %s",
+				v, req.EventFile, sbx.opened[0].EventFile, dir)
 		}
 		if sbx.session.closed != 1 {
 			t.Errorf("sandbox closed %d times", sbx.session.closed)

@@ -65,6 +65,7 @@ func (x *execution) openSession(ctx context.Context) error {
 	s, err := pl.sandbox.Open(ctx, contract.OpenRequest{
 		RunID:     x.spec.ID,
 		Workspace: x.spec.Workspace,
+		EventFile: x.eventFile,
 		Workflow:  x.wf,
 		Env:       append([]workflows.EnvVar(nil), env.vars...),
 		Stdout:    x.sys,

@@ -26,6 +26,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
 	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
+	cache := fs.String("cache", "", "with checkout: true, where the repository mirrors are kept (default: hookrun in the user cache directory); "+
+		"the workspace is then a fresh clone of the --event payload's repository at its head, fetched from its clone URL with your own git credentials, and --dir is refused")
 	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
 	params := paramFlag{}
 	fs.Var(params, "p", "NAME=VALUE: a value for one of the workflow's params (repeatable); the value reaches steps as an environment variable")
@@ -52,6 +54,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
 		return exitUsage
 	}
+	workspaces, ok := checkoutWorkspaces(wf, positional[0], *eventPath, *dir, *cache, stderr)
+	if !ok {
+		return exitUsage
+	}
 	providers, closer := app.LocalProviders(stderr)
 	defer closer.Close()
 	return runner.RunLocal(ctx, runner.LocalOptions{
@@ -64,6 +70,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Stderr:     stderr,
 		Providers:  providers,
 		SbxHostEnv: app.LocalSbxHostEnv(),
+		Workspaces: workspaces,
 	})
 }
 

@@ -7,7 +7,8 @@
 // step container), runs with no-new-privileges, docker-init as PID 1, and the
 // memory, CPU and PID limits of the workflow, else of the server (Config).
 // The run's workspace is bind-mounted at /workspace unless a volume targets
-// it. Volume sources are host paths, relative ones resolved against the
+// it, and the run's event file read-only at contract.ContainerEventPath
+// (/hookrun/event.json). Volume sources are host paths, relative ones resolved against the
 // workspace; named volumes are not supported (they would outlive the run and
 // be shared between runs). A volume exposing the engine's socket (the
 // socket itself, or a directory above it) is refused unless

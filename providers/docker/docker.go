@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/hookrun/hookrun/providers/internal/proc"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -224,6 +225,21 @@ func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
 		out = append(out, workspace+":"+WorkspaceMount)
 	}
 	return out, nil
+}
+
+// withEventFile adds the run's event file (contract.ExecRequest.EventFile),
+// read-only at contract.ContainerEventPath, to binds; nothing without one
+// or when a volume of the workflow targets that path already.
+func withEventFile(binds []string, eventFile string) []string {
+	if eventFile == "" {
+		return binds
+	}
+	for _, b := range binds {
+		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == contract.ContainerEventPath {
+			return binds
+		}
+	}
+	return append(binds, eventFile+":"+contract.ContainerEventPath+":ro")
 }
 
 // exposesSocket reports whether mounting src would give a container the

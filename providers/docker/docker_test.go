@@ -571,3 +571,38 @@ func TestConfigValidate(t *testing.T) {
 func rootWorkflow() *workflows.Workflow {
 	return &workflows.Workflow{Name: "bench", Container: testImage}
 }
+
+// The run's event file reaches both kinds of container read-only at
+// contract.ContainerEventPath, outside the workspace.
+func TestEventFileMountedReadOnly(t *testing.T) {
+	d := newDocker(t, Config{})
+	ws := t.TempDir()
+	if err := os.Chmod(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	eventFile := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(eventFile, []byte(`{"payload":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runID := runPrefix + "event"
+	sess, err := d.Open(context.Background(), contract.OpenRequest{RunID: runID, Workspace: ws, EventFile: eventFile,
+		Workflow: &workflows.Workflow{Name: "t", Container: testImage}})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	script := `cat ` + contract.ContainerEventPath + ` && echo && if echo x >> ` + contract.ContainerEventPath + ` 2>/dev/null; then echo writable; fi; ls -A /workspace`
+	for name, exec := range map[string]struct {
+		e   contract.Executor
+		req contract.ExecRequest
+	}{
+		"root":     {sess, contract.ExecRequest{RunID: runID, StepID: "root"}},
+		"per-step": {d, contract.ExecRequest{RunID: runID, StepID: "own", Workspace: ws, EventFile: eventFile, Container: testImage}},
+	} {
+		exec.req.Argv = []string{"sh", "-c", script}
+		res, stdout, stderr, err := run(t, context.Background(), exec.e, exec.req)
+		if err != nil || res.ExitCode != 0 || stdout != "{\"payload\":1}\n" {
+			t.Errorf("%s container: exit %d, err %v, stdout %q, stderr %q; want the payload, read-only, and an empty workspace", name, res.ExitCode, err, stdout, stderr)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Package git prepares a run's workspace: a bare mirror per repository
 // under the data dir, fetched on demand, and a checkout of the head SHA (or
-// the pull/merge request head ref) into <data>/workspaces/<run>.
+// the pull/merge request head ref) into <data>/workspaces/<run>; the run's
+// HOME, TMPDIR and event file directory lie under <data>/scratch/<run>.
 //
 // Clone URLs come from webhook payloads. In the servers, Config.Origins
 // confines them to their forge's host, so that the forge's credentials

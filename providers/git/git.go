@@ -139,12 +139,13 @@ func (w *Workspaces) Dir(runID string) (string, error) {
 }
 
 // Prepare creates <data>/workspaces/<runID>, replacing what an earlier
-// attempt of the run left there, and the run's HOME and TMPDIR under
-// <data>/scratch/<runID>. With checkout the workspace holds a clone of the
+// attempt of the run left there, and the run's HOME, TMPDIR and event file
+// directory under <data>/scratch/<runID>. With checkout the workspace holds a clone of the
 // event's repository with a detached HEAD at the head commit: the event's
 // head SHA, or, when the event carries none, the tip of the pull or merge
 // request's head ref; for an event with neither (issues) the repository's
-// default branch. With Config.Owner all three belong to that user.
+// default branch. With Config.Owner the workspace, HOME and TMPDIR belong
+// to that user; the event directory stays hookrun's (mode 0755).
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
@@ -174,11 +175,18 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 			return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 		}
 	}
+	// The event file's directory stays hookrun's, readable by all: steps
+	// read the payload there and cannot change it.
+	event := filepath.Join(w.scratch, runID, "event")
+	if err := os.Mkdir(event, 0o755); err != nil {
+		_ = w.Remove(runID)
+		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
+	}
 	if err := w.handOver(dir, home, tmp); err != nil {
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
 	}
-	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp}, nil
+	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp, EventDir: event}, nil
 }
 
 // clone fills dir with a checkout of e's head and returns the SHA.

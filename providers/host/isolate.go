@@ -35,7 +35,8 @@ import (
 //     directory by an empty read-only tmpfs, a file by /dev/null. The run's
 //     workspace, HOME and TMPDIR (ExecRequest.Workspace, Home, TmpDir) stay
 //     reachable at their paths even when they lie under a hidden directory
-//     (hookrun's data_dir), other runs' workspaces do not.
+//     (hookrun's data_dir), and so does the directory of its event file
+//     (ExecRequest.EventFile); other runs' workspaces do not.
 //
 // It needs root (CAP_SYS_ADMIN for the namespaces, CAP_SETUID for the
 // user); Probe tells whether this process can do it. The commands start
@@ -189,6 +190,16 @@ func expose(paths ...string) []string {
 		}
 	}
 	return out
+}
+
+// eventDir is the directory of the run's event file, exposed whole (only
+// directories can be brought back); hookrun owns it and the file, so the
+// step user reads them and cannot change them. "" without an event file.
+func eventDir(file string) string {
+	if file == "" {
+		return ""
+	}
+	return filepath.Dir(file)
 }
 
 // blockedAncestors returns, for each exposed directory, its outermost

@@ -495,3 +495,40 @@ func TestRefusingRunsNothing(t *testing.T) {
 		t.Fatal("a refused step ran")
 	}
 }
+
+// The run's event file lies in hookrun's hidden data dir, outside the
+// workspace: an isolated step reads it and cannot change it.
+func TestIsolationReadsTheEventFile(t *testing.T) {
+	requireRoot(t)
+	data := filepath.Join(t.TempDir(), "data") // below 0700 root directories
+	ws, event := filepath.Join(data, "workspaces", "R1"), filepath.Join(data, "scratch", "R1", "event")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ws, stepUID, stepUID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(event, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(event, "event.json")
+	if err := os.WriteFile(file, []byte(`{"payload":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := isolated(data).Exec(context.Background(), contract.ExecRequest{
+		Argv:      []string{"sh", "-c", `cat "$HOOKRUN_EVENT_PATH" && echo && if echo x >> "$HOOKRUN_EVENT_PATH" || touch "${HOOKRUN_EVENT_PATH%/*}/new"; then echo writable; fi`},
+		Env:       []workflows.EnvVar{pathEnv, {Name: "HOOKRUN_EVENT_PATH", Value: file}},
+		Dir:       ws,
+		Workspace: ws,
+		EventFile: file,
+		Stdout:    &out,
+		Stderr:    io.Discard,
+	})
+	if err != nil {
+		t.Fatalf("Exec: %v (%q)", err, out.String())
+	}
+	if res.ExitCode != 0 || out.String() != "{\"payload\":1}\n" {
+		t.Fatalf("exit %d, output %q: want the event file readable and not writable", res.ExitCode, out.String())
+	}
+}

@@ -25,6 +25,12 @@
 // (`git ls-remote --symref`); when the sandbox is on a detached HEAD, that
 // commit is fetched and hookrun/R points at it.
 //
+// With an event file (OpenRequest.EventFile), Open copies it into the new
+// sandbox at contract.SandboxEventPath, WORKSPACE/.git/hookrun/event.json
+// in the sandbox's clone (never in its working tree): `sbx exec -i
+// hookrun-R sh -c SCRIPT hookrun-event PATH` with the file on stdin, SCRIPT
+// fixed text and PATH an argument.
+//
 // Environment variables reach the sandbox by bare name (`-e NAME`), their
 // values set in the sbx process's own environment, so no value is ever on a
 // command line. Secrets (ExecRequest.SecretNames) are not forwarded into the

@@ -95,7 +95,8 @@ func BranchName(runID string) string { return "hookrun/" + runID }
 
 // Open removes a leftover sandbox of the run, then creates a fresh one with
 // `sbx create --name hookrun-<run> --clone --no-progress <agent> <workspace>`.
-// The agent is req.Workflow.Sandbox.Agent.
+// The agent is req.Workflow.Sandbox.Agent. The run's event file
+// (req.EventFile) is then copied into the sandbox (writeEventFile).
 func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract.Session, error) {
 	if req.Workflow == nil || req.Workflow.Sandbox == nil || req.Workflow.Sandbox.Agent == "" {
 		return nil, fmt.Errorf("opening sbx sandbox for run %s: the workflow names no sandbox agent", req.RunID)
@@ -120,6 +121,12 @@ func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract
 		// create may have got far enough to leave something behind.
 		_ = s.Close(ctx)
 		return nil, fmt.Errorf("creating sandbox %s: %w", name, err)
+	}
+	if req.EventFile != "" {
+		if err := s.writeEventFile(ctx, req.EventFile); err != nil {
+			_ = s.Close(ctx)
+			return nil, fmt.Errorf("writing the event file into sandbox %s: %w", name, err)
+		}
 	}
 	return s, nil
 }

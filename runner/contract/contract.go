@@ -51,6 +51,11 @@ type ExecRequest struct {
 	// hides parts of the host from its commands keeps these and Workspace
 	// reachable.
 	Home, TmpDir string
+	// EventFile is the host path of the run's event file (the raw payload,
+	// HOOKRUN_EVENT_PATH of host steps); "" when the run has none. An
+	// executor that hides parts of the host keeps it readable; containers
+	// get it read-only at ContainerEventPath.
+	EventFile string
 
 	// Container is set for a step with its own `container:`; only the
 	// per-step container executor reads it.
@@ -86,6 +91,29 @@ type Workspace struct {
 	HeadSHA string // the commit checked out; "" without checkout
 	Home    string // the run's HOME for host steps; "" to keep the runner's
 	TmpDir  string // the run's TMPDIR for host steps; "" to keep the runner's
+	// EventDir is a directory outside Dir for the run's event file, which
+	// host steps may read but not write; "" lets the engine make one.
+	EventDir string
+}
+
+// ContainerEventPath is where containers see the run's event file
+// (HOOKRUN_EVENT_PATH), bind-mounted read-only from ExecRequest.EventFile
+// (OpenRequest.EventFile for the root container). Like the event file in
+// every place a step runs, it lies outside the workspace, so that it never
+// shows in `git status` and an agent's `git add -A` cannot commit the
+// payload.
+const ContainerEventPath = "/hookrun/event.json"
+
+// SandboxEventPath is where the sbx sandbox of a run whose workspace is
+// the host path workspace holds the event file: in the git directory of
+// the sandbox's clone, which sbx puts at the workspace's path
+// (<workspace>/.git/hookrun/event.json). A --clone sandbox has only the
+// repository's tracked files, and its view of the host repository is
+// read-only, so the sandbox provider writes the file there through the
+// sandbox when it opens it; inside .git it never shows in `git status` nor
+// travels with a commit or a fetch.
+func SandboxEventPath(workspace string) string {
+	return workspace + "/.git/hookrun/event.json"
 }
 
 // SandboxName is the name of a run's sbx sandbox (HOOKRUN_SANDBOX, `sbx
@@ -104,6 +132,7 @@ type Sandbox interface {
 type OpenRequest struct {
 	RunID     string
 	Workspace string              // host path of the run's workspace
+	EventFile string              // host path of the run's event file (ExecRequest.EventFile); "" when none
 	Workflow  *workflows.Workflow // Container or Sandbox says what to open
 	Env       []workflows.EnvVar  // run-wide environment (root container env)
 	Stdout    io.Writer           // progress of opening/closing, for the run log

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hookrun/hookrun/runner/contract"
@@ -73,13 +74,18 @@ func (s *workspacesSuite) prepare(t *testing.T, ws contract.Workspaces, id strin
 	if w.Home != "" && (w.Home == w.Dir || w.Home == w.TmpDir) || w.TmpDir != "" && w.TmpDir == w.Dir {
 		t.Errorf("workspace, HOME and TMPDIR are not three directories: %+v", w)
 	}
+	if w.EventDir != "" {
+		if rel, err := filepath.Rel(w.Dir, w.EventDir); err == nil && !strings.HasPrefix(rel, "..") {
+			t.Errorf("Workspace.EventDir %s lies in the workspace %s: the payload would show in git status", w.EventDir, w.Dir)
+		}
+	}
 	return w
 }
 
 // dirsOf lists the directories of w ("" ones left out).
 func dirsOf(w contract.Workspace) []string {
 	var out []string
-	for _, d := range []string{w.Dir, w.Home, w.TmpDir} {
+	for _, d := range []string{w.Dir, w.Home, w.TmpDir, w.EventDir} {
 		if d != "" {
 			out = append(out, d)
 		}
