@@ -78,3 +78,33 @@ func TestRefusedRunFailsAtClaim(t *testing.T) {
 		t.Errorf("%d messages left: the refused run was not acked", n)
 	}
 }
+
+// A run request whose params the loaded workflow does not declare (the
+// workflow changed after the API queued it) is failed at claim naming the
+// param, without running anything; declared params reach the steps.
+func TestRunParamsCheckedAtClaim(t *testing.T) {
+	t.Parallel()
+	const wf = `
+name: deploy
+params: [{TARGET: staging}]
+steps:
+  - {id: show, run: 'printf "%s" "$TARGET" > $TMP/target'}
+`
+	f := newFixture(t, map[string]string{"deploy": wf}, nil, nil)
+	f.start()
+	bad := f.publish("deploy", func(r *queue.RunRequest) { r.Params = map[string]string{"BRANCH": "x"} })
+	rec := f.waitRecord(bad, 15*time.Second, "a terminal state", terminal)
+	if rec.Status != workflows.StatusFailed || !strings.Contains(rec.Error, "has no param BRANCH") {
+		t.Fatalf("unknown param: status %s error %q", rec.Status, rec.Error)
+	}
+	if _, err := os.Stat(filepath.Join(f.tmp, "target")); err == nil {
+		t.Fatal("the step of the refused run ran")
+	}
+	good := f.publish("deploy", func(r *queue.RunRequest) { r.Params = map[string]string{"TARGET": "prod"} })
+	if rec := f.waitRecord(good, 15*time.Second, "a terminal state", terminal); rec.Status != workflows.StatusSucceeded {
+		t.Fatalf("declared param: status %s error %q", rec.Status, rec.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.tmp, "target")); err != nil || string(b) != "prod" {
+		t.Errorf("the step saw TARGET=%q (%v), want prod", b, err)
+	}
+}

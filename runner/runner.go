@@ -351,10 +351,11 @@ func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claime
 }
 
 // failRefused ends a run ingress accepted but could not make safe to run
-// (the commented pull request's head is unknown): it fails visibly, with no
-// workspace and no step.
+// (the commented pull request's head is unknown), or whose params the
+// loaded workflow does not declare: it fails visibly, with no workspace and
+// no step.
 func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
-	log.Warn("failing a run ingress refused to pin", "reason", req.Refused)
+	log.Warn("failing a refused run", "reason", req.Refused)
 	res := r.deps.Engine.Run(c.ctx, RunSpec{ID: req.ID, Attempt: rec.Attempt, Workflow: wf, Event: &req.Event,
 		Ref: refOf(rec), Refused: req.Refused, OnChange: c.hb.setSteps})
 	c.stopHeartbeat()

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,23 +145,31 @@ func TestContinueOnDagu(t *testing.T) {
 
 // TestPreconditions: Dagu's forms at the top and in steps.
 func TestPreconditions(t *testing.T) {
-	w, err := Parse("a.yaml", []byte(`preconditions:
+	src := `preconditions:
   - condition: "${ENVIRONMENT}"
     expected: production
   - "test -f ready"
 steps:
   - id: a
     run: x
-    preconditions: "`+"`date +%u`"+`"
+    preconditions: "` + "`date +%u`" + `"
   - id: b
     run: x
     preconditions:
-      - condition: "`+"`date +%u`"+`"
+      - condition: "` + "`date +%u`" + `"
         expected: "re:[1-5]"
         negate: true
-`))
+`
+	w, err := Parse("a.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(yamlInstance(t, path)); err != nil {
+		t.Errorf("the schema refuses Dagu's forms: %v", err)
 	}
 	got := fmt.Sprint(w.Preconditions, w.Steps[0].Preconditions, w.Steps[1].Preconditions)
 	want := "[{${ENVIRONMENT} production false} {test -f ready  false}] [{`date +%u`  false}] [{`date +%u` re:[1-5] true}]"
@@ -181,6 +190,33 @@ steps:
 			t.Errorf("%s: %v", src, err)
 		case msg != "" && (err == nil || !strings.Contains(err.Error(), msg)):
 			t.Errorf("%s: got %v, want %q", src, err, msg)
+		}
+	}
+}
+
+// TestDaguFieldsSchema: the schema agrees with the parser on the new
+// fields' forms.
+func TestDaguFieldsSchema(t *testing.T) {
+	sch := compileSchema(t)
+	for src, ok := range map[string]bool{
+		"timeout_sec: 600\nsteps: [{id: a, run: x, timeout_sec: 90}]":                                       true,
+		"timeout: 10m\ntimeout_sec: 600\nsteps: [{id: a, run: x}]":                                          false,
+		"steps: [{id: a, run: x, timeout: 5s, timeout_sec: 5}]":                                             false,
+		"steps: [{id: a, run: x, continue_on: {failure: true, exit_code: [1], mark_success: true}}]":        true,
+		"steps: [{id: a, run: x, continue_on: {exit_code: [300]}}]":                                         false,
+		"working_dir: repo\nsteps: [{id: a, run: x}]":                                                       true,
+		"preconditions: [{condition: x, expected: y, negate: true}, 'test -f z']\nsteps: [{id: a, run: x}]": true,
+		"preconditions: [{expected: y}]\nsteps: [{id: a, run: x}]":                                          false,
+		"preconditions: ' '\nsteps: [{id: a, run: x}]":                                                      false,
+	} {
+		path := filepath.Join(t.TempDir(), "a.yaml")
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		schemaErr := sch.Validate(yamlInstance(t, path))
+		_, parseErr := ParseFile(path)
+		if (schemaErr == nil) != ok || (parseErr == nil) != ok {
+			t.Errorf("%s: want accepted %v; schema: %v; parser: %v", src, ok, schemaErr, parseErr)
 		}
 	}
 }

@@ -19,6 +19,15 @@ steps:
   - id: optional
     run: exit 7
     continue_on: {exit_code: [7]}
+  - id: gated
+    run: echo gated
+    preconditions:
+      - condition: "${TARGET}"
+        expected: "re:^prod"
+      - test -n "$TARGET"
+  - id: gated_off
+    run: echo never
+    preconditions: "test -f /nonexistent"
 `
 
 // TestAPIStartRunWithParams runs `hookrun serve` and starts a workflow
@@ -74,7 +83,22 @@ shutdown_grace: 5s
 	if rec["status"] != "partially_succeeded" {
 		t.Fatalf("run %v, want partially_succeeded\n%s", rec, p.out.String())
 	}
-	if logs := apiText(t, url, apiToken, "/api/v1/runs/"+id+"/logs"); !strings.Contains(logs, "target=prod $(id -u)\n") {
+	logs := apiText(t, url, apiToken, "/api/v1/runs/"+id+"/logs")
+	if !strings.Contains(logs, "target=prod $(id -u)\n") {
 		t.Errorf("logs lack the param as given:\n%s", logs)
+	}
+	// preconditions, checked by the serve's isolated host steps
+	got := map[string]any{}
+	for _, st := range rec["steps"].([]any) {
+		m := st.(map[string]any)
+		got[m["id"].(string)] = m["status"]
+	}
+	for id, want := range map[string]string{"show": "succeeded", "optional": "failed", "gated": "succeeded", "gated_off": "skipped"} {
+		if got[id] != want {
+			t.Errorf("step %s %v, want %s\n%s", id, got[id], want, logs)
+		}
+	}
+	if strings.Contains(logs, "never") {
+		t.Errorf("gated_off ran:\n%s", logs)
 	}
 }

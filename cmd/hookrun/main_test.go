@@ -45,6 +45,20 @@ func TestValidateServer(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(out, want) {
 		t.Fatalf("--server: code %d, out %q, want it to start with %q", code, out, want)
 	}
+	// the whole directory: every example valid as it is; with --server,
+	// exactly the two sbx examples' absolute paths are problems
+	const dir = "../../workflows/testdata/dagu/"
+	if code, out, errs := runCLI(t, "validate", dir); code != 0 || out != "ok: 4 workflows valid\n" {
+		t.Errorf("validate %s: code %d, %q %q", dir, code, out, errs)
+	}
+	_, out, _ = runCLI(t, "validate", "--server", dir)
+	golden, err := os.ReadFile("testdata/validate-server-dagu.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.ReplaceAll(out, dir, "DAGU/"); got != string(golden) {
+		t.Errorf("validate --server %s:\n%s--- want (testdata/validate-server-dagu.golden)\n%s", dir, got, golden)
+	}
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {

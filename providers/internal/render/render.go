@@ -96,7 +96,11 @@ func Comment(r *contract.RunReport, o Options) string {
 	}
 	if r.Error != "" {
 		fence := fenceFor(r.Error, "```")
-		fmt.Fprintf(&b, "\n**Error**\n\n%stext\n%s\n%s\n", fence, strings.TrimRight(r.Error, "\n"), fence)
+		heading := "Error"
+		if r.Status == workflows.StatusSkipped {
+			heading = "Skipped" // not an error: the workflow's preconditions did not hold
+		}
+		fmt.Fprintf(&b, "\n**%s**\n\n%stext\n%s\n%s\n", heading, fence, strings.TrimRight(r.Error, "\n"), fence)
 	}
 	if r.Phase == contract.PhaseFinal && r.Delivery != nil {
 		b.WriteString("\n" + delivery(r.Delivery, r.Event) + "\n")

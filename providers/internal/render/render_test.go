@@ -70,6 +70,12 @@ func TestComment(t *testing.T) {
 			r.Body = "### Review\n\nLint failed, review done.\n"
 			return r
 		}(), Options{}},
+		{"final-skipped", func() *contract.RunReport {
+			r := report(contract.PhaseFinal, workflows.StatusSkipped,
+				workflows.StepState{ID: "review", Status: workflows.StatusSkipped})
+			r.Error = `precondition not met: "${ENVIRONMENT}" is "staging", want "production"`
+			return r
+		}(), Options{}},
 		{"final-cancelled", report(contract.PhaseFinal, workflows.StatusCancelled,
 			workflows.StepState{ID: "review", Status: workflows.StatusCancelled, StartedAt: at(0), FinishedAt: at(5 * time.Second)}), Options{}},
 		{"delivery-pushed", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryPushed,
