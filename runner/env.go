@@ -19,6 +19,11 @@ var baseEnvNames = []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"}
 // containerWorkspace is where containers see the run's workspace.
 const containerWorkspace = "/workspace"
 
+// sandboxSource is where an sbx sandbox made with --clone shows the host
+// workspace, read-only; at the workspace's own path it has the agent's
+// clone, which lacks the workspace's untracked files (the event file).
+const sandboxSource = "/run/sandbox/source"
+
 // envList is an ordered environment in which a later Set of a name replaces
 // the value in place. It also serves as the lookup for workflows.Expand, so
 // that an env value written by the workflow author may reference any name
@@ -202,9 +207,12 @@ func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) 
 		workspace = containerWorkspace
 	}
 	if workspace != "" {
-		if p == placeContainer {
+		switch p {
+		case placeContainer:
 			eventPath = path.Join(workspace, eventDir, eventName)
-		} else {
+		case placeSandbox:
+			eventPath = path.Join(sandboxSource, eventDir, eventName)
+		default:
 			eventPath = filepath.Join(workspace, eventDir, eventName)
 		}
 	}

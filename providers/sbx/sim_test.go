@@ -90,6 +90,19 @@ func TestSimulatorIsFaithful(t *testing.T) {
 		if got := strings.TrimSpace(s.run(t, "exec", name, "cat", "/run/sandbox/source/README")); got != "hello" {
 			t.Errorf("host repository at /run/sandbox/source: README = %q", got)
 		}
+		// Untracked files of the workspace (hookrun's event file) are only there.
+		if err := os.MkdirAll(filepath.Join(ws, ".hookrun"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, ".hookrun", "event.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.run(t, "exec", name, "cat", "/run/sandbox/source/.hookrun/event.json"); got != "{}" {
+			t.Errorf("event file at /run/sandbox/source: %q", got)
+		}
+		if out, err := s.cmd("exec", name, "cat", ".hookrun/event.json").CombinedOutput(); err == nil {
+			t.Errorf("an untracked file of the workspace is in the clone: %s", out)
+		}
 		out, err := s.cmd("exec", name, "sh", "-c", "touch /run/sandbox/source/pwned").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "Read-only file system") {
 			t.Errorf("writing the host repository from inside: %v %s", err, out)
