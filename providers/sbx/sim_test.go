@@ -65,7 +65,12 @@ func TestSimulatorIsFaithful(t *testing.T) {
 		}
 	})
 
+	runGit(t, ws, "remote", "add", "origin", "https://github.com/octo/demo.git")
+	runGit(t, ws, "remote", "add", "local", "/srv/git/demo.git")
 	s.run(t, "create", "--name", name, "--clone", "--no-progress", "claude", ws)
+	if got := runGit(t, s.sandboxDir(name), "remote"); got != "origin" {
+		t.Errorf("the clone's remotes are %q, want the host's forge remote origin only (local paths are not copied)", got)
+	}
 	if !strings.Contains(runGit(t, ws, "remote"), remote) {
 		t.Fatalf("create --clone added no remote %s to the host repository", remote)
 	}
