@@ -196,7 +196,7 @@ func TestSbxOnTheHost(t *testing.T) {
 	w := parse(t, `
 harnesses:
   long: {binary: sbx, prefix_args: [exec, my-box, claude], prompt_mode: flag, prompt_flag: -p}
-  relative: {binary: ./bin/sbx}
+  relative: {binary: /placeholder/sbx}
   inside: {binary: `+ws+`/bin/sbx}
   outside: {binary: /usr/local/bin/sbx}
 steps:
@@ -206,6 +206,11 @@ steps:
   - {id: inside, action: harness.run, with: {provider: inside, prompt: p}, continue_on: failed}
   - {id: outside, action: harness.run, with: {provider: outside, prompt: p}, continue_on: failed}
 `)
+	// Validation refuses a relative sbx binary; the runner does too, for a
+	// workflow that did not come through it.
+	rel := w.Harnesses["relative"]
+	rel.Binary = "./bin/sbx"
+	w.Harnesses["relative"] = rel
 	eng, err := runner.NewEngine(runner.EngineConfig{
 		Providers: runner.Providers{Host: host, Harness: runner.HarnessFunc(harness.Run)},
 		LookupEnv: env(map[string]string{"PATH": "/usr/bin", "HOME": "/root", "GITHUB_TOKEN": "ghp_secret"}),

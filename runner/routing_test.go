@@ -197,6 +197,9 @@ steps:
 		if _, ok := envOf(inBox, "PATH"); ok {
 			t.Error("the host PATH was passed into the sandbox")
 		}
+		if v, _ := envOf(inBox, "HOOKRUN_EVENT_PATH"); v != contract.SandboxEventPath(dir) {
+			t.Errorf("HOOKRUN_EVENT_PATH in the sandbox = %q, want %q (in the clone's .git, outside the worktree)", v, contract.SandboxEventPath(dir))
+		}
 		if v, _ := envOf(inBox, "HOOKRUN_WORKSPACE"); v != dir || inBox.Dir != "" {
 			t.Errorf("sandbox step: HOOKRUN_WORKSPACE %q dir %q, want the host workspace %q and the sandbox's own dir", v, inBox.Dir, dir)
 		}

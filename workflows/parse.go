@@ -612,6 +612,11 @@ func (r *reader) buildHarness(raw rawHarness) Harness {
 	if h.PromptMode == PromptFlag && !nonBlank.matches(h.PromptFlag) {
 		r.errf(raw.promptMode.n, "%s: prompt_mode flag needs prompt_flag (for example -p)", what)
 	}
+	if h.RunsSbx() && strings.Contains(h.Binary, "/") && !filepath.IsAbs(h.Binary) {
+		// Resolved in the workspace, which the pull request controls; the
+		// runner also refuses an absolute one inside the workspace.
+		r.errf(raw.binary.n, "%s: binary %s is a relative path: it would run a file of the workspace, which the pull request controls, on the host with sbx's login; use sbx (from PATH) or an absolute path", what, h.Binary)
+	}
 	return h
 }
 

@@ -88,6 +88,7 @@ var invalidKinds = map[string]string{
 	"run-and-action.yaml":           schemaLevel, // oneOf run/action
 	"sbx-env-secret.yaml":           semantic,    // sbx harness passing a declared secret with -e
 	"sbx-harness-container.yaml":    semantic,    // harness binary sbx with a container
+	"sbx-relative-binary.yaml":      semantic,    // harness binary sbx by a relative path (the workspace)
 	"shell-harness-model.yaml":      semantic,    // model or flags on a shell harness (Harness.ShellScript)
 	"unknown-action.yaml":           schemaLevel, // per-kind action enum
 	"unknown-depends.yaml":          semantic,    // depends target does not exist

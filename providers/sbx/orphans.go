@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-)
 
-// sandboxPrefix starts the name of every sandbox hookrun creates
-// (contract.SandboxName).
-const sandboxPrefix = "hookrun-"
+	"github.com/hookrun/hookrun/runner/contract"
+)
 
 // RemoveOrphans removes the sandboxes hookrun created (`sbx ls`, names
 // hookrun-<run>) whose run keep does not claim, with `sbx rm --force`:
@@ -26,7 +24,7 @@ func (p *Provider) RemoveOrphans(ctx context.Context, keep func(runID string) bo
 	}
 	var errs []error
 	for _, name := range hookrunSandboxes(string(out)) {
-		if keep != nil && keep(strings.TrimPrefix(name, sandboxPrefix)) {
+		if keep != nil && keep(strings.TrimPrefix(name, contract.SandboxPrefix)) {
 			continue
 		}
 		if err := p.sbx(ctx, nil, name, "rm", "--force", name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
@@ -47,7 +45,7 @@ func hookrunSandboxes(ls string) []string {
 	var names []string
 	for _, line := range strings.Split(ls, "\n") {
 		f := strings.Fields(line)
-		if len(f) > 0 && strings.HasPrefix(f[0], sandboxPrefix) && len(f[0]) > len(sandboxPrefix) {
+		if len(f) > 0 && strings.HasPrefix(f[0], contract.SandboxPrefix) && len(f[0]) > len(contract.SandboxPrefix) {
 			names = append(names, f[0])
 		}
 	}

@@ -65,7 +65,12 @@ func TestSimulatorIsFaithful(t *testing.T) {
 		}
 	})
 
+	runGit(t, ws, "remote", "add", "origin", "https://github.com/octo/demo.git")
+	runGit(t, ws, "remote", "add", "local", "/srv/git/demo.git")
 	s.run(t, "create", "--name", name, "--clone", "--no-progress", "claude", ws)
+	if got := runGit(t, s.sandboxDir(name), "remote"); got != "origin" {
+		t.Errorf("the clone's remotes are %q, want the host's forge remote origin only (local paths are not copied)", got)
+	}
 	if !strings.Contains(runGit(t, ws, "remote"), remote) {
 		t.Fatalf("create --clone added no remote %s to the host repository", remote)
 	}
@@ -89,6 +94,19 @@ func TestSimulatorIsFaithful(t *testing.T) {
 	t.Run("the host repository is read-only inside", func(t *testing.T) {
 		if got := strings.TrimSpace(s.run(t, "exec", name, "cat", "/run/sandbox/source/README")); got != "hello" {
 			t.Errorf("host repository at /run/sandbox/source: README = %q", got)
+		}
+		// Untracked files of the workspace are only there, not in the clone.
+		if err := os.MkdirAll(filepath.Join(ws, "untracked"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "untracked", "notes.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.run(t, "exec", name, "cat", "/run/sandbox/source/untracked/notes.json"); got != "{}" {
+			t.Errorf("untracked file at /run/sandbox/source: %q", got)
+		}
+		if out, err := s.cmd("exec", name, "cat", "untracked/notes.json").CombinedOutput(); err == nil {
+			t.Errorf("an untracked file of the workspace is in the clone: %s", out)
 		}
 		out, err := s.cmd("exec", name, "sh", "-c", "touch /run/sandbox/source/pwned").CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "Read-only file system") {

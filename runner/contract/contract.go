@@ -120,7 +120,11 @@ func SandboxEventPath(workspace string) string {
 // create --name`): "hookrun-" and the run id in lowercase, as sbx wants
 // its names (run ids are ULIDs, which do not depend on case). It is the one
 // name: everything that looks for a run's sandbox computes it here.
-func SandboxName(runID string) string { return "hookrun-" + strings.ToLower(runID) }
+func SandboxName(runID string) string { return SandboxPrefix + strings.ToLower(runID) }
+
+// SandboxPrefix starts the name of every sandbox hookrun creates; a
+// runner sweeping leftovers touches no other.
+const SandboxPrefix = "hookrun-"
 
 // Sandbox opens a per-run environment before the first step and closes it
 // after the last (the root container, an sbx microVM).

@@ -5,7 +5,8 @@
 //
 //	sbx create --name N --clone --no-progress AGENT DIR
 //	    clones DIR into $SBXSIM_STATE/sandboxes/N/clone (checked out where
-//	    DIR's HEAD is), records AGENT and DIR, and adds the git remote
+//	    DIR's HEAD is, with DIR's remotes except local-path ones), records
+//	    AGENT and DIR, and adds the git remote
 //	    sandbox-N to DIR, as `sbx create --clone` does. N must be lowercase.
 //	    The remote points at the sandbox's "git daemon" ($BOX/daemon), which
 //	    exists only while the sandbox runs.
@@ -188,8 +189,18 @@ func create(sandboxes string, args []string) {
 		}
 		git(b.clone(), "checkout", "--quiet", "--detach", strings.TrimSpace(head))
 	}
-	// Local-path remotes are not copied into the clone.
+	// The host repository's remotes are copied into the clone, except
+	// local-path ones, which are not reachable from inside.
 	git(b.clone(), "remote", "remove", "origin")
+	if out, err := gitOut(abs, "remote"); err == nil {
+		for _, r := range strings.Fields(out) {
+			url, err := gitOut(abs, "remote", "get-url", r)
+			if url = strings.TrimSpace(url); err != nil || strings.HasPrefix(r, "sandbox-") || localURL(url) {
+				continue
+			}
+			git(b.clone(), "remote", "add", r, url)
+		}
+	}
 	write(b, "agent", agent)
 	write(b, "workspace", abs)
 	start(b)
@@ -199,6 +210,18 @@ func create(sandboxes string, args []string) {
 		git(abs, "remote", "add", b.remote(), b.daemon())
 	}
 	fmt.Fprintf(os.Stderr, "Created sandbox %s (agent %s, clone of %s)\n", name, agent, abs)
+}
+
+// localURL reports whether a remote URL is a path on this machine.
+func localURL(url string) bool {
+	if strings.HasPrefix(url, "file://") || strings.HasPrefix(url, "/") || strings.HasPrefix(url, ".") {
+		return true
+	}
+	if strings.Contains(url, "://") {
+		return false
+	}
+	host, _, scp := strings.Cut(url, ":") // user@host:path
+	return !scp || strings.Contains(host, "/")
 }
 
 // start starts a stopped sandbox: its git daemon answers again.
