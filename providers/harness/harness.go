@@ -13,10 +13,12 @@ import (
 )
 
 // Argv builds the command of one harness.run attempt: the provider's binary
-// and prefix_args, then `--model M` and the other `with` keys as flags (in
-// name order; "true" gives a bare flag, "false" leaves the flag out), then the
-// prompt as the last argument (prompt_mode arg), after prompt_flag (flag), or
-// as stdin (stdin).
+// and prefix_args, prompt_flag and the prompt (prompt_mode flag), then
+// `--model M` and the other `with` keys as flags (in name order; "true"
+// gives a bare flag, "false" leaves the flag out), then the prompt as the
+// last argument (prompt_mode arg), or as stdin (stdin). That is the order
+// of the command the sbx page says Dagu runs: `sbx exec dagu-claude claude
+// --dangerously-skip-permissions -p "Review ..." --model sonnet`.
 //
 // ${VAR} in the prompt, prefix_args, model and flag values is substituted
 // through lookup, once, and the result is one argv element: it is never shell
@@ -57,6 +59,13 @@ func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) 
 	for _, a := range h.PrefixArgs {
 		argv = append(argv, expand(a))
 	}
+	prompt := expand(run.Prompt)
+	if h.PromptMode == workflows.PromptFlag {
+		if h.PromptFlag == "" {
+			return nil, "", fmt.Errorf("building harness argv for %s: prompt_mode flag needs prompt_flag", run.Provider)
+		}
+		argv = append(argv, h.PromptFlag, prompt)
+	}
 	if run.Model != "" {
 		argv = append(argv, "--model", expand(run.Model))
 	}
@@ -79,18 +88,13 @@ func Argv(w *workflows.Workflow, run *workflows.HarnessRun, lookup func(string) 
 		}
 	}
 
-	prompt := expand(run.Prompt)
 	switch h.PromptMode {
 	case workflows.PromptArg, "":
 		if !shell && strings.HasPrefix(prompt, "-") {
 			argv = append(argv, "--")
 		}
 		argv = append(argv, prompt)
-	case workflows.PromptFlag:
-		if h.PromptFlag == "" {
-			return nil, "", fmt.Errorf("building harness argv for %s: prompt_mode flag needs prompt_flag", run.Provider)
-		}
-		argv = append(argv, h.PromptFlag, prompt)
+	case workflows.PromptFlag: // above
 	case workflows.PromptStdin:
 		stdin = prompt
 	default:

@@ -9,7 +9,10 @@
 //	    AGENT and DIR, and adds the git remote
 //	    sandbox-N to DIR, as `sbx create --clone` does. N must be lowercase.
 //	    The remote points at the sandbox's "git daemon" ($BOX/daemon), which
-//	    exists only while the sandbox runs.
+//	    exists only while the sandbox runs. Without --clone, DIR itself is
+//	    the sandbox's workspace, read-write at its path ("the agent's edits
+//	    then appear in the host working tree immediately"), and no remote
+//	    is added.
 //	sbx exec [-i] [-w DIR] [-u USER] [-e NAME[=VALUE]]... N ARGV...
 //	    starts a stopped sandbox first, then runs ARGV "inside" it: in a
 //	    private mount and PID namespace where the clone is at DIR's absolute
@@ -26,7 +29,11 @@
 //	                        sandbox-N remote of DIR.
 //	sbx ls                  lists sandboxes: NAME AGENT STATUS WORKSPACE.
 //
-// Every invocation is appended to $SBXSIM_STATE/argv.log as a JSON array.
+// The state lives in $SBXSIM_STATE, else, as sbx keeps its login and
+// sandboxes in the user's home, $XDG_STATE_HOME/sbxsim or
+// $HOME/.local/state/sbxsim: a caller that passes sbx only HOME, XDG_* and
+// DOCKER_* (hookrun's host steps running sbx) reaches the same sandboxes.
+// Every invocation is appended to <state>/argv.log as a JSON array.
 // $SBXSIM_FAIL=MODE[:COMMAND] makes COMMAND (or every command) fail with
 // the text of the page's troubleshooting table: not-signed-in, policy,
 // agent-not-logged-in, not-found, exists, blocked; create-other makes
@@ -70,9 +77,9 @@ func main() {
 		sandboxInit()
 		return
 	}
-	state := os.Getenv("SBXSIM_STATE")
+	state := stateDir()
 	if state == "" {
-		fatal(2, "sbxsim: SBXSIM_STATE is not set")
+		fatal(2, "sbxsim: none of SBXSIM_STATE, XDG_STATE_HOME and HOME is set")
 	}
 	logArgv(state, os.Args[1:])
 	if len(os.Args) < 2 {
@@ -127,6 +134,7 @@ func (b box) read(f string) string {
 	return strings.TrimSpace(string(data))
 }
 func (b box) workspace() string { return b.read("workspace") }
+func (b box) cloned() bool      { return b.read("mode") == "clone" }
 func (b box) remote() string    { return "sandbox-" + b.name }
 
 func mustBox(sandboxes, name string) box {
@@ -164,9 +172,6 @@ func create(sandboxes string, args []string) {
 		fatal(2, fmt.Sprintf("error: invalid sandbox name '%s': use lowercase letters, digits, '.', '_' and '-'", name))
 	}
 	agent, dir := pos[0], pos[1]
-	if !clone {
-		fatal(2, "sbxsim: only clone mode (--clone) is simulated")
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		fatal(1, "error: "+err.Error())
@@ -180,6 +185,16 @@ func create(sandboxes string, args []string) {
 			fatal(1, "error: "+err.Error())
 		}
 	}
+	if !clone {
+		// The workspace itself, read-write: the agent's edits appear in
+		// the host working tree at once.
+		write(b, "agent", agent)
+		write(b, "workspace", abs)
+		start(b)
+		fmt.Fprintf(os.Stderr, "Created sandbox %s (agent %s, workspace %s)\n", name, agent, abs)
+		return
+	}
+	write(b, "mode", "clone")
 	git("", "clone", "--quiet", "--no-hardlinks", abs, b.clone())
 	// Check out what the workspace has checked out (a branch, or a detached HEAD).
 	if _, err := gitOut(abs, "symbolic-ref", "-q", "HEAD"); err != nil {
@@ -309,7 +324,7 @@ func names(args []string, cmd string) []string {
 // initSpec is what the init of a command in a sandbox is told.
 type initSpec struct {
 	Workspace string   // the host repository; the clone is mounted over it
-	Clone     string   // the sandbox's clone
+	Clone     string   // the sandbox's clone; "" without --clone (the workspace itself, read-write)
 	Dir       string   // start directory
 	Argv      []string // the command
 	Env       []string // its whole environment
@@ -358,7 +373,11 @@ func execIn(sandboxes string, args []string) {
 	if dir == "" {
 		dir = b.workspace()
 	}
-	spec, _ := json.Marshal(initSpec{Workspace: b.workspace(), Clone: b.clone(), Dir: dir, Argv: argv, Env: env, Stdin: stdin})
+	is := initSpec{Workspace: b.workspace(), Dir: dir, Argv: argv, Env: env, Stdin: stdin}
+	if b.cloned() {
+		is.Clone = b.clone()
+	}
+	spec, _ := json.Marshal(is)
 	self, err := os.Executable()
 	if err != nil {
 		fatal(1, "sbxsim: "+err.Error())
@@ -469,6 +488,9 @@ func mountView(spec initSpec) error {
 			return fmt.Errorf("mount %s: %w", s.dst, err)
 		}
 	}
+	if spec.Clone == "" {
+		return nil
+	}
 	if err := os.MkdirAll(source, 0o755); err != nil {
 		return err
 	}
@@ -563,4 +585,18 @@ func sandboxArg(args []string) string {
 func fatal(code int, msg string) {
 	fmt.Fprintln(os.Stderr, msg)
 	os.Exit(code)
+}
+
+// stateDir is where the simulator keeps its sandboxes (see the package doc).
+func stateDir() string {
+	if d := os.Getenv("SBXSIM_STATE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "sbxsim")
+	}
+	if d := os.Getenv("HOME"); d != "" {
+		return filepath.Join(d, ".local", "state", "sbxsim")
+	}
+	return ""
 }
