@@ -78,7 +78,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	}
 	dir, headSHA, eventDir := o.Dir, "", ""
 	if o.Workflow.Checkout && o.Workspaces != nil {
-		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, true)
+		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, contract.PrepareOptions{Checkout: true, HostSteps: o.Workflow.Sandbox == nil})
 		if err != nil {
 			fmt.Fprintf(o.Stderr, "hookrun run: preparing workspace: %v\n", err)
 			return ExitFailed

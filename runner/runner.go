@@ -276,7 +276,7 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 	if req.Refused != "" {
 		return r.failRefused(ctx, c, req, wf, rec, log)
 	}
-	ws, err := r.deps.Workspaces.Prepare(c.ctx, req.ID, &req.Event, wf.Checkout)
+	ws, err := r.deps.Workspaces.Prepare(c.ctx, req.ID, &req.Event, contract.PrepareOptions{Checkout: wf.Checkout, HostSteps: wf.Sandbox == nil})
 	if err != nil {
 		return r.prepareFailed(ctx, c, req.ID, err, log)
 	}

@@ -34,7 +34,7 @@ type dirWorkspaces struct {
 	prepared []string
 }
 
-func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ bool) (contract.Workspace, error) {
+func (w *dirWorkspaces) Prepare(_ context.Context, runID string, _ *workflows.Event, _ contract.PrepareOptions) (contract.Workspace, error) {
 	if w.refuse != nil {
 		return contract.Workspace{}, w.refuse
 	}

@@ -229,16 +229,16 @@ func TestSandboxDeliversAgentCommits(t *testing.T) {
 	spy := stepWritableDir(t)
 	writeFile(t, filepath.Join(dir, "workflows", "fix.yaml"), fmt.Sprintf(deliverWorkflow, spy))
 	addr := freeAddr(t)
-	// host_steps: same_user because the simulator's git, running as root,
-	// refuses a workspace handed to the step user ("dubious ownership");
-	// this workflow has no host step: every step runs in the sandbox.
+	// Host steps as serve runs them by default (isolated, as root here): a
+	// sandboxed workflow's workspace stays hookrun's, which sbx create
+	// --clone needs (git refuses a repository another user owns).
 	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
 listen: `+addr+`
 data_dir: `+filepath.Join(dir, "data")+`
 workflows: `+filepath.Join(dir, "workflows")+`
 github: { webhook_secret: "`+secret+`", token: "${DL_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
 allow_repos: ["Codertocat/*"]
-runner: { sbx_binary: "`+sim+`", host_steps: same_user }
+runner: { sbx_binary: "`+sim+`" }
 api: { token: "`+apiToken+`" }
 shutdown_grace: 5s
 `)

@@ -170,7 +170,9 @@ exec "$HOOKRUN_BIN" run --dir ` + seedRepo + ` "$SEED_FILE"`
 	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "HOOKRUN_AS_MAIN=1", "HOOKRUN_BIN="+os.Args[0], "SEED_REPO="+s.repo,
 		"HOME="+s.home, "PATH="+s.bin+":"+os.Getenv("PATH"))
-	cmd.Env = slices.DeleteFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, "SBXSIM_STATE=") || strings.HasPrefix(e, "XDG_STATE_HOME=") })
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(e string) bool {
+		return strings.HasPrefix(e, "SBXSIM_STATE=") || strings.HasPrefix(e, "XDG_STATE_HOME=")
+	})
 	abs, err := filepath.Abs(seedDir)
 	if err != nil {
 		s.t.Fatal(err)

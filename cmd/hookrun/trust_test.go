@@ -242,7 +242,7 @@ github: { webhook_secret: s, app_id: 4242, private_key_file: `+keyFile+`, api_ur
 	ctx := context.Background()
 	cloneURL := ghes.srv.URL + "/Codertocat/Hello-World.git"
 
-	if got, err := ws.Prepare(ctx, "run-1", event(cloneURL, first), true); err != nil || got.HeadSHA != first {
+	if got, err := ws.Prepare(ctx, "run-1", event(cloneURL, first), contract.PrepareOptions{Checkout: true, HostSteps: true}); err != nil || got.HeadSHA != first {
 		_, _, refused, bad := ghes.snapshot()
 		t.Fatalf("first clone: %s, %v; refused %v, bad %v", got.HeadSHA, err, refused, bad)
 	}
@@ -255,7 +255,7 @@ github: { webhook_secret: s, app_id: 4242, private_key_file: `+keyFile+`, api_ur
 	exp := ghes.tokens[minted[0]]
 	ghes.mu.Unlock()
 	time.Sleep(time.Until(exp) + 100*time.Millisecond)
-	if got, err := ws.Prepare(ctx, "run-2", event(cloneURL, second), true); err != nil || got.HeadSHA != second {
+	if got, err := ws.Prepare(ctx, "run-2", event(cloneURL, second), contract.PrepareOptions{Checkout: true, HostSteps: true}); err != nil || got.HeadSHA != second {
 		_, _, refused, bad := ghes.snapshot()
 		t.Fatalf("clone after the token expired: %s, %v; refused %v, bad %v", got.HeadSHA, err, refused, bad)
 	}
@@ -282,7 +282,7 @@ github: { webhook_secret: s, app_id: 4242, private_key_file: `+keyFile+`, api_ur
 
 	// Another host, even one that would serve the repository: refused with
 	// both hosts named, before it gets a request or a token is minted.
-	_, err = ws.Prepare(ctx, "run-3", event(other.URL+"/Codertocat/Hello-World.git", second), true)
+	_, err = ws.Prepare(ctx, "run-3", event(other.URL+"/Codertocat/Hello-World.git", second), contract.PrepareOptions{Checkout: true, HostSteps: true})
 	want := `host "` + strings.TrimPrefix(other.URL, "http://") + `" is not the github host (want ` + ghes.srv.URL + `)`
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, contract.ErrRefused) {
 		t.Fatalf("clone from another host: %v, want a refusal containing %q", err, want)

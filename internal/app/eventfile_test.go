@@ -126,7 +126,7 @@ func TestEventFileInEveryPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			runID := "ev-" + strings.ReplaceAll(tc.name, " ", "-")
-			ws, err := wss.Prepare(ctx, runID, event, true)
+			ws, err := wss.Prepare(ctx, runID, event, contract.PrepareOptions{Checkout: true, HostSteps: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -135,7 +135,7 @@ func TestDeliverPushesTheAgentsCommits(t *testing.T) {
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
 	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
-	ws, err := w.Prepare(ctx, "r1", ev, true)
+	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestDeliverPushesTheAgentsCommits(t *testing.T) {
 	}
 
 	// A later run of the same pull request overwrites the branch.
-	ws2, err := w.Prepare(ctx, "r2", ev, true)
+	ws2, err := w.Prepare(ctx, "r2", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestDeliverNothingToPush(t *testing.T) {
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
 	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
-	ws, err := w.Prepare(ctx, "r1", ev, true)
+	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestDeliverRefuses(t *testing.T) {
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
 	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
-	ws, err := w.Prepare(ctx, "r1", ev, true)
+	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestDeliverDraftPullRequest(t *testing.T) {
 			w := f.workspaces(t, dr)
 			ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
 			ev.PullRequest.Fork = c.fork
-			ws, err := w.Prepare(ctx, "r1", ev, true)
+			ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +398,7 @@ func TestDeliverGitLab(t *testing.T) {
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
 	ev := prEvent(workflows.GitLab, f.cloneURL(), 2, f.u.p1)
-	ws, err := w.Prepare(ctx, "g1", ev, true)
+	ws, err := w.Prepare(ctx, "g1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
 	}

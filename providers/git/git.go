@@ -144,14 +144,16 @@ func (w *Workspaces) Dir(runID string) (string, error) {
 // event's repository with a detached HEAD at the head commit: the event's
 // head SHA, or, when the event carries none, the tip of the pull or merge
 // request's head ref; for an event with neither (issues) the repository's
-// default branch. With Config.Owner the workspace, HOME and TMPDIR belong
-// to that user; the event directory stays hookrun's (mode 0755).
+// default branch. With Config.Owner, HOME and TMPDIR belong to that user,
+// and so does the workspace when o.HostSteps; the event directory stays
+// hookrun's (mode 0755).
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
 // repository are serialized on it (also across processes sharing the data
 // dir), Prepares of different repositories run in parallel.
-func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (contract.Workspace, error) {
+func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Event, o contract.PrepareOptions) (contract.Workspace, error) {
+	checkout := o.Checkout
 	var ws contract.Workspace
 	dir, err := w.Dir(runID)
 	if err != nil {
@@ -182,7 +184,11 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 	}
-	if err := w.handOver(dir, home, tmp); err != nil {
+	tree := dir
+	if !o.HostSteps {
+		tree = "" // the workspace stays hookrun's; HOME and TMPDIR are still the step user's
+	}
+	if err := w.handOver(tree, home, tmp); err != nil {
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
 	}
@@ -219,8 +225,8 @@ func (w *Workspaces) clone(ctx context.Context, runID, dir string, e *workflows.
 	return sha, nil
 }
 
-// handOver gives the workspace tree and the scratch directories to
-// Config.Owner (nothing to do without one). The workspace keeps the modes
+// handOver gives the workspace tree (unless dir is "") and the scratch
+// directories to Config.Owner (nothing to do without one). The workspace keeps the modes
 // the checkout gave it, so that a container whose image runs as another
 // user can still read it; HOME and TMPDIR become private to the owner.
 func (w *Workspaces) handOver(dir string, private ...string) error {
@@ -228,14 +234,16 @@ func (w *Workspaces) handOver(dir string, private ...string) error {
 	if o == nil {
 		return nil
 	}
-	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+	if dir != "" {
+		err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, o.UID, o.GID)
+		})
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, o.UID, o.GID)
-	})
-	if err != nil {
-		return err
 	}
 	for _, d := range private {
 		if err := os.Lchown(d, o.UID, o.GID); err != nil {

@@ -554,6 +554,6 @@ func TestConfigValidate(t *testing.T) {
 // prepare is Prepare with the workspace directory and head SHA apart, as
 // most tests look at nothing else.
 func prepare(w *git.Workspaces, ctx context.Context, runID string, e *workflows.Event, checkout bool) (string, string, error) {
-	ws, err := w.Prepare(ctx, runID, e, checkout)
+	ws, err := w.Prepare(ctx, runID, e, contract.PrepareOptions{Checkout: checkout, HostSteps: true})
 	return ws.Dir, ws.HeadSHA, err
 }

@@ -114,7 +114,7 @@ func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract
 		return nil, fmt.Errorf("removing leftover sandbox %s: %w", name, err)
 	}
 	// The branch the workspace is on, in case the sandbox does not tell.
-	if out, err := p.output(ctx, p.cfg.Git, "-C", req.Workspace, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+	if out, err := p.output(ctx, p.cfg.Git, append(workspaceGit(req.Workspace, RemoteName(req.RunID)), "symbolic-ref", "--quiet", "--short", "HEAD")...); err == nil {
 		s.branch = strings.TrimSpace(out)
 	}
 	if err := p.sbx(ctx, req.Stderr, name, "create", "--name", name, "--clone", "--no-progress", req.Workflow.Sandbox.Agent, req.Workspace); err != nil {
@@ -278,18 +278,42 @@ func (s *Session) Close(ctx context.Context) error {
 			errs = append(errs, s.collectErr)
 		}
 		s.closed = true
+		// The remote goes first, by hookrun's hardened git: `sbx rm` would
+		// otherwise remove it with git of its own in the workspace.
+		if err := s.removeRemote(cctx); err != nil {
+			errs = append(errs, err)
+		}
 		if err := s.p.sbx(cctx, s.log, s.name, "rm", "--force", s.name); err != nil && !errors.Is(err, ErrSandboxNotFound) {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", s.name, err))
-		}
-		remote := RemoteName(s.runID)
-		if _, err := s.p.output(cctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err == nil {
-			if err := s.p.git(cctx, s.log, "-C", s.workspace, "remote", "remove", remote); err != nil {
-				errs = append(errs, fmt.Errorf("removing git remote %s: %w", remote, err))
-			}
 		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// removeRemote removes the sandbox-<name> remote from the workspace: its
+// remote-tracking refs, then its configuration. Not `git remote remove`,
+// which runs the workspace's hooks whatever core.hooksPath the command line
+// says (git 2.39).
+func (s *Session) removeRemote(ctx context.Context) error {
+	remote := RemoteName(s.runID)
+	wsGit := func(args ...string) []string { return append(workspaceGit(s.workspace, remote), args...) }
+	if _, err := s.p.output(ctx, s.p.cfg.Git, wsGit("remote", "get-url", remote)...); err != nil {
+		return nil // none (sbx removed it, or never added it)
+	}
+	refs, err := s.p.output(ctx, s.p.cfg.Git, wsGit("for-each-ref", "--format=%(refname)", "refs/remotes/"+remote+"/")...)
+	if err != nil {
+		return fmt.Errorf("removing git remote %s: listing its refs: %w", remote, err)
+	}
+	for _, ref := range strings.Fields(refs) {
+		if err := s.p.git(ctx, s.log, wsGit("update-ref", "-d", ref)...); err != nil {
+			return fmt.Errorf("removing git remote %s: %w", remote, err)
+		}
+	}
+	if err := s.p.git(ctx, s.log, wsGit("config", "--remove-section", "remote."+remote)...); err != nil {
+		return fmt.Errorf("removing git remote %s: %w", remote, err)
+	}
+	return nil
 }
 
 // Collected names the workspace branch Close put the agent's commits on,
@@ -308,7 +332,7 @@ func (s *Session) Collected() (string, error) {
 // commit its current branch (or detached HEAD) is on.
 func (s *Session) collect(ctx context.Context) error {
 	remote := RemoteName(s.runID)
-	if _, err := s.p.output(ctx, s.p.cfg.Git, "-C", s.workspace, "remote", "get-url", remote); err != nil {
+	if _, err := s.p.output(ctx, s.p.cfg.Git, append(workspaceGit(s.workspace, remote), "remote", "get-url", remote)...); err != nil {
 		return fmt.Errorf("the workspace has no git remote %s", remote)
 	}
 	if s.stopped.Load() {
@@ -320,14 +344,14 @@ func (s *Session) collect(ctx context.Context) error {
 		s.stopped.Store(false)
 	}
 	git := func(args ...string) error {
-		return s.p.git(ctx, s.log, append([]string{"-C", s.workspace}, args...)...)
+		return s.p.git(ctx, s.log, append(workspaceGit(s.workspace, remote), args...)...)
 	}
-	if err := git("fetch", "--quiet", remote); err != nil {
+	if err := git("fetch", "--quiet", uploadPack, remote); err != nil {
 		return err
 	}
 	// The sandbox's current branch: what its HEAD points at.
 	branch := s.branch
-	if out, err := s.p.output(ctx, s.p.cfg.Git, "-C", s.workspace, "ls-remote", "--symref", remote, "HEAD"); err == nil {
+	if out, err := s.p.output(ctx, s.p.cfg.Git, append(workspaceGit(s.workspace, remote), "ls-remote", uploadPack, "--symref", remote, "HEAD")...); err == nil {
 		if b, ok := symrefBranch(out); ok {
 			branch = b
 		} else {
@@ -338,7 +362,7 @@ func (s *Session) collect(ctx context.Context) error {
 	if branch != "" {
 		return git("branch", "--no-track", "-f", target, remote+"/"+branch)
 	}
-	if err := git("fetch", "--quiet", remote, "HEAD"); err != nil {
+	if err := git("fetch", "--quiet", uploadPack, remote, "HEAD"); err != nil {
 		return err
 	}
 	return git("branch", "--no-track", "-f", target, "FETCH_HEAD")
@@ -393,7 +417,7 @@ func (p *Provider) output(ctx context.Context, bin string, args ...string) (stri
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, bin, args...)
-	cmd.Env = p.env(nil, nil)
+	cmd.Env = p.cmdEnv(bin)
 	out, err := cmd.Output()
 	return string(out), err
 }
@@ -404,13 +428,23 @@ func (p *Provider) run(ctx context.Context, log io.Writer, bin string, args ...s
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, bin, args...)
-	cmd.Env = p.env(nil, nil)
+	cmd.Env = p.cmdEnv(bin)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if log != nil && len(out) > 0 {
 		_, _ = log.Write(out)
 	}
 	return out, err
+}
+
+// cmdEnv is the environment of a command the provider runs itself: git
+// gets gitEnv besides (see workspaceGit).
+func (p *Provider) cmdEnv(bin string) []string {
+	env := p.env(nil, nil)
+	if bin == p.cfg.Git {
+		env = append(env, gitEnv...)
+	}
+	return env
 }
 
 // env is the configured environment with secret names removed and vars

@@ -77,12 +77,23 @@ type ExecResult struct {
 // providers/git implements it.
 type Workspaces interface {
 	// Prepare creates the run's directories: a workspace holding a checkout
-	// of the event's head when checkout is true (else empty), and the run's
-	// own HOME and TMPDIR. It replaces what an earlier attempt left.
-	Prepare(ctx context.Context, runID string, e *workflows.Event, checkout bool) (Workspace, error)
+	// of the event's head when o.Checkout (else empty), and the run's own
+	// HOME and TMPDIR. It replaces what an earlier attempt left.
+	Prepare(ctx context.Context, runID string, e *workflows.Event, o PrepareOptions) (Workspace, error)
 	// Remove deletes everything Prepare created for the run; what is
 	// already gone is not an error.
 	Remove(runID string) error
+}
+
+// PrepareOptions says what a run needs of its workspace.
+type PrepareOptions struct {
+	Checkout bool // a checkout of the event's head
+	// HostSteps: steps of the step user may run on the host in the
+	// workspace, so it is handed to that user. A workflow that runs in an
+	// sbx sandbox has none: its workspace stays hookrun's, which sbx
+	// create --clone, running as hookrun's user, needs (git refuses a
+	// repository another user owns).
+	HostSteps bool
 }
 
 // Workspace is what Prepare made for one run.

@@ -124,7 +124,8 @@ func (f *fakeWorkspaces) paths(runID string) (dir, scratch string) {
 	return filepath.Join(f.root, "ws", runID), filepath.Join(f.root, "scratch", runID)
 }
 
-func (f *fakeWorkspaces) Prepare(_ context.Context, runID string, e *workflows.Event, checkout bool) (contract.Workspace, error) {
+func (f *fakeWorkspaces) Prepare(_ context.Context, runID string, e *workflows.Event, o contract.PrepareOptions) (contract.Workspace, error) {
+	checkout := o.Checkout
 	dir, scratch := f.paths(runID)
 	w := contract.Workspace{Dir: dir, Home: filepath.Join(scratch, "home"), TmpDir: filepath.Join(scratch, "tmp")}
 	if f.broken != "keeps-leftovers" && !(checkout && f.broken == "stale-checkout") {

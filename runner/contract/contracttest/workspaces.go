@@ -57,7 +57,7 @@ func (s *workspacesSuite) prepare(t *testing.T, ws contract.Workspaces, id strin
 	if checkout {
 		ev = s.opts.Checkout(t).Event
 	}
-	w, err := ws.Prepare(context.Background(), id, ev, checkout)
+	w, err := ws.Prepare(context.Background(), id, ev, contract.PrepareOptions{Checkout: checkout, HostSteps: true})
 	if err != nil {
 		t.Fatalf("Prepare(%s, checkout %t): %v", id, checkout, err)
 	}
