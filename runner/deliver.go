@@ -22,7 +22,7 @@ const deliverTimeout = 5 * time.Minute
 // runner that executes it again delivers). A delivery that fails fails a
 // run that had succeeded: the agent's work would otherwise be lost
 // silently.
-func (x *execution) deliver(ctx context.Context, end *runEnd) *contract.Delivery {
+func (x *execution) deliver(ctx context.Context, end *runEnd) *workflows.Delivery {
 	sb := x.wf.Sandbox
 	if sb == nil || !x.wf.Checkout || sb.Push == workflows.PushNone || end.abandoned || x.session == nil {
 		return nil
@@ -32,7 +32,7 @@ func (x *execution) deliver(ctx context.Context, end *runEnd) *contract.Delivery
 		return nil // a sandbox that collects nothing has nothing to deliver
 	}
 	d := x.deliverOnce(ctx, end, col)
-	if d.Outcome == contract.DeliveryFailed {
+	if d.Outcome == workflows.DeliveryFailed {
 		d.Note = x.red.String(d.Note)
 		if end.status == workflows.StatusSucceeded {
 			end.status = workflows.StatusFailed
@@ -41,23 +41,23 @@ func (x *execution) deliver(ctx context.Context, end *runEnd) *contract.Delivery
 	}
 	log := x.e.cfg.Logger.With("run", x.spec.ID, "workflow", x.wf.Name, "outcome", d.Outcome)
 	switch d.Outcome {
-	case contract.DeliveryPushed:
+	case workflows.DeliveryPushed:
 		log.Info("delivered the agent's commits", "branch", d.Branch, "commits", d.Commits, "head", d.Head)
-	case contract.DeliveryFailed:
+	case workflows.DeliveryFailed:
 		log.Warn("delivering the agent's commits failed", "err", d.Note)
 	}
 	switch d.Outcome {
-	case contract.DeliveryPushed:
+	case workflows.DeliveryPushed:
 		x.sysf("delivery: pushed %d commit(s) to branch %s (%s)", d.Commits, d.Branch, d.Head)
 		if d.PullRequest != nil {
 			x.sysf("delivery: draft pull request #%d %s", d.PullRequest.Number, d.PullRequest.URL)
 		}
-	case contract.DeliveryNoCommits:
+	case workflows.DeliveryNoCommits:
 		x.sysf("delivery: the agent made no commits; nothing pushed")
 	default:
 		x.sysf("delivery %s: %s", d.Outcome, d.Note)
 	}
-	if d.Note != "" && d.Outcome == contract.DeliveryPushed {
+	if d.Note != "" && d.Outcome == workflows.DeliveryPushed {
 		x.sysf("delivery: %s", d.Note)
 	}
 	return &d
@@ -65,17 +65,17 @@ func (x *execution) deliver(ctx context.Context, end *runEnd) *contract.Delivery
 
 // deliverOnce collects what the session gathered and asks the deliverer to
 // push it.
-func (x *execution) deliverOnce(ctx context.Context, end *runEnd, col contract.Collector) contract.Delivery {
+func (x *execution) deliverOnce(ctx context.Context, end *runEnd, col contract.Collector) workflows.Delivery {
 	if end.status == workflows.StatusCancelled {
-		return contract.Delivery{Outcome: contract.DeliverySkipped, Note: "the run was cancelled: nothing pushed"}
+		return workflows.Delivery{Outcome: workflows.DeliverySkipped, Note: "the run was cancelled: nothing pushed"}
 	}
 	branch, err := col.Collected()
 	if err != nil {
-		return contract.Delivery{Outcome: contract.DeliveryFailed, Note: fmt.Sprintf("collecting the agent's commits: %v", err)}
+		return workflows.Delivery{Outcome: workflows.DeliveryFailed, Note: fmt.Sprintf("collecting the agent's commits: %v", err)}
 	}
 	dl := x.e.cfg.Providers.Deliverer
 	if dl == nil {
-		return contract.Delivery{Outcome: contract.DeliverySkipped, Note: "this runner has no deliverer configured: nothing pushed"}
+		return workflows.Delivery{Outcome: workflows.DeliverySkipped, Note: "this runner has no deliverer configured: nothing pushed"}
 	}
 	dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
@@ -88,7 +88,7 @@ func (x *execution) deliverOnce(ctx context.Context, end *runEnd, col contract.C
 		BaseSHA:   x.spec.HeadSHA,
 	})
 	if err != nil {
-		d.Outcome, d.Note = contract.DeliveryFailed, err.Error()
+		d.Outcome, d.Note = workflows.DeliveryFailed, err.Error()
 	}
 	return d
 }
