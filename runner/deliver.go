@@ -75,7 +75,9 @@ func (x *execution) deliverOnce(ctx context.Context, end *runEnd, col contract.C
 	}
 	dl := x.e.cfg.Providers.Deliverer
 	if dl == nil {
-		return workflows.Delivery{Outcome: workflows.DeliverySkipped, Note: "this runner has no deliverer configured: nothing pushed"}
+		// `hookrun run`: the workspace (often the current directory) stays.
+		return workflows.Delivery{Outcome: workflows.DeliverySkipped,
+			Note: "nothing pushed: this runner delivers nowhere; the agent's commits are on branch " + branch + " of the workspace"}
 	}
 	dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
