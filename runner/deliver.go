@@ -75,9 +75,8 @@ func (x *execution) deliverOnce(ctx context.Context, end *runEnd, col contract.C
 	}
 	dl := x.e.cfg.Providers.Deliverer
 	if dl == nil {
-		// `hookrun run`: the workspace (often the current directory) stays.
 		return workflows.Delivery{Outcome: workflows.DeliverySkipped,
-			Note: "nothing pushed: this runner delivers nowhere; the agent's commits are on branch " + branch + " of the workspace"}
+			Note: "nothing pushed: this runner has no forge credentials to push with (hookrun run); the agent's commits were collected on branch " + branch + " of the workspace"}
 	}
 	dctx, cancel := context.WithTimeout(ctx, deliverTimeout)
 	defer cancel()
