@@ -142,7 +142,7 @@ func TestDeliver(t *testing.T) {
 		{name: "collect failed", checkout: "true", push: "branch", run: "true", collectErr: errors.New("git fetch failed"),
 			wantStatus: workflows.StatusFailed, wantOutcome: workflows.DeliveryFailed, wantNote: "collecting the agent's commits: git fetch failed"},
 		{name: "no deliverer", checkout: "true", push: "branch", run: "true", noDeliverer: true,
-			wantStatus: workflows.StatusSucceeded, wantOutcome: workflows.DeliverySkipped, wantNote: "commits are on branch hookrun/r1 of the workspace"},
+			wantStatus: workflows.StatusSucceeded, wantOutcome: workflows.DeliverySkipped, wantNote: "collected on branch hookrun/r1 of the workspace"},
 		{name: "push none", checkout: "true", push: "none", run: "true", wantStatus: workflows.StatusSucceeded},
 		{name: "no checkout", checkout: "false", push: "branch", run: "true", wantStatus: workflows.StatusSucceeded},
 		{name: "cancelled", checkout: "true", push: "branch", run: "sleep 30", cancel: true,
