@@ -32,33 +32,29 @@ func (x *execution) deliver(ctx context.Context, end *runEnd) *workflows.Deliver
 		return nil // a sandbox that collects nothing has nothing to deliver
 	}
 	d := x.deliverOnce(ctx, end, col)
-	if d.Outcome == workflows.DeliveryFailed {
-		d.Note = x.red.String(d.Note)
-		if end.status == workflows.StatusSucceeded {
-			end.status = workflows.StatusFailed
-			end.err = errors.New("delivering the agent's commits: " + d.Note)
-		}
-	}
+	d.Note = x.red.String(d.Note) // git's and the forge's words, which could quote a secret
 	log := x.e.cfg.Logger.With("run", x.spec.ID, "workflow", x.wf.Name, "outcome", d.Outcome)
 	switch d.Outcome {
 	case workflows.DeliveryPushed:
 		log.Info("delivered the agent's commits", "branch", d.Branch, "commits", d.Commits, "head", d.Head)
-	case workflows.DeliveryFailed:
-		log.Warn("delivering the agent's commits failed", "err", d.Note)
-	}
-	switch d.Outcome {
-	case workflows.DeliveryPushed:
 		x.sysf("delivery: pushed %d commit(s) to branch %s (%s)", d.Commits, d.Branch, d.Head)
 		if d.PullRequest != nil {
-			x.sysf("delivery: draft pull request #%d %s", d.PullRequest.Number, d.PullRequest.URL)
+			x.sysf("delivery: draft pull/merge request %d %s", d.PullRequest.Number, d.PullRequest.URL)
+		}
+		if d.Note != "" {
+			x.sysf("delivery: %s", d.Note)
 		}
 	case workflows.DeliveryNoCommits:
 		x.sysf("delivery: the agent made no commits; nothing pushed")
+	case workflows.DeliveryFailed:
+		log.Warn("delivering the agent's commits failed", "err", d.Note)
+		x.sysf("delivery failed: %s", d.Note)
+		if end.status == workflows.StatusSucceeded {
+			end.status = workflows.StatusFailed
+			end.err = errors.New("delivering the agent's commits: " + d.Note)
+		}
 	default:
 		x.sysf("delivery %s: %s", d.Outcome, d.Note)
-	}
-	if d.Note != "" && d.Outcome == workflows.DeliveryPushed {
-		x.sysf("delivery: %s", d.Note)
 	}
 	return &d
 }
