@@ -38,6 +38,7 @@ type RunRecord struct {
 	ReportError      string                `json:"report_error,omitempty"`      // last failure to report to the forge
 	CommentID        int64                 `json:"comment_id,omitempty"`        // the sticky comment, once created
 	HeadSHA          string                `json:"head_sha,omitempty"`          // resolved head commit
+	Delivery         *workflows.Delivery   `json:"delivery,omitempty"`          // what became of a sandboxed agent's commits
 	Claimant         string                `json:"claimant,omitempty"`          // runner that claimed the run
 	HeartbeatAt      time.Time             `json:"heartbeat_at,omitzero"`       // claimant's last sign of life
 	CancelRequested  bool                  `json:"cancel_requested,omitempty"`  // POST .../cancel was called

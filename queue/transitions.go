@@ -323,6 +323,7 @@ type FinishSpec struct {
 	ReportError string                // the last failure to report to the forge
 	CommentID   int64                 // the sticky comment; 0 keeps the stored one
 	HeadSHA     string                // the resolved head commit; "" keeps the stored one
+	Delivery    *workflows.Delivery   // what became of a sandboxed agent's commits; nil: none
 	FinishedAt  time.Time             // when the run ended
 }
 
@@ -341,6 +342,7 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 		if f.HeadSHA != "" {
 			r.HeadSHA = f.HeadSHA
 		}
+		r.Delivery = f.Delivery
 		r.FinishedAt = &fin
 		r.HeartbeatAt = f.Now
 	})

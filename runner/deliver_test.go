@@ -61,7 +61,7 @@ func (c *collectingSession) Collected() (string, error) {
 // when it was called.
 type recDeliverer struct {
 	sandbox *collectingSandbox
-	d       contract.Delivery
+	d       workflows.Delivery
 	err     error
 
 	mu           sync.Mutex
@@ -69,7 +69,7 @@ type recDeliverer struct {
 	beforeClosed bool
 }
 
-func (r *recDeliverer) Deliver(_ context.Context, req contract.DeliverRequest) (contract.Delivery, error) {
+func (r *recDeliverer) Deliver(_ context.Context, req contract.DeliverRequest) (workflows.Delivery, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reqs = append(r.reqs, req)
@@ -119,41 +119,41 @@ steps:
 // redacted from the reason), and delivers nothing for push: none, without
 // checkout, or for a cancelled run.
 func TestDeliver(t *testing.T) {
-	pushed := contract.Delivery{Outcome: contract.DeliveryPushed, Branch: "hookrun/fix/7", Head: strings.Repeat("b", 40), Commits: 1}
+	pushed := workflows.Delivery{Outcome: workflows.DeliveryPushed, Branch: "hookrun/fix/7", Head: strings.Repeat("b", 40), Commits: 1}
 	cases := []struct {
 		name, checkout, push, run string
 		collectErr, deliverErr    error
 		noDeliverer, cancel       bool
 		wantCalls                 int
 		wantStatus                workflows.Status
-		wantOutcome               contract.DeliveryOutcome // "": no delivery at all
+		wantOutcome               workflows.DeliveryOutcome // "": no delivery at all
 		wantNote, wantError       string
 	}{
 		{name: "pushed", checkout: "true", push: "branch", run: "true", wantCalls: 1,
-			wantStatus: workflows.StatusSucceeded, wantOutcome: contract.DeliveryPushed},
+			wantStatus: workflows.StatusSucceeded, wantOutcome: workflows.DeliveryPushed},
 		{name: "pull_request", checkout: "true", push: "pull_request", run: "true", wantCalls: 1,
-			wantStatus: workflows.StatusSucceeded, wantOutcome: contract.DeliveryPushed},
+			wantStatus: workflows.StatusSucceeded, wantOutcome: workflows.DeliveryPushed},
 		{name: "failed step still delivers", checkout: "true", push: "branch", run: "exit 3", wantCalls: 1,
-			wantStatus: workflows.StatusFailed, wantOutcome: contract.DeliveryPushed, wantError: "step agent failed"},
+			wantStatus: workflows.StatusFailed, wantOutcome: workflows.DeliveryPushed, wantError: "step agent failed"},
 		{name: "push refused fails the run", checkout: "true", push: "branch", run: "true",
 			deliverErr: errors.New("pushing branch hookrun/fix/7: remote said sk-agent-secret-value is wrong"), wantCalls: 1,
-			wantStatus: workflows.StatusFailed, wantOutcome: contract.DeliveryFailed,
+			wantStatus: workflows.StatusFailed, wantOutcome: workflows.DeliveryFailed,
 			wantNote: "remote said *** is wrong", wantError: "delivering the agent's commits: pushing branch hookrun/fix/7"},
 		{name: "collect failed", checkout: "true", push: "branch", run: "true", collectErr: errors.New("git fetch failed"),
-			wantStatus: workflows.StatusFailed, wantOutcome: contract.DeliveryFailed, wantNote: "collecting the agent's commits: git fetch failed"},
+			wantStatus: workflows.StatusFailed, wantOutcome: workflows.DeliveryFailed, wantNote: "collecting the agent's commits: git fetch failed"},
 		{name: "no deliverer", checkout: "true", push: "branch", run: "true", noDeliverer: true,
-			wantStatus: workflows.StatusSucceeded, wantOutcome: contract.DeliverySkipped, wantNote: "no deliverer"},
+			wantStatus: workflows.StatusSucceeded, wantOutcome: workflows.DeliverySkipped, wantNote: "collected on branch hookrun/r1 of the workspace"},
 		{name: "push none", checkout: "true", push: "none", run: "true", wantStatus: workflows.StatusSucceeded},
 		{name: "no checkout", checkout: "false", push: "branch", run: "true", wantStatus: workflows.StatusSucceeded},
 		{name: "cancelled", checkout: "true", push: "branch", run: "sleep 30", cancel: true,
-			wantStatus: workflows.StatusCancelled, wantOutcome: contract.DeliverySkipped, wantNote: "cancelled"},
+			wantStatus: workflows.StatusCancelled, wantOutcome: workflows.DeliverySkipped, wantNote: "cancelled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			sb := &collectingSandbox{collectErr: c.collectErr}
 			dl := &recDeliverer{sandbox: sb, d: pushed, err: c.deliverErr}
 			if c.deliverErr != nil {
-				dl.d = contract.Delivery{}
+				dl.d = workflows.Delivery{}
 			}
 			rep := &finalReporter{}
 			ctx, cancel := context.WithCancel(context.Background())

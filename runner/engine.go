@@ -134,9 +134,9 @@ type Result struct {
 	Ref         contract.ReportRef    `json:"ref,omitzero"`
 	// Delivery is what became of the agent's commits (sandbox.push); nil
 	// when the run had nothing to deliver.
-	Delivery   *contract.Delivery `json:"delivery,omitempty"`
-	StartedAt  time.Time          `json:"started_at"`
-	FinishedAt time.Time          `json:"finished_at"`
+	Delivery   *workflows.Delivery `json:"delivery,omitempty"`
+	StartedAt  time.Time           `json:"started_at"`
+	FinishedAt time.Time           `json:"finished_at"`
 	// Abandoned is set when the run was stopped because the runner is
 	// shutting down or lost its claim: no handler ran and no final report was
 	// sent; another runner will execute it again.

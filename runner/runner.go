@@ -415,6 +415,7 @@ func (r *Runner) finish(ctx context.Context, id string, res *Result, headSHA str
 		ReportError: res.ReportError,
 		CommentID:   res.Ref.CommentID,
 		HeadSHA:     headSHA,
+		Delivery:    res.Delivery,
 		FinishedAt:  res.FinishedAt,
 	})
 	if errors.Is(err, queue.ErrClaimLost) {

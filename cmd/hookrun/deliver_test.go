@@ -270,9 +270,18 @@ shutdown_grace: 5s
 	}
 
 	var rec struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
+		Status   string `json:"status"`
+		Error    string `json:"error"`
+		Delivery *struct {
+			Outcome     string `json:"outcome"`
+			Branch      string `json:"branch"`
+			Commits     int    `json:"commits"`
+			PullRequest *struct {
+				Number int `json:"number"`
+			} `json:"pull_request"`
+		} `json:"delivery"`
 	}
+	deliveries := map[int]string{}
 	for n, id := range runs {
 		deadline := time.Now().Add(120 * time.Second)
 		for {
@@ -289,6 +298,17 @@ shutdown_grace: 5s
 			t.Errorf("#%d: run %s %s: %s\n%s", n, id, rec.Status, rec.Error, tail(p.out.String(), 4000))
 		}
 		waitFor(t, 10*time.Second, func() bool { return strings.Contains(gh.commentOn(n), "agent says") })
+		if d := rec.Delivery; d != nil {
+			deliveries[n] = fmt.Sprintf("%s %s %d", d.Outcome, d.Branch, d.Commits)
+			if d.PullRequest != nil {
+				deliveries[n] += fmt.Sprintf(" #%d", d.PullRequest.Number)
+			}
+		}
+		rec.Delivery = nil
+	}
+	// The run records say where the work went.
+	if want := map[int]string{2: "pushed hookrun/fix/2 1 #101", 3: "no_commits  0", 4: "pushed hookrun/fix/4 1"}; fmt.Sprint(deliveries) != fmt.Sprint(want) {
+		t.Errorf("run records' deliveries %v, want %v", deliveries, want)
 	}
 
 	// #2: pushed to the base repository, on top of the pull request's head.

@@ -65,7 +65,7 @@ func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.Re
 
 // OpenDraft opens a draft pull/merge request with the client of the
 // event's forge.
-func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
+func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
 	switch {
 	case req.Event == nil:
 	case req.Event.Forge == workflows.GitHub && f.GitHub != nil:
@@ -73,7 +73,7 @@ func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (cont
 	case req.Event.Forge == workflows.GitLab && f.GitLab != nil:
 		return f.GitLab.OpenDraft(ctx, req)
 	}
-	return contract.ChangeRequest{}, errors.New("opening a draft pull request: no API credentials for this forge")
+	return workflows.ChangeRequest{}, errors.New("opening a draft pull request: no API credentials for this forge")
 }
 
 var (

@@ -33,14 +33,14 @@ import (
 // is no request to deliver to. No commits after req.BaseSHA: nothing is
 // pushed. The branch is overwritten (forced) by each run of the workflow on
 // the same pull request.
-func (w *Workspaces) Deliver(ctx context.Context, req contract.DeliverRequest) (contract.Delivery, error) {
-	var d contract.Delivery
+func (w *Workspaces) Deliver(ctx context.Context, req contract.DeliverRequest) (workflows.Delivery, error) {
+	var d workflows.Delivery
 	e, wf := req.Event, req.Workflow
 	if wf == nil || wf.Sandbox == nil {
 		return d, fmt.Errorf("delivering run %s: the workflow has no sandbox", req.RunID)
 	}
 	if e == nil || e.PullRequest == nil || e.PullRequest.Number <= 0 {
-		d.Outcome = contract.DeliverySkipped
+		d.Outcome = workflows.DeliverySkipped
 		d.Note = "the event has no pull or merge request (a push or an issue) to deliver the agent's commits to: nothing pushed"
 		return d, nil
 	}
@@ -62,8 +62,7 @@ func (w *Workspaces) Deliver(ctx context.Context, req contract.DeliverRequest) (
 		return d, fmt.Errorf("delivering run %s: %w", req.RunID, err)
 	}
 	if commits == 0 {
-		d.Outcome = contract.DeliveryNoCommits
-		return d, nil
+		return workflows.Delivery{Outcome: workflows.DeliveryNoCommits}, nil
 	}
 	env, err := w.env(ctx, e)
 	if err != nil {
@@ -73,7 +72,7 @@ func (w *Workspaces) Deliver(ctx context.Context, req contract.DeliverRequest) (
 		head+":refs/heads/"+d.Branch); err != nil {
 		return d, fmt.Errorf("delivering run %s: pushing branch %s: %w", req.RunID, d.Branch, redactURL(err, e.CloneURL))
 	}
-	d.Outcome, d.Head, d.Commits = contract.DeliveryPushed, head, commits
+	d.Outcome, d.Head, d.Commits = workflows.DeliveryPushed, head, commits
 	d.BranchURL, d.CompareURL = webLinks(e, req.BaseSHA, d.Branch)
 	if wf.Sandbox.Push == workflows.PushPullRequest {
 		d.PullRequest, d.Note = w.openDraft(ctx, req, d.Branch)
@@ -185,7 +184,7 @@ func (w *Workspaces) fetchCollected(ctx context.Context, tmp, repo string, req c
 // openDraft opens the draft pull/merge request of a pushed branch against
 // the pull request's head branch. It returns what it opened, or a note
 // saying why it opened none; the branch is delivered either way.
-func (w *Workspaces) openDraft(ctx context.Context, req contract.DeliverRequest, branch string) (*contract.ChangeRequest, string) {
+func (w *Workspaces) openDraft(ctx context.Context, req contract.DeliverRequest, branch string) (*workflows.ChangeRequest, string) {
 	e, pr := req.Event, req.Event.PullRequest
 	switch {
 	case pr.Fork:

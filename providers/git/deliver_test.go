@@ -176,7 +176,7 @@ func TestDeliverPushesTheAgentsCommits(t *testing.T) {
 		t.Fatalf("Deliver: %v", err)
 	}
 	web := f.srv.URL + "/upstream"
-	want := contract.Delivery{Outcome: contract.DeliveryPushed, Branch: "hookrun/review/1", Head: tip, Commits: 2,
+	want := workflows.Delivery{Outcome: workflows.DeliveryPushed, Branch: "hookrun/review/1", Head: tip, Commits: 2,
 		BranchURL: web + "/tree/hookrun/review/1", CompareURL: web + "/compare/" + f.u.p1 + "...hookrun/review/1"}
 	if d != want {
 		t.Errorf("delivery\n got %+v\nwant %+v", d, want)
@@ -234,7 +234,7 @@ func TestDeliverNothingToPush(t *testing.T) {
 	f.mu.Unlock()
 	d, err := w.Deliver(ctx, contract.DeliverRequest{RunID: "r1", Workflow: reviewWorkflow(workflows.PushBranch),
 		Event: ev, Workspace: ws.Dir, Branch: "hookrun/r1", BaseSHA: f.u.p1})
-	if err != nil || d.Outcome != contract.DeliveryNoCommits || d.Head != "" || d.CompareURL != "" {
+	if err != nil || d != (workflows.Delivery{Outcome: workflows.DeliveryNoCommits}) {
 		t.Fatalf("delivery without commits: %+v, %v; want no_commits", d, err)
 	}
 	f.mu.Lock()
@@ -248,7 +248,7 @@ func TestDeliverNothingToPush(t *testing.T) {
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: f.u.c2}}
 	d, err = w.Deliver(ctx, contract.DeliverRequest{RunID: "r2", Workflow: reviewWorkflow(workflows.PushBranch),
 		Event: push, Workspace: ws.Dir, Branch: "hookrun/r1", BaseSHA: f.u.c2})
-	if err != nil || d.Outcome != contract.DeliverySkipped || !strings.Contains(d.Note, "no pull or merge request") {
+	if err != nil || d.Outcome != workflows.DeliverySkipped || !strings.Contains(d.Note, "no pull or merge request") {
 		t.Fatalf("delivery for a push: %+v, %v; want skipped with a note", d, err)
 	}
 }
@@ -301,7 +301,7 @@ func TestDeliverRefuses(t *testing.T) {
 			before := len(f.requests)
 			f.mu.Unlock()
 			d, err := w.Deliver(ctx, req)
-			if err == nil || !strings.Contains(err.Error(), c.want) || d.Outcome == contract.DeliveryPushed {
+			if err == nil || !strings.Contains(err.Error(), c.want) || d.Outcome == workflows.DeliveryPushed {
 				t.Fatalf("Deliver: %+v, %v; want an error containing %q", d, err, c.want)
 			}
 			if c.name == "another host" && !errors.Is(err, contract.ErrRefused) {
@@ -324,14 +324,14 @@ type drafts struct {
 	err  error
 }
 
-func (d *drafts) OpenDraft(_ context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
+func (d *drafts) OpenDraft(_ context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.reqs = append(d.reqs, req)
 	if d.err != nil {
-		return contract.ChangeRequest{}, d.err
+		return workflows.ChangeRequest{}, d.err
 	}
-	return contract.ChangeRequest{Number: 7, URL: "https://forge.example/acme/widgets/pull/7"}, nil
+	return workflows.ChangeRequest{Number: 7, URL: "https://forge.example/acme/widgets/pull/7"}, nil
 }
 
 var _ contract.DraftOpener = (*drafts)(nil)
@@ -367,7 +367,7 @@ func TestDeliverDraftPullRequest(t *testing.T) {
 			tip := collect(t, f.u, ws.Dir, "r1", 1)
 			d, err := w.Deliver(ctx, contract.DeliverRequest{RunID: "r1", Workflow: reviewWorkflow(workflows.PushPullRequest),
 				Event: ev, Workspace: ws.Dir, Branch: "hookrun/r1", BaseSHA: f.u.p1})
-			if err != nil || d.Outcome != contract.DeliveryPushed || d.Head != tip {
+			if err != nil || d.Outcome != workflows.DeliveryPushed || d.Head != tip {
 				t.Fatalf("Deliver: %+v, %v", d, err)
 			}
 			if got := f.ref(t, "refs/heads/hookrun/review/1"); got != tip {

@@ -18,8 +18,8 @@ import (
 // 422 because one is open for that head already (an earlier run pushed the
 // same branch), it returns that one. The token (or the App's installation)
 // needs pull requests: write.
-func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
-	var cr contract.ChangeRequest
+func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
+	var cr workflows.ChangeRequest
 	ev := req.Event
 	if ev == nil || (ev.Forge != "" && ev.Forge != workflows.GitHub) {
 		return cr, fmt.Errorf("opening draft pull request on github: not a github event")
@@ -37,7 +37,7 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (co
 		Body: gh.String(req.Body), Draft: gh.Bool(true),
 	})
 	if err == nil {
-		return contract.ChangeRequest{Number: pr.GetNumber(), URL: pr.GetHTMLURL()}, nil
+		return workflows.ChangeRequest{Number: pr.GetNumber(), URL: pr.GetHTMLURL()}, nil
 	}
 	if resp == nil || resp.StatusCode != http.StatusUnprocessableEntity {
 		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
@@ -47,7 +47,7 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (co
 	if lerr != nil || len(open) == 0 {
 		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
 	}
-	return contract.ChangeRequest{Number: open[0].GetNumber(), URL: open[0].GetHTMLURL()}, nil
+	return workflows.ChangeRequest{Number: open[0].GetNumber(), URL: open[0].GetHTMLURL()}, nil
 }
 
 var _ contract.DraftOpener = (*Reporter)(nil)

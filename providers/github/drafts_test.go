@@ -89,7 +89,7 @@ func TestOpenDraft(t *testing.T) {
 	ctx := context.Background()
 
 	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "changes", Title: "the agent's commits", Body: "see"})
-	if err != nil || cr != (contract.ChangeRequest{Number: 12, URL: "https://github.com/Codertocat/Hello-World/pull/12"}) {
+	if err != nil || cr != (workflows.ChangeRequest{Number: 12, URL: "https://github.com/Codertocat/Hello-World/pull/12"}) {
 		t.Fatalf("OpenDraft: %+v, %v", cr, err)
 	}
 	cr, err = r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/3", Base: "changes", Title: "again", Body: "see"})

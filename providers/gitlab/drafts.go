@@ -17,8 +17,8 @@ import (
 // branches of the event's project (`POST /projects/:id/merge_requests`).
 // When GitLab answers 409 because one is open for that source branch
 // already, it returns that one.
-func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (contract.ChangeRequest, error) {
-	var cr contract.ChangeRequest
+func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
+	var cr workflows.ChangeRequest
 	ev := req.Event
 	if ev == nil || (ev.Forge != "" && ev.Forge != workflows.GitLab) || ev.Repo == "" {
 		return cr, errors.New("opening draft merge request on gitlab: not a gitlab event")
@@ -28,7 +28,7 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (co
 		SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base),
 	}, gl.WithContext(ctx))
 	if err == nil {
-		return contract.ChangeRequest{Number: int(mr.IID), URL: mr.WebURL}, nil
+		return workflows.ChangeRequest{Number: int(mr.IID), URL: mr.WebURL}, nil
 	}
 	if resp == nil || resp.StatusCode != http.StatusConflict {
 		return cr, fmt.Errorf("opening draft merge request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
@@ -38,7 +38,7 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (co
 	if lerr != nil || len(open) == 0 {
 		return cr, fmt.Errorf("opening draft merge request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
 	}
-	return contract.ChangeRequest{Number: int(open[0].IID), URL: open[0].WebURL}, nil
+	return workflows.ChangeRequest{Number: int(open[0].IID), URL: open[0].WebURL}, nil
 }
 
 var _ contract.DraftOpener = (*Reporter)(nil)

@@ -82,7 +82,7 @@ func TestOpenDraft(t *testing.T) {
 	ev := &workflows.Event{Forge: workflows.GitLab, Repo: "group/project"}
 	ctx := context.Background()
 	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "feature", Title: "the agent's commits", Body: "see"})
-	if err != nil || cr != (contract.ChangeRequest{Number: 21, URL: "https://gitlab.example/group/project/-/merge_requests/21"}) {
+	if err != nil || cr != (workflows.ChangeRequest{Number: 21, URL: "https://gitlab.example/group/project/-/merge_requests/21"}) {
 		t.Fatalf("OpenDraft: %+v, %v", cr, err)
 	}
 	cr, err = r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/3", Base: "feature", Title: "again"})

@@ -195,7 +195,7 @@ type RunReport struct {
 	Ref      ReportRef // what an earlier attempt stored (comment to edit)
 	// Delivery, in the final phase of a sandboxed run with checkout, is what
 	// became of the agent's commits (sandbox.push); nil otherwise.
-	Delivery *Delivery
+	Delivery *workflows.Delivery
 }
 
 // ReportRef is what a reporter wants kept in the run record so a restarted or

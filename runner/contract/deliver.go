@@ -22,7 +22,7 @@ type Collector interface {
 // is gone, and opens a draft pull/merge request when asked. providers/git
 // implements it.
 type Deliverer interface {
-	Deliver(ctx context.Context, req DeliverRequest) (Delivery, error)
+	Deliver(ctx context.Context, req DeliverRequest) (workflows.Delivery, error)
 }
 
 // DeliverRequest is one run's collected work.
@@ -35,45 +35,13 @@ type DeliverRequest struct {
 	BaseSHA   string              // the commit the workspace checked out: the agent's commits are those after it
 }
 
-// DeliveryOutcome says what became of a run's collected work.
-type DeliveryOutcome string
-
-// Delivery outcomes.
-const (
-	DeliveryPushed    DeliveryOutcome = "pushed"     // the commits are on Delivery.Branch
-	DeliveryNoCommits DeliveryOutcome = "no_commits" // the agent committed nothing: nothing was pushed
-	DeliverySkipped   DeliveryOutcome = "skipped"    // not delivered on purpose (Note says why)
-	DeliveryFailed    DeliveryOutcome = "failed"     // collecting or pushing failed (Note says why)
-)
-
-// Delivery is what became of a run's collected work; the final report
-// shows it. Every string in it is free of credentials.
-type Delivery struct {
-	Outcome    DeliveryOutcome `json:"outcome"`
-	Branch     string          `json:"branch,omitempty"`      // the base repository's branch, hookrun/<workflow>/<number>
-	Head       string          `json:"head,omitempty"`        // the commit pushed
-	Commits    int             `json:"commits,omitempty"`     // commits after DeliverRequest.BaseSHA
-	BranchURL  string          `json:"branch_url,omitempty"`  // the branch on the forge's web UI
-	CompareURL string          `json:"compare_url,omitempty"` // the agent's commits against the checked-out head
-	// PullRequest is the draft pull/merge request opened (or found open)
-	// for the branch with `push: pull_request`; nil otherwise.
-	PullRequest *ChangeRequest `json:"pull_request,omitempty"`
-	Note        string         `json:"note,omitempty"` // why skipped or failed, why no pull request was opened
-}
-
-// ChangeRequest is a pull (GitHub) or merge (GitLab) request.
-type ChangeRequest struct {
-	Number int    `json:"number"`
-	URL    string `json:"url"`
-}
-
 // DraftOpener opens draft pull/merge requests. providers/github and
 // providers/gitlab implement it.
 type DraftOpener interface {
 	// OpenDraft opens a draft request to merge Head into Base in the
 	// event's repository, or returns the open one for Head when there is
 	// one already.
-	OpenDraft(ctx context.Context, req DraftRequest) (ChangeRequest, error)
+	OpenDraft(ctx context.Context, req DraftRequest) (workflows.ChangeRequest, error)
 }
 
 // DraftRequest is a draft pull/merge request to open.

@@ -117,14 +117,14 @@ func Comment(r *contract.RunReport, o Options) string {
 // delivery is the comment's section on the agent's commits (sandbox.push):
 // the branch pushed and its compare view, the draft pull/merge request, or
 // why nothing was pushed.
-func delivery(d *contract.Delivery, e *workflows.Event) string {
+func delivery(d *workflows.Delivery, e *workflows.Event) string {
 	const title = "**Agent's commits**"
 	note := ""
 	if d.Note != "" {
 		note = "\n\n" + inlineCode(cutRunes(oneLine(d.Note), 500))
 	}
 	switch d.Outcome {
-	case contract.DeliveryPushed:
+	case workflows.DeliveryPushed:
 		commits := "1 commit"
 		if d.Commits != 1 {
 			commits = strconv.Itoa(d.Commits) + " commits"
@@ -145,9 +145,9 @@ func delivery(d *contract.Delivery, e *workflows.Event) string {
 			line += fmt.Sprintf("\n\nDraft %s: [%s%d](%s)", kind, ref, pr.Number, pr.URL)
 		}
 		return line + note
-	case contract.DeliveryNoCommits:
+	case workflows.DeliveryNoCommits:
 		return title + " · the agent made no commits: nothing pushed" + note
-	case contract.DeliveryFailed:
+	case workflows.DeliveryFailed:
 		return title + " · " + icon(workflows.StatusFailed) + " not delivered" + note
 	default:
 		return title + " · nothing pushed" + note

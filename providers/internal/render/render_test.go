@@ -78,28 +78,28 @@ func TestComment(t *testing.T) {
 		}(), Options{}},
 		{"final-cancelled", report(contract.PhaseFinal, workflows.StatusCancelled,
 			workflows.StepState{ID: "review", Status: workflows.StatusCancelled, StartedAt: at(0), FinishedAt: at(5 * time.Second)}), Options{}},
-		{"delivery-pushed", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryPushed,
+		{"delivery-pushed", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Head: "0123456789abcdef0123456789abcdef01234567", Commits: 2,
 			BranchURL:  "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			CompareURL: "https://github.com/octo/hello/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7"}), Options{}},
-		{"delivery-draft", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryPushed,
+		{"delivery-draft", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 1,
 			BranchURL:   "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			CompareURL:  "https://github.com/octo/hello/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7",
-			PullRequest: &contract.ChangeRequest{Number: 8, URL: "https://github.com/octo/hello/pull/8"}}), Options{}},
-		{"delivery-draft-gitlab", delivered(workflows.GitLab, &contract.Delivery{Outcome: contract.DeliveryPushed,
+			PullRequest: &workflows.ChangeRequest{Number: 8, URL: "https://github.com/octo/hello/pull/8"}}), Options{}},
+		{"delivery-draft-gitlab", delivered(workflows.GitLab, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 3,
 			BranchURL:   "https://gitlab.com/octo/hello/-/tree/hookrun/pr-review/7",
 			CompareURL:  "https://gitlab.com/octo/hello/-/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7",
-			PullRequest: &contract.ChangeRequest{Number: 9, URL: "https://gitlab.com/octo/hello/-/merge_requests/9"}}), Options{}},
-		{"delivery-fork", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryPushed,
+			PullRequest: &workflows.ChangeRequest{Number: 9, URL: "https://gitlab.com/octo/hello/-/merge_requests/9"}}), Options{}},
+		{"delivery-fork", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 1, BranchURL: "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			Note: "the pull request's head branch is in a fork, and a pull request of octo/hello cannot merge into a fork's branch: no draft pull request opened; the branch is in octo/hello"}), Options{}},
-		{"delivery-none", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryNoCommits}), Options{}},
-		{"delivery-skipped", delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliverySkipped,
+		{"delivery-none", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryNoCommits}), Options{}},
+		{"delivery-skipped", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliverySkipped,
 			Note: "the event has no pull or merge request (a push or an issue) to deliver the agent's commits to: nothing pushed"}), Options{}},
 		{"delivery-failed", func() *contract.RunReport {
-			r := delivered(workflows.GitHub, &contract.Delivery{Outcome: contract.DeliveryFailed,
+			r := delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryFailed,
 				Note: "pushing branch hookrun/pr-review/7: running git push: exit status 128: remote: `denied`"})
 			r.Status, r.Error = workflows.StatusFailed, "delivering the agent's commits: pushing branch hookrun/pr-review/7: running git push: exit status 128"
 			return r
@@ -133,7 +133,7 @@ func TestComment(t *testing.T) {
 }
 
 // delivered is a final report of a sandboxed run whose commits d describes.
-func delivered(forge workflows.Forge, d *contract.Delivery) *contract.RunReport {
+func delivered(forge workflows.Forge, d *workflows.Delivery) *contract.RunReport {
 	r := report(contract.PhaseFinal, workflows.StatusSucceeded,
 		workflows.StepState{ID: "fix", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(42 * time.Second), ExitCode: code(0)})
 	r.Event.Forge = forge
