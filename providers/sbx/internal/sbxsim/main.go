@@ -411,6 +411,13 @@ func execIn(sandboxes string, args []string) {
 	_ = os.WriteFile(pidFile, nil, 0o644)
 	err = c.Wait()
 	_ = os.Remove(pidFile)
+	exitAs(err)
+	fatal(126, "error: "+err.Error())
+}
+
+// exitAs exits as the command that ended with err did (128+signal when
+// killed); it returns only when the command did not run to an exit.
+func exitAs(err error) {
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -420,8 +427,6 @@ func execIn(sandboxes string, args []string) {
 			os.Exit(128 + int(ws.Signal()))
 		}
 		os.Exit(exitErr.ExitCode())
-	default:
-		fatal(126, "error: "+err.Error())
 	}
 }
 
@@ -456,15 +461,8 @@ func sandboxInit() {
 		c.Stdin = os.Stdin
 	}
 	err := c.Run()
-	var exitErr *exec.ExitError
+	exitAs(err)
 	switch {
-	case err == nil:
-		os.Exit(0)
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			os.Exit(128 + int(ws.Signal()))
-		}
-		os.Exit(exitErr.ExitCode())
 	case errors.Is(err, os.ErrNotExist):
 		fatal(126, fmt.Sprintf("OCI runtime exec failed: chdir to %q: no such file or directory", spec.Dir))
 	default:
