@@ -324,7 +324,7 @@ func (x *execution) stoppedMsg(ctx context.Context, st *workflows.Step) string {
 		}
 		return "timed out"
 	case errors.Is(cause, errRunTimeout):
-		return fmt.Sprintf("stopped: run timed out after %s", x.wf.Timeout)
+		return fmt.Sprintf("stopped: run timed out after %s", x.timeout())
 	case errors.Is(cause, contract.ErrAbandoned):
 		return "stopped: " + contract.ErrAbandoned.Error()
 	default:

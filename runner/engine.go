@@ -43,12 +43,15 @@ type EngineConfig struct {
 	// HOME, XDG_* and DOCKER_* variables and PATH, nothing secret. The
 	// composition root fills it in (sbx.HostEnv); nil: nothing more.
 	SbxHostEnv       []workflows.EnvVar
-	Logger           *slog.Logger     // operator log; default slog.Default()
-	ProgressInterval time.Duration    // at most one progress report per run this often; default 2s
-	Grace            time.Duration    // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
-	HandlerTimeout   time.Duration    // bound for a handler_on step without its own timeout; default 5m
-	ReportTimeout    time.Duration    // bound for one Reporter call; default 30s
-	Now              func() time.Time // clock; default time.Now
+	Logger           *slog.Logger  // operator log; default slog.Default()
+	ProgressInterval time.Duration // at most one progress report per run this often; default 2s
+	Grace            time.Duration // SIGTERM → SIGKILL on timeout or cancel; 0: the executor's default
+	HandlerTimeout   time.Duration // bound for a handler_on step without its own timeout; default 5m
+	// DefaultTimeout bounds a run whose workflow sets no timeout of its own;
+	// 0: no bound. The server sets runner.default_timeout (internal/app).
+	DefaultTimeout time.Duration
+	ReportTimeout  time.Duration    // bound for one Reporter call; default 30s
+	Now            func() time.Time // clock; default time.Now
 }
 
 func (c *EngineConfig) setDefaults() {
@@ -79,6 +82,9 @@ func (c *EngineConfig) Validate() error {
 	}
 	if c.Grace < 0 {
 		return errors.New("validating engine config: grace must not be negative")
+	}
+	if c.DefaultTimeout < 0 {
+		return errors.New("validating engine config: default timeout must not be negative")
 	}
 	return nil
 }
@@ -146,9 +152,9 @@ type Result struct {
 // Duration is how long the run took.
 func (r *Result) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }
 
-// errRunTimeout is the cause when a run's context ends at the workflow's
-// timeout (the causes from outside are contract.ErrCancelled and
-// contract.ErrAbandoned).
+// errRunTimeout is the cause when a run's context ends at its timeout (the
+// workflow's, else the engine's DefaultTimeout; the causes from outside are
+// contract.ErrCancelled and contract.ErrAbandoned).
 var errRunTimeout = errors.New("run timed out")
 
 // execution is the state of one run in progress. Its methods are spread
@@ -207,6 +213,15 @@ func (e *Engine) Run(ctx context.Context, spec RunSpec) *Result {
 
 func (x *execution) now() time.Time { return x.e.cfg.Now().UTC() }
 
+// timeout is the run's bound: the workflow's own timeout, else the engine's
+// DefaultTimeout (0: none).
+func (x *execution) timeout() time.Duration {
+	if x.wf.Timeout > 0 {
+		return x.wf.Timeout
+	}
+	return x.e.cfg.DefaultTimeout
+}
+
 // run executes the run: the DAG in its session, then the handlers, then the
 // final report.
 func (x *execution) run(ctx context.Context) *Result {
@@ -219,9 +234,9 @@ func (x *execution) run(ctx context.Context) *Result {
 	defer x.removeEventFile() // after the handlers and the session
 
 	runCtx := ctx
-	if x.wf.Timeout > 0 {
+	if t := x.timeout(); t > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, x.wf.Timeout, errRunTimeout)
+		runCtx, cancel = context.WithTimeoutCause(ctx, t, errRunTimeout)
 		defer cancel()
 	}
 	end := x.outcome(runCtx, x.execute(runCtx))
@@ -304,7 +319,7 @@ func (x *execution) outcome(runCtx context.Context, runErr error) runEnd {
 	case runCtx.Err() != nil && errors.Is(cause, contract.ErrAbandoned):
 		return runEnd{status: workflows.StatusCancelled, abandoned: true, err: contract.ErrAbandoned}
 	case runCtx.Err() != nil && errors.Is(cause, errRunTimeout):
-		return runEnd{status: workflows.StatusFailed, err: fmt.Errorf("run timed out after %s", x.wf.Timeout)}
+		return runEnd{status: workflows.StatusFailed, err: fmt.Errorf("run timed out after %s", x.timeout())}
 	case runCtx.Err() != nil:
 		return runEnd{status: workflows.StatusCancelled, err: contract.ErrCancelled}
 	case runErr != nil:

@@ -441,3 +441,34 @@ handler_on:
 		t.Errorf("a handler ran for an abandoned run: %q", o)
 	}
 }
+
+// A run whose workflow sets no timeout is bounded by the engine's
+// DefaultTimeout; a workflow's own timeout, longer than the default, wins.
+func TestDefaultRunTimeout(t *testing.T) {
+	t.Parallel()
+	withDefault := func(c *runner.EngineConfig) { c.DefaultTimeout = 400 * time.Millisecond }
+	t.Run("no timeout of its own", func(t *testing.T) {
+		t.Parallel()
+		res, sink, _ := runWorkflow(t, `
+steps:
+  - {id: slow, run: "sleep 10"}
+`, runOpts{cfg: withDefault})
+		if res.Status != failed || !strings.Contains(res.Error, "run timed out after 400ms") {
+			t.Fatalf("status %s (%s), want failed: run timed out after 400ms\n%s", res.Status, res.Error, sink.all())
+		}
+		if d := res.Duration(); d > 5*time.Second {
+			t.Errorf("run took %s, the default timeout did not stop it", d)
+		}
+	})
+	t.Run("its own timeout wins", func(t *testing.T) {
+		t.Parallel()
+		res, sink, _ := runWorkflow(t, `
+timeout: 30s
+steps:
+  - {id: slowish, run: "sleep 1.5"}
+`, runOpts{cfg: withDefault})
+		if res.Status != succeeded {
+			t.Fatalf("status %s (%s), want succeeded: the workflow's 30s timeout replaces the 400ms default\n%s", res.Status, res.Error, sink.all())
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -26,7 +27,7 @@ listen: 127.0.0.1:9999
 github: { webhook_secret: "${GH_SECRET}", token: "${GH_TOKEN}" }
 gitlab: { webhook_token: "prefix-${GL}-suffix" }
 api: { token: "${MISSING}" }
-runner: { concurrency: 8 }
+runner: { concurrency: 8, default_timeout: 90m }
 `)
 	c, err := loadConfig(p, envMap(map[string]string{"GH_SECRET": "a: b # not a comment", "GH_TOKEN": "tok", "GL": "x"}))
 	if err != nil {
@@ -37,6 +38,9 @@ runner: { concurrency: 8 }
 	}
 	if c.GitLab.WebhookToken != "prefix-x-suffix" || c.GitHub.Token != "tok" || c.API.Token != "" {
 		t.Errorf("expansion wrong: %+v %+v %+v", c.GitLab, c.GitHub, c.API)
+	}
+	if c.Runner.DefaultTimeout != 90*time.Minute {
+		t.Errorf("runner.default_timeout = %s, want the file's 90m", c.Runner.DefaultTimeout)
 	}
 	if c.Listen != "127.0.0.1:9999" || c.Runner.Concurrency != 8 || c.DataDir != "./.hookrun" || c.NATS.Replicas != 1 {
 		t.Errorf("values or defaults wrong: %+v", c)
@@ -53,6 +57,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"bad sync", "nats: { sync: often }\n", `nats.sync: want "always" or a positive duration`},
 		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
+		{"negative default timeout", "runner: { default_timeout: -1m }\n", "runner.default_timeout: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, tc.body), envMap(nil))
@@ -70,5 +75,8 @@ func TestLoadConfigEmptyPathIsDefaults(t *testing.T) {
 	}
 	if c.Listen != "127.0.0.1:8080" || c.Workflows != "./workflows" || c.Runner.Concurrency != 4 {
 		t.Fatalf("defaults wrong: %+v", c)
+	}
+	if c.Runner.DefaultTimeout != time.Hour {
+		t.Errorf("runner.default_timeout defaults to %s, want 1h", c.Runner.DefaultTimeout)
 	}
 }

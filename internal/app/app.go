@@ -133,6 +133,8 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Reporter:  forges,
 		Logger:    a.logger,
 		Redact:    serverCredentials(c),
+		// The bound of runs whose workflow sets no timeout.
+		DefaultTimeout: c.Runner.DefaultTimeout,
 		// What a harness that runs sbx itself on the host needs of this
 		// process's environment (docs/operations.md, "sbx on the host").
 		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), serverCredentials(c)),

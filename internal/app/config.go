@@ -104,6 +104,9 @@ type RunnerConfig struct {
 	// they are older than this (a run id tells its age). Keep it above the
 	// longest run; default 24h.
 	OrphanAge time.Duration `yaml:"orphan_age"`
+	// DefaultTimeout bounds every run whose workflow sets no timeout of
+	// its own (a workflow's timeout, longer or shorter, wins); default 1h.
+	DefaultTimeout time.Duration `yaml:"default_timeout"`
 	// HostSteps says how steps that run on the host (no container, no
 	// sandbox) run: "isolated" (default) as StepUser in their own mount and
 	// PID namespaces, out of reach of hookrun's credentials, which needs
@@ -166,6 +169,9 @@ func (c *Config) SetDefaults() {
 	if c.Runner.OrphanAge == 0 {
 		c.Runner.OrphanAge = 24 * time.Hour
 	}
+	if c.Runner.DefaultTimeout == 0 {
+		c.Runner.DefaultTimeout = time.Hour
+	}
 	if c.Runner.SbxBinary == "" {
 		c.Runner.SbxBinary = "sbx"
 	}
@@ -216,6 +222,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.OrphanAge < 0 {
 		bad("runner.orphan_age", "must not be negative, got %v", c.Runner.OrphanAge)
+	}
+	if c.Runner.DefaultTimeout < 0 {
+		bad("runner.default_timeout", "must not be negative, got %v", c.Runner.DefaultTimeout)
 	}
 	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
 		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)
