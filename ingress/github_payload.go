@@ -109,10 +109,11 @@ type ghIssuesEvent struct {
 
 type ghPushEvent struct {
 	ghCommon
-	Ref    string         `json:"ref"`
-	Before string         `json:"before"`
-	After  string         `json:"after"`
-	Pusher ghCommitAuthor `json:"pusher"`
+	Ref     string         `json:"ref"`
+	Before  string         `json:"before"`
+	After   string         `json:"after"`
+	Deleted bool           `json:"deleted"`
+	Pusher  ghCommitAuthor `json:"pusher"`
 }
 
 // githubDecoding gives the v2 engine encoding/json's v1 leniency where it

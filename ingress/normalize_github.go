@@ -30,6 +30,8 @@ const (
 //     empty here; the server pins it once a workflow matched (trust.go).
 //   - issues: the issue author's author_association.
 //   - push: COLLABORATOR (pushing needs write access to the repository).
+//     A push that deletes its branch (deleted: true, or after all zeros)
+//     is Push.Deleted.
 func normalizeGitHub(eventName string, body []byte) (*workflows.Event, error) {
 	payload, err := decodeGitHub(eventName, body)
 	if err != nil {
@@ -192,12 +194,19 @@ func githubPush(p *ghPushEvent) (*workflows.Event, error) {
 		Sender:            sender,
 		AuthorAssociation: associationPusher,
 		Push: &workflows.Push{
-			Ref:    ref,
-			Branch: branchOf(ref),
-			Before: p.Before,
-			After:  p.After,
+			Ref:     ref,
+			Branch:  branchOf(ref),
+			Before:  p.Before,
+			After:   p.After,
+			Deleted: p.Deleted || zeroSHA(p.After),
 		},
 	}, nil
+}
+
+// zeroSHA reports whether sha is the all-zero object id (SHA-1 or SHA-256)
+// both forges send as the after of a push that deletes a branch or tag.
+func zeroSHA(sha string) bool {
+	return sha != "" && strings.Trim(sha, "0") == ""
 }
 
 // branchOf is the short branch name of a full ref, "" for anything that is

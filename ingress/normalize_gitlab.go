@@ -209,10 +209,11 @@ func gitlabPush(ref, before, after, user, repo, cloneURL string, projectID int64
 		Sender:            user,
 		AuthorAssociation: associationPusher,
 		Push: &workflows.Push{
-			Ref:    ref,
-			Branch: branchOf(ref),
-			Before: before,
-			After:  after,
+			Ref:     ref,
+			Branch:  branchOf(ref),
+			Before:  before,
+			After:   after,
+			Deleted: zeroSHA(after), // GitLab says a deletion only so
 		},
 	}
 }

@@ -162,12 +162,32 @@ func TestNormalizeFields(t *testing.T) {
 				want(t, "issue number", e.Issue.Number, 1)
 				want(t, "comment starts", strings.HasPrefix(e.CommentBody(), "You are totally right!"), true)
 			}},
-		{"github push", workflows.GitHub, "push", "testdata/github/push/payload.json",
+		{"github push that deletes its branch", workflows.GitHub, "push", "testdata/github/push/payload.json",
 			func(t *testing.T, e *workflows.Event) {
 				want(t, "kind", e.Kind, workflows.KindPush)
+				want(t, "deleted", e.Push.Deleted, true)
+				want(t, "head sha (none to check out)", e.HeadSHA(), "")
 				want(t, "branch", e.Push.Branch, e.BaseRef())
 				want(t, "ref prefix", strings.HasPrefix(e.Push.Ref, "refs/"), true)
 				want(t, "association", e.AuthorAssociation, "COLLABORATOR")
+			}},
+		{"github push of a new branch", workflows.GitHub, "push", "testdata/github/push/with-new-branch.payload.json",
+			func(t *testing.T, e *workflows.Event) {
+				want(t, "deleted", e.Push.Deleted, false)
+				want(t, "head sha", e.HeadSHA(), "6113728f27ae82c7b1a177c8d03f9e96e0adf246")
+			}},
+		{"gitlab push", workflows.GitLab, "Push Hook", "testdata/gitlab/push.json",
+			func(t *testing.T, e *workflows.Event) {
+				want(t, "kind", e.Kind, workflows.KindPush)
+				want(t, "deleted", e.Push.Deleted, false)
+				want(t, "head sha", e.HeadSHA(), "da1560886d4f094c3e6c9ef40349f7d38b5d27d7")
+			}},
+		{"gitlab push that deletes its branch", workflows.GitLab, "Push Hook", "testdata/gitlab/push_deleted.json",
+			func(t *testing.T, e *workflows.Event) {
+				want(t, "kind", e.Kind, workflows.KindPush)
+				want(t, "branch", e.Push.Branch, "master")
+				want(t, "deleted", e.Push.Deleted, true)
+				want(t, "head sha (none to check out)", e.HeadSHA(), "")
 			}},
 		{"gitlab merge request", workflows.GitLab, "Merge Request Hook", "testdata/gitlab/merge_request.json",
 			func(t *testing.T, e *workflows.Event) {

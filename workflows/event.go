@@ -115,7 +115,11 @@ type Push struct {
 	Ref    string `json:"ref"`    // full ref, refs/heads/main
 	Branch string `json:"branch"` // short branch name, empty for tags
 	Before string `json:"before"` // SHA before the push
-	After  string `json:"after"`  // SHA after the push (the head to check out)
+	After  string `json:"after"`  // SHA after the push (the head to check out); all zeros when Deleted
+	// Deleted says the push deleted the branch or tag: there is no commit
+	// to check out or report on. Only a trigger with `deleted: true`
+	// matches such a push.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // Number is the pull/merge request number, else the issue number, else 0.
@@ -141,13 +145,14 @@ func (e *Event) Title() string {
 }
 
 // HeadSHA is the commit a run checks out and reports a status on: the pull
-// request head, or the pushed SHA. It is empty for issues, and for a
-// comment on a pull request whose head ingress could not pin.
+// request head, or the pushed SHA. It is empty for issues, for a push that
+// deleted its branch, and for a comment on a pull request whose head
+// ingress could not pin.
 func (e *Event) HeadSHA() string {
 	switch {
 	case e.PullRequest != nil:
 		return e.PullRequest.HeadSHA
-	case e.Push != nil:
+	case e.Push != nil && !e.Push.Deleted:
 		return e.Push.After
 	}
 	return ""

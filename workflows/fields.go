@@ -288,6 +288,8 @@ func (t *rawTrigger) fields() []field {
 			doc: "the first line of a new comment starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS"},
 		{key: "labels", to: &t.labels, form: formOneOrList},
 		{key: "repos", to: &t.repos, form: formOneOrList, nonEmpty: true},
+		{key: "deleted", to: &t.deleted, def: false,
+			doc: "push only: true matches pushes that delete the branch or tag (and only those); false, pushes that do not"},
 		{key: "if", to: &t.ifExpr, pattern: nonBlank, doc: "expr-lang expression over `event`"},
 	}
 }

@@ -30,7 +30,9 @@ type Match struct {
 // e.BaseRef() (an event without a branch never matches a trigger with
 // branches); the first line of the comment, trimmed, equals its command or
 // starts with the command and a space or tab; e carries one of its labels; one
-// of its repos globs matches e.Repo; its `if:` expression is true.
+// of its repos globs matches e.Repo; its `if:` expression is true. Before
+// all that, a push that deletes its branch (Push.Deleted) matches only a
+// trigger with `deleted: true`, and such a trigger only such a push.
 func (w *Workflow) Match(e *Event) Match {
 	if e == nil {
 		return Match{Reason: "no event"}
@@ -71,6 +73,12 @@ func (w *Workflow) Listens(k Kind) bool {
 // match checks everything but the kind. It returns the command arguments, or
 // why the trigger does not match.
 func (t *Trigger) match(e *Event) (args, reason string) {
+	if e.Push != nil && e.Push.Deleted != t.Deleted {
+		if e.Push.Deleted {
+			return "", "push deletes the branch (only a trigger with deleted: true matches it)"
+		}
+		return "", "push does not delete the branch (the trigger has deleted: true)"
+	}
 	if actions := t.actions(); len(actions) > 0 && !slices.Contains(actions, e.Action) {
 		if len(t.Actions) == 0 {
 			return "", fmt.Sprintf("action %q not in %v (a command trigger without actions: matches new comments only)", e.Action, actions)

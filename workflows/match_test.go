@@ -379,3 +379,59 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchDeletedPush: a push that deletes its branch (Push.Deleted)
+// triggers only a trigger with deleted: true, on both forges, and such a
+// trigger matches nothing else; a deleted push has no head to check out.
+func TestMatchDeletedPush(t *testing.T) {
+	deleted := func(forge Forge, branch string) *Event {
+		e := push(forge, branch)
+		e.Push.After = strings.Repeat("0", 40)
+		e.Push.Deleted = true
+		return e
+	}
+	workflows := map[string]string{
+		"any push":       "on: [{event: push}]",
+		"main":           "on: [{event: push, branches: [main]}]",
+		"deleted: false": "on: [{event: push, deleted: false}]",
+		"deletions":      "on: [{event: push, deleted: true}]",
+		"main deleted":   "on: [{event: push, branches: [main], deleted: true}]",
+		"both":           "on: [{event: push}, {event: push, deleted: true}]",
+	}
+	tests := []struct {
+		workflow string
+		event    func(Forge, string) *Event
+		branch   string
+		want     bool
+	}{
+		{"any push", push, "main", true},
+		{"any push", deleted, "main", false},
+		{"main", deleted, "main", false},
+		{"deleted: false", deleted, "main", false},
+		{"deleted: false", push, "main", true},
+		{"deletions", deleted, "feature", true},
+		{"deletions", push, "feature", false},
+		{"main deleted", deleted, "main", true},
+		{"main deleted", deleted, "dev", false},
+		{"both", push, "dev", true},
+		{"both", deleted, "dev", true},
+	}
+	for _, tt := range tests {
+		for _, forge := range []Forge{GitHub, GitLab} {
+			e := tt.event(forge, tt.branch)
+			name := fmt.Sprintf("%s/%s/deleted=%v/%s", tt.workflow, forge, e.Push.Deleted, tt.branch)
+			t.Run(name, func(t *testing.T) {
+				m := mustParse(t, workflows[tt.workflow]).Match(e)
+				if m.Matched != tt.want {
+					t.Errorf("matched = %v (%s), want %v", m.Matched, m.Reason, tt.want)
+				}
+				if !m.Matched && e.Push.Deleted && tt.workflow != "main deleted" && !strings.Contains(m.Reason, "deletes the branch") {
+					t.Errorf("reason %q does not say the push deletes the branch", m.Reason)
+				}
+			})
+		}
+	}
+	if sha := deleted(GitHub, "main").HeadSHA(); sha != "" {
+		t.Errorf("HeadSHA of a deleted push = %q, want none", sha)
+	}
+}

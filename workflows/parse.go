@@ -396,7 +396,7 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 
 	r.checkWorkingDir(raw.workingDir)
 	w.Preconditions = r.buildConditions(raw.preconditions)
-	w.On = r.buildTriggers(raw.on)
+	w.On = r.buildTriggers(raw.on, raw.checkout)
 	w.Authorization = r.buildAuthorize(raw.authorize)
 
 	if c := raw.concurrency; c != nil {
@@ -512,7 +512,7 @@ func stepIDNode(s *rawStep) *yaml.Node {
 	return s.node
 }
 
-func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
+func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger {
 	var out []Trigger
 	for _, rt := range raws {
 		r.checkFields(rt.node, scope{"on", ": "}, rt.fields())
@@ -523,6 +523,7 @@ func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 			Command:  rt.command.v,
 			Labels:   texts(rt.labels),
 			Repos:    texts(rt.repos),
+			Deleted:  rt.deleted.v,
 			If:       rt.ifExpr.v,
 		}
 		known := rt.event.set() && rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
@@ -542,6 +543,12 @@ func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 		}
 		if len(rt.labels.v) > 0 && known && t.Event == KindPush {
 			r.errf(rt.labels.v[0].n, "on: push events carry no labels; remove labels")
+		}
+		if rt.deleted.set() && rt.deleted.v && known && t.Event != KindPush {
+			r.errf(rt.deleted.n, "on: deleted is only for event: push")
+		}
+		if rt.deleted.set() && rt.deleted.v && checkout.v && t.Event == KindPush {
+			r.errf(rt.deleted.n, "on: a push that deletes a branch has no commit to check out; deleted: true needs checkout: false")
 		}
 		r.globs(rt.repos, "repos")
 		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" && nonBlank.matches(t.If) {

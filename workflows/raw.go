@@ -60,6 +60,7 @@ type rawTrigger struct {
 	command  val[string]
 	labels   list[string]
 	repos    list[string]
+	deleted  val[bool]
 	ifExpr   val[string]
 }
 

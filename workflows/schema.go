@@ -195,6 +195,10 @@ func schemaDoc() obj {
 			"if":   obj{"properties": obj{"event": obj{"const": string(KindPush)}}, "required": strs("event")},
 			"then": obj{"not": obj{"required": strs("labels")}},
 		},
+		obj{ // deleted: true only for pushes
+			"if":   obj{"properties": obj{"event": obj{"not": obj{"const": string(KindPush)}}}, "required": strs("event")},
+			"then": obj{"properties": obj{"deleted": obj{"const": false}}},
+		},
 	)
 
 	step := func(handler bool) obj {
@@ -246,6 +250,10 @@ func schemaDoc() obj {
 
 	doc := closedFields(new(rawWorkflow).fields())
 	doc["not"] = obj{"required": strs("timeout", "timeout_sec")}
+	doc["allOf"] = []any{obj{ // a deleted branch has no commit to check out
+		"if":   obj{"properties": obj{"checkout": obj{"const": true}}, "required": strs("checkout")},
+		"then": obj{"properties": obj{"on": obj{"items": obj{"properties": obj{"deleted": obj{"const": false}}}}}},
+	}}
 	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	doc["$id"] = SchemaID
 	doc["title"] = "hookrun workflow"

@@ -80,6 +80,7 @@ var invalidKinds = map[string]string{
 	"bad-yaml.yaml":                 syntax,
 	"command-not-comment.yaml":      schemaLevel, // command only for comments; pattern
 	"cycle.yaml":                    semantic,    // dependency cycle
+	"deleted-trigger.yaml":          schemaLevel, // deleted only for pushes; not with checkout: true
 	"duplicate-step-id.yaml":        semantic,    // uniqueness across steps
 	"dupnames":                      semantic,    // uniqueness across files
 	"flag-without-prompt-flag.yaml": schemaLevel, // if prompt_mode flag then required prompt_flag; enum

@@ -67,6 +67,7 @@ type Trigger struct {
 	Command  string   `json:"command,omitempty"`  // comment's first line starts with it; the rest becomes CommandArgs
 	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
 	Repos    []string `json:"repos,omitempty"`    // path.Match globs on Event.Repo
+	Deleted  bool     `json:"deleted,omitempty"`  // push: match pushes that delete the branch (only those); false: only the others
 	If       string   `json:"if,omitempty"`       // expr-lang expression over `event`, compiled at load time
 
 	program any // compiled If (*vm.Program); set by the parser
