@@ -37,6 +37,21 @@ type Config struct {
 	// its own mount and PID namespaces (see Isolation). nil: commands run
 	// as this process's user, seeing what it sees.
 	Isolation *Isolation
+	// Contain (without Isolation) runs every command through the init in
+	// a PID namespace of its own, as this process's user (in a user
+	// namespace that maps it to itself when not root), so that none of
+	// its processes outlives the command or this process (contain.go).
+	// ProbeContain tells whether the platform allows it.
+	Contain bool
+	// InitBinary is the init of Contain (see Isolation.InitBinary); default
+	// hookrun-step-init beside the executable, else the executable itself.
+	InitBinary string
+	// LeftoversDir, when set (without Isolation and Contain), is where each
+	// running command's process group is recorded, for ReapLeftovers to
+	// kill at the next start what a killed runner left; the command also
+	// dies with this process (Pdeathsig). Its children that left the group
+	// (setsid) escape both.
+	LeftoversDir string
 }
 
 func (c *Config) setDefaults() {
@@ -61,6 +76,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Shell, " \t\n") {
 		return fmt.Errorf("validating host executor config: shell %q must be a program, not a command line", c.Shell)
+	}
+	if c.LeftoversDir != "" && !filepath.IsAbs(c.LeftoversDir) {
+		return fmt.Errorf("validating host executor config: leftovers dir %q is not absolute", c.LeftoversDir)
 	}
 	if c.Isolation != nil {
 		return c.Isolation.Validate()
@@ -126,6 +144,13 @@ func (e *Executor) Exec(ctx context.Context, req contract.ExecRequest) (contract
 		return res, nil
 	}
 	defer p.started.done()
+	if e.cfg.LeftoversDir != "" && e.cfg.Isolation == nil && !e.cfg.Contain {
+		remove, err := recordGroup(e.cfg.LeftoversDir, p.cmd.Process.Pid)
+		if err != nil {
+			fmt.Fprintf(stderr, "hookrun: %v (a killed runner would leave this step's processes running)\n", err)
+		}
+		defer remove()
+	}
 	return p.wait(ctx, req, grace, start)
 }
 
@@ -210,7 +235,7 @@ func (e *Executor) start(req contract.ExecRequest, path string, grace time.Durat
 		if isoErr != nil {
 			_ = isoErr.Close()
 		}
-		if code := stepinit.StartErrorCode(err); code != 0 && e.cfg.Isolation == nil {
+		if code := stepinit.StartErrorCode(err); code != 0 && e.cfg.Isolation == nil && !e.cfg.Contain {
 			return nil, startFailure{code: code, err: err}, nil
 		}
 		return nil, startFailure{}, fmt.Errorf("starting %s: %w", req.Argv[0], err)
@@ -298,13 +323,37 @@ func (p *process) drain() {
 // started.
 func (e *Executor) command(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) {
 	iso := e.cfg.Isolation
+	if iso == nil && e.cfg.Contain {
+		dir := req.Dir
+		if dir == "" { // this process's own, as without Contain
+			if dir, err = os.Getwd(); err != nil {
+				return nil, nil, nil, fmt.Errorf("finding the working directory: %w", err)
+			}
+		}
+		cmd, isoErr, cleanup, err = containedCommand(initPath(e.cfg.InitBinary), stepinit.Spec{
+			Path:  path,
+			Argv:  req.Argv,
+			Env:   proc.Env(req.Env),
+			Dir:   dir,
+			Grace: grace,
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cmd.Dir = "/"
+		return cmd, isoErr, cleanup, nil
+	}
 	if iso == nil {
+		sys := &syscall.SysProcAttr{Setpgid: true}
+		if e.cfg.LeftoversDir != "" {
+			sys.Pdeathsig = syscall.SIGKILL // the command, not its children, dies with the runner
+		}
 		return &exec.Cmd{
 			Path:        path,
 			Args:        req.Argv,
 			Env:         proc.Env(req.Env),
 			Dir:         req.Dir,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+			SysProcAttr: sys,
 		}, nil, func() {}, nil
 	}
 	user := iso.Username

@@ -3,7 +3,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -61,9 +60,13 @@ type Isolation struct {
 }
 
 // InitPath is the program that runs as each command's init.
-func (i *Isolation) InitPath() string {
-	if i.InitBinary != "" {
-		return i.InitBinary
+func (i *Isolation) InitPath() string { return initPath(i.InitBinary) }
+
+// initPath is binary, or by default the init beside the running executable
+// (see Isolation.InitBinary).
+func initPath(binary string) string {
+	if binary != "" {
+		return binary
 	}
 	return defaultInit()
 }
@@ -145,40 +148,13 @@ func init() {
 func (i *Isolation) initCommand(spec stepinit.Spec) (cmd *exec.Cmd, errR *os.File, cleanup func(), err error) {
 	spec.UID, spec.GID = i.UID, i.GID
 	spec.Hide = append(append([]string(nil), i.Hide...), i.blockedAncestors(spec.Expose)...)
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("creating isolation pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(specR, specW)
-		return nil, nil, nil, fmt.Errorf("creating isolation pipe: %w", err)
-	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		closeAll(specR, specW, errR, errW)
-		return nil, nil, nil, fmt.Errorf("encoding isolation spec: %w", err)
-	}
-	// Written in the background: a spec larger than the pipe buffer would
-	// otherwise block until the init reads it.
-	go func() {
-		_, _ = specW.Write(data)
-		_ = specW.Close()
-	}()
-	cmd = &exec.Cmd{
-		Path:       i.InitPath(),
-		Args:       []string{stepinit.Name},
-		Env:        []string{}, // the init needs nothing; the command's env travels in the spec
-		ExtraFiles: []*os.File{specR, errW},
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:    true,
-			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
-			// The runner dying (kill -9 included) kills the init, and with
-			// it, as PID 1 of its namespace, every process of the step.
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
-	return cmd, errR, func() { closeAll(specR, errW) }, nil
+	return initProcess(i.InitPath(), spec, &syscall.SysProcAttr{
+		Setpgid:    true,
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		// The runner dying (kill -9 included) kills the init, and with
+		// it, as PID 1 of its namespace, every process of the step.
+		Pdeathsig: syscall.SIGKILL,
+	})
 }
 
 // expose lists the run directories of a request that must stay reachable.

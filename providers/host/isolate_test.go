@@ -430,8 +430,12 @@ func TestIsolatedStepDiesWithItsRunner(t *testing.T) {
 // binary started with HOOKRUN_TEST_RUNNER_CHILD set (see TestMain).
 func runnerChild(mark string) {
 	ws := os.Getenv("HOOKRUN_TEST_WS")
-	_, _ = isolated().Exec(context.Background(), contract.ExecRequest{
-		Argv: []string{"sh", "-c", `sleep $MARK & setsid sleep $MARK & wait`},
+	script := `sleep $MARK & setsid sleep $MARK & wait`
+	if os.Getenv("HOOKRUN_TEST_NO_SETSID") != "" {
+		script = `sleep $MARK & sleep $MARK & wait`
+	}
+	_, _ = runnerExecutor(os.Getenv("HOOKRUN_TEST_RUNNER_MODE")).Exec(context.Background(), contract.ExecRequest{
+		Argv: []string{"sh", "-c", script},
 		Env:  []workflows.EnvVar{pathEnv, {Name: "MARK", Value: mark}},
 		Dir:  ws, Workspace: ws,
 	})

@@ -32,6 +32,11 @@ type Spec struct {
 	Hide   []string      `json:"hide"`   // absolute paths to cover
 	Expose []string      `json:"expose"` // absolute directories to bring back under covered ones
 	Grace  time.Duration `json:"grace"`  // SIGTERM → SIGKILL for processes the command leaves behind
+	// SameUser runs the command as the init's own user, in the init's
+	// mounts, without no_new_privs (UID, GID, Hide and Expose unused): the
+	// init only contains the command's processes in its PID namespace
+	// (host.Config.Contain).
+	SameUser bool `json:"same_user,omitempty"`
 }
 
 // Covering returns the path in hide that is p or one of its ancestors, or "".
@@ -68,7 +73,9 @@ const Ready = 'R'
 
 // Main is the init of an isolated command: PID 1 of a fresh PID
 // namespace, in a fresh mount namespace, still root. It hides what the spec
-// says, starts the command as the step user in a process group of its own,
+// says, starts the command as the step user in a process group of its own
+// (with Spec.SameUser: PID 1 of a fresh PID namespace only, and the command
+// as the init's own user, nothing hidden),
 // forwards the signals it gets to that group, reaps every process of the
 // namespace, and exits with the command's status. A failure to isolate is
 // written to fd 4 and exits 125 without running anything.
@@ -102,16 +109,24 @@ func Main() int {
 	if err != nil {
 		return fail(fmt.Errorf("reading isolation spec: %w", err))
 	}
-	if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
-		return fail(err)
+	if !spec.SameUser {
+		if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+			return fail(err)
+		}
 	}
 	syscall.CloseOnExec(4)
 
 	// no_new_privs is per thread and inherited by the children it forks:
 	// set it on the thread that starts the command.
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(fmt.Errorf("setting no_new_privs: %w", err))
+	if !spec.SameUser {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fail(fmt.Errorf("setting no_new_privs: %w", err))
+		}
+	}
+	var cred *syscall.Credential
+	if !spec.SameUser {
+		cred = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}}
 	}
 	if sig := fwd.pending(); sig != 0 {
 		_ = errW.Close()
@@ -123,7 +138,7 @@ func Main() int {
 		Files: []uintptr{0, 1, 2},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:    true,
-			Credential: &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}},
+			Credential: cred,
 		},
 	})
 	if err != nil {
