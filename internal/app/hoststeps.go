@@ -121,7 +121,8 @@ func (h hostSteps) sbxHostEnv(env []workflows.EnvVar, credentials []string) []wo
 //     key files hidden; if this machine cannot create the namespaces, host
 //     steps are refused with the reason;
 //   - isolated when hookrun is not root: refused (it cannot switch users);
-//   - same_user: as hookrun itself, with a warning at start.
+//   - same_user: as hookrun itself, with a warning at start, contained
+//     (sameUserSteps).
 //
 // euid is the effective uid of this process.
 func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logger) hostSteps {
@@ -129,7 +130,7 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 		logger.Warn("runner.host_steps is same_user: host steps run with hookrun's own privileges and can read its credentials "+
 			"(its environment, the configuration file, data_dir with every payload and workspace); run untrusted code in containers or sbx",
 			"uid", euid)
-		return hostSteps{exec: host.New(host.Config{})}
+		return hostSteps{exec: sameUserSteps(ctx, cfg, logger)}
 	}
 	if euid != 0 {
 		reason := fmt.Sprintf("host steps are refused: hookrun runs as uid %d, not root, so it cannot run them as runner.step_user "+
@@ -158,6 +159,35 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 		owner: &git.Owner{UID: int(u.uid), GID: int(u.gid)},
 		user:  &u,
 	}
+}
+
+// sameUserSteps is the executor of same_user host steps, which no process
+// of theirs may outlive, a kill -9 of hookrun included: each in a PID
+// namespace of its own (through a user namespace when hookrun is not
+// root) when this machine allows it; otherwise each step's process group
+// is recorded under data_dir/host-steps and killed at the next start,
+// should hookrun die first. Leftovers of a previous process are reaped
+// here, in either case.
+func sameUserSteps(ctx context.Context, cfg *Config, logger *slog.Logger) contract.Executor {
+	records := filepath.Join(cfg.DataDir, "host-steps")
+	if abs, err := filepath.Abs(records); err == nil {
+		records = abs
+	}
+	if n, err := host.ReapLeftovers(records); err != nil {
+		logger.Warn("could not reap the host steps a previous hookrun left running", "err", err)
+	} else if n > 0 {
+		logger.Warn("killed what host steps of a previous hookrun left running", "groups", n)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := host.ProbeContain(pctx, ""); err != nil {
+		logger.Warn("host steps run without a PID namespace of their own (this machine allows none to hookrun's user): "+
+			"a step's processes that leave its process group (setsid) can outlive it and a killed hookrun; "+
+			"the rest are killed when the step ends, or at the next start", "err", err, "records", records)
+		return host.New(host.Config{LeftoversDir: records})
+	}
+	logger.Info("host steps run as hookrun's user, each in a PID namespace of its own")
+	return host.New(host.Config{Contain: true})
 }
 
 // hiddenPaths are what an isolated host step must not reach: data_dir (the
