@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -417,4 +418,39 @@ func TestNormalizeGitHubPullRequestComment(t *testing.T) {
 	want(t, "association", e.AuthorAssociation, "MEMBER")
 	want(t, "comment", e.CommentBody(), "/review now")
 	want(t, "pr title env", e.Title(), "Spelling error in the README file")
+}
+
+// A push that deletes its branch, delivered to the server: a push workflow
+// does not run on it (no run to fail on a checkout of zeros), a trigger with
+// deleted: true does, with no head SHA; a normal push runs only the former.
+func TestDeletedPushStartsOnlyDeletedTriggers(t *testing.T) {
+	env := newEnv(t, Config{}, map[string]string{
+		"build.yaml":   "name: build\ncheckout: true\non:\n  - event: push\nsteps:\n  - {id: t, run: 'true'}\n",
+		"cleanup.yaml": "name: cleanup\non:\n  - event: push\n    deleted: true\nsteps:\n  - {id: t, run: 'true'}\n",
+	})
+	for _, tt := range []struct {
+		name, forge, event, fixture string
+		want                        string // the one workflow that runs
+	}{
+		{"github deletion", "github", "push", "testdata/github/push/payload.json", "cleanup"},
+		{"github new branch", "github", "push", "testdata/github/push/with-new-branch.payload.json", "build"},
+		{"gitlab deletion", "gitlab", "Push Hook", "testdata/gitlab/push_deleted.json", "cleanup"},
+		{"gitlab push", "gitlab", "Push Hook", "testdata/gitlab/push.json", "build"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var a answer
+			if tt.forge == "github" {
+				a = env.github(t, tt.event, "d-"+strings.ReplaceAll(tt.name, " ", "-"), readFile(t, tt.fixture))
+			} else {
+				a = env.gitlab(t, tt.event, nil, readFile(t, tt.fixture))
+			}
+			if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].Workflow != tt.want {
+				t.Fatalf("got %d %s, want one run of %s", a.Code, a.Raw, tt.want)
+			}
+			req := onlyRequest(t, env, a)
+			if deleted := tt.want == "cleanup"; req.Event.Push == nil || req.Event.Push.Deleted != deleted || (req.Event.HeadSHA() == "") != deleted {
+				t.Errorf("run request's push %+v (head %q), want deleted %v", req.Event.Push, req.Event.HeadSHA(), deleted)
+			}
+		})
+	}
 }
