@@ -30,11 +30,11 @@ func newProgress(x *execution) *progress {
 	return &progress{x: x, ref: x.spec.Ref, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// start sends the start report synchronously (it creates the comment whose
-// id later reports edit) and starts the progress loop.
+// start starts the progress loop, which sends the start report first (it
+// creates the comment whose id later reports edit): the run's steps start
+// while it is on its way, however long the forge takes to answer.
 func (p *progress) start(ctx context.Context) {
-	p.send(ctx, p.snapshot(contract.PhaseStart, workflows.StatusRunning, nil))
-	go p.loop(ctx)
+	go p.loop(ctx, p.snapshot(contract.PhaseStart, workflows.StatusRunning, nil))
 }
 
 // notify marks a change; the loop sends it when the interval allows.
@@ -45,8 +45,10 @@ func (p *progress) notify() {
 	}
 }
 
-func (p *progress) loop(ctx context.Context) {
+// loop sends first, then progress reports as changes come, until stop.
+func (p *progress) loop(ctx context.Context, first *contract.RunReport) {
 	defer close(p.done)
+	p.send(ctx, first)
 	interval := p.x.e.cfg.ProgressInterval
 	for {
 		select {
@@ -70,8 +72,10 @@ func (p *progress) loop(ctx context.Context) {
 	}
 }
 
-// finish stops the loop and sends the final report, unless the run was
-// abandoned (another runner will report it).
+// finish stops the loop (waiting for a report it is sending, the start
+// report included, so that the final one comes last and edits the comment it
+// created) and sends the final report, unless the run was abandoned (another
+// runner will report it).
 func (p *progress) finish(ctx context.Context, res *Result) {
 	close(p.stop)
 	<-p.done
@@ -124,14 +128,14 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = time.Now()
+	if ref != (contract.ReportRef{}) {
+		p.ref = ref // known also with an error (a status failed, the comment landed)
+	}
 	if err != nil {
 		msg := "reporting " + string(r.Phase) + ": " + x.red.String(err.Error())
 		p.lastErr = msg
 		x.e.cfg.Logger.Warn("reporting run", "run", x.spec.ID, "phase", r.Phase, "err", msg)
 		return
-	}
-	if ref != (contract.ReportRef{}) {
-		p.ref = ref
 	}
 	if r.Phase == contract.PhaseFinal {
 		p.lastErr = "" // the final state landed; earlier hiccups no longer matter
