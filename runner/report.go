@@ -133,11 +133,32 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	}
 	if err != nil {
 		msg := "reporting " + string(r.Phase) + ": " + x.red.String(err.Error())
-		p.lastErr = msg
 		x.e.cfg.Logger.Warn("reporting run", "run", x.spec.ID, "phase", r.Phase, "err", msg)
+		if r.Phase == contract.PhaseFinal && x.e.cfg.Outbox != nil {
+			r.Ref = p.ref
+			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout) // rctx may have ended
+			kerr := x.e.cfg.Outbox.Keep(kctx, r, redactedErr{err, msg})
+			kcancel()
+			if kerr != nil {
+				x.e.cfg.Logger.Error("final report dropped: it could not be kept in the outbox", "run", x.spec.ID, "err", kerr)
+			} else {
+				msg += " (kept in the outbox, delivered later)"
+			}
+		}
+		p.lastErr = msg
 		return
 	}
 	if r.Phase == contract.PhaseFinal {
 		p.lastErr = "" // the final state landed; earlier hiccups no longer matter
 	}
 }
+
+// redactedErr is a reporting error with its redacted message: what the
+// outbox stores, with the error kept for errors.As (Retry-After).
+type redactedErr struct {
+	err error
+	msg string
+}
+
+func (e redactedErr) Error() string { return e.msg }
+func (e redactedErr) Unwrap() error { return e.err }
