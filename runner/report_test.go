@@ -2,6 +2,10 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +81,58 @@ steps:
 	}
 	if last := rep.times[len(rep.times)-1]; rep.ended.IsZero() || last.Before(rep.ended) {
 		t.Errorf("the final report was sent (%s) before the start report ended (%s): it may race it", last, rep.ended)
+	}
+}
+
+// Against a GitHub API that accepts connections and never answers, two
+// runs of one workflow on one pull request both start their first step at
+// once: neither waits for its own start report, nor for the other's (the
+// reporter serialises the search for the sticky comment per pull request).
+func TestHangingForgeDoesNotQueueRunsOfOnePR(t *testing.T) {
+	t.Parallel()
+	const reportTimeout = 3 * time.Second
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	defer close(stop)
+	rep := githubReporter(t, srv.URL, slog.New(slog.DiscardHandler))
+	eng, err := runner.NewEngine(runner.EngineConfig{
+		Providers: runner.Providers{Host: hostExec()}, Reporter: rep, LookupEnv: env(testEnv),
+		ReportTimeout: reportTimeout, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parse(t, outboxWorkflow)
+	var wg sync.WaitGroup
+	results := make([]*runner.Result, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = eng.Run(context.Background(), runner.RunSpec{ID: fmt.Sprintf("r%d", i), Attempt: 1,
+				Workflow: w, Event: samplePR(), Workspace: t.TempDir()})
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		s := step(res, "only")
+		if s.StartedAt == nil {
+			t.Fatalf("run %d: step never started: %+v", i, res)
+		}
+		d := s.StartedAt.Sub(res.StartedAt)
+		t.Logf("run %d: first step started %s after the run (forge hanging, report timeout %s)", i, d, reportTimeout)
+		if d > reportTimeout/2 {
+			t.Errorf("run %d: first step started %s after the run: reporting held it back", i, d)
+		}
+		if res.Status != succeeded {
+			t.Errorf("run %d: status %s (%s)", i, res.Status, res.Error)
+		}
 	}
 }
