@@ -54,11 +54,23 @@ type OutboxConfig struct {
 	// MaxAge is how long a report is tried before it is given up (logged
 	// and counted in hookrun_report_outbox_given_up_total). Default 24h.
 	MaxAge time.Duration
+	// Runs, when set, is asked before a report is delivered whether a newer
+	// run of the same workflow has since reported on the same sticky
+	// comment and commit status: such a report is dropped rather than
+	// overwrite the newer run's (*queue.RunStore satisfies it).
+	Runs OutboxRuns
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
+
+// OutboxRuns lists run records. *queue.RunStore satisfies it.
+type OutboxRuns interface {
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+}
+
+var _ OutboxRuns = (*queue.RunStore)(nil)
 
 func (c *OutboxConfig) setDefaults() {
 	if c.Poll == 0 {
@@ -301,6 +313,14 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 		o.giveUp(ctx, e, log, "decoding it: "+err.Error())
 		return
 	}
+	if newer := o.supersededBy(ctx, rep); newer != "" {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
+		defer cancel()
+		if err := o.store.Delete(sctx, e.Key, e.Revision); err == nil {
+			log.Info("dropping an undelivered final report: a newer run reported on its comment and status", "newer", newer)
+		}
+		return
+	}
 	e.Attempts++
 	e.NextAt = o.cfg.Now().UTC().Add(o.cfg.AttemptTimeout + o.cfg.Poll)
 	if err := o.store.Update(ctx, e); err != nil {
@@ -347,4 +367,43 @@ func (o *Outbox) giveUp(ctx context.Context, e *queue.OutboxEntry, log *slog.Log
 	o.givenUp.Inc()
 	log.Error("giving up a final report: the pull request's comment and status keep their last state",
 		"reason", why, "last_error", e.LastError, "created_at", e.CreatedAt)
+}
+
+// supersededBy returns the id of a newer run of rep's workflow on the same
+// pull request or issue that has started (so it reported) and whose reports
+// replace everything rep would write: the sticky comment (a `new` comment
+// is the run's own) and the commit status on the same head. "" when there
+// is none, or when it cannot be told.
+func (o *Outbox) supersededBy(ctx context.Context, rep *contract.RunReport) string {
+	if o.cfg.Runs == nil || rep.Event == nil || rep.Workflow == nil {
+		return ""
+	}
+	ev := rep.Event
+	mode := rep.Workflow.Report.Comment
+	comment := mode != workflows.CommentNone && ev.Number() > 0
+	if comment && mode != "" && mode != workflows.CommentSticky {
+		return "" // its own comment: nothing newer writes it
+	}
+	sha := firstNonEmpty(rep.HeadSHA, ev.HeadSHA())
+	status := rep.Workflow.Report.Status && sha != ""
+	if !comment && !status {
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+	defer cancel()
+	list, err := o.cfg.Runs.List(lctx, queue.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name})
+	if err != nil {
+		o.log.Warn("listing runs to tell whether an undelivered report is superseded", "run", rep.RunID, "err", err)
+		return ""
+	}
+	for _, r := range list {
+		if r.ID <= rep.RunID || r.Status == workflows.StatusQueued || r.Event.Forge != ev.Forge || r.Event.Number() != ev.Number() {
+			continue // older (ULIDs sort by time), not started, or elsewhere
+		}
+		if status && firstNonEmpty(r.HeadSHA, r.Event.HeadSHA()) != sha {
+			continue // its status is on another commit: ours still counts
+		}
+		return r.ID
+	}
+	return ""
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // secondaryBody is GitHub's answer to a secondary rate limit, sent here
@@ -312,5 +313,51 @@ func TestOutboxGivesUpAndHonoursRetryAfter(t *testing.T) {
 	}
 	if _, comments, statuses := fake.snapshot(); len(comments) != 0 || len(statuses) != 0 {
 		t.Errorf("limited GitHub got comments %q, statuses %q", comments, statuses)
+	}
+}
+
+// An undelivered final report of an older run is dropped, not delivered,
+// once a newer run of the workflow has started on the same pull request and
+// head: it would overwrite the newer run's sticky comment and status.
+func TestOutboxDropsReportSupersededByNewerRun(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	fake := &fakeGitHub{t: t}
+	fake.limited.Store(true)
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	rep := githubReporter(t, srv.URL, log)
+	q := openQueue(t, t.TempDir())
+	defer q.Close()
+	ob, err := runner.NewOutbox(runner.OutboxConfig{Poll: 100 * time.Millisecond, AttemptTimeout: time.Second,
+		Backoff: 200 * time.Millisecond, MaxBackoff: time.Second, Runs: q.Runs(), Logger: log}, q.Outbox(), rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
+		c.ReportTimeout = time.Second
+		c.Outbox = ob
+	}})
+	if n := len(outboxLen(t, q)); n != 1 {
+		t.Fatalf("%d outbox entries after the run, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ev := samplePR()
+	ev.Raw = nil
+	if _, err := q.Runs().Create(ctx, &queue.RunRecord{ID: "r2", Workflow: "check", Repo: ev.Repo,
+		Status: workflows.StatusRunning, Event: *ev}); err != nil {
+		t.Fatal(err)
+	}
+	fake.limited.Store(false)
+	ob.Start()
+	defer ob.Close()
+	eventually(t, 10*time.Second, "the superseded report dropped", func() bool { return len(outboxLen(t, q)) == 0 })
+	if _, comments, statuses := fake.snapshot(); len(comments) != 0 || len(statuses) != 0 {
+		t.Errorf("a superseded report was delivered: comments %q, statuses %q", comments, statuses)
+	}
+	if !strings.Contains(logs.String(), "newer=r2") {
+		t.Errorf("no log line naming the newer run:\n%s", logs.String())
 	}
 }

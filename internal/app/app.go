@@ -134,6 +134,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Poll:    c.Runner.ReportOutbox.Poll,
 		Backoff: c.Runner.ReportOutbox.Backoff,
 		MaxAge:  c.Runner.ReportOutbox.MaxAge,
+		Runs:    a.queue.Runs(),
 		Logger:  a.logger,
 	}, a.queue.Outbox(), forges)
 	if err != nil {
