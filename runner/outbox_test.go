@@ -210,7 +210,7 @@ func TestFinalReportSurvivesRateLimitAndRestart(t *testing.T) {
 	q1 := openQueue(t, dir)
 	ob1 := fastOutbox(t, q1, rep, log, time.Hour)
 	res, _, _ := runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
-		c.ReportTimeout = time.Second
+		c.ReportTimeout = 3 * time.Second // the start report (rate limited, ~0.3s) ends within a sixth of it
 		c.Outbox = ob1
 		c.Logger = log
 	}})
@@ -286,7 +286,7 @@ func TestOutboxGivesUpAndHonoursRetryAfter(t *testing.T) {
 	ob := fastOutbox(t, q, rep, log, maxAge)
 
 	res, _, _ := runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
-		c.ReportTimeout = time.Second
+		c.ReportTimeout = 3 * time.Second // the start report (rate limited, ~0.3s) ends within a sixth of it
 		c.Outbox = ob
 		c.Logger = log
 	}})
@@ -336,7 +336,7 @@ func TestOutboxDropsReportSupersededByNewerRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
-		c.ReportTimeout = time.Second
+		c.ReportTimeout = 3 * time.Second // the start report (rate limited, ~0.3s) ends within a sixth of it
 		c.Outbox = ob
 	}})
 	if n := len(outboxLen(t, q)); n != 1 {

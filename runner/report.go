@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -72,12 +73,26 @@ func (p *progress) loop(ctx context.Context, first *contract.RunReport) {
 	}
 }
 
-// finish stops the loop (waiting for a report it is sending, the start
-// report included, so that the final one comes last and edits the comment it
-// created) and sends the final report, unless the run was abandoned (another
-// runner will report it).
+// finish stops the loop and sends the final report, unless the run was
+// abandoned (another runner will report it). The final report comes after a
+// report the loop is sending (the start report may be creating the comment
+// the final one edits); when that one is still on its way after a sixth of
+// the report timeout and there is an outbox, the final report is kept there
+// at once, to be tried once the other has ended: the run does not wait for
+// a forge that does not answer.
 func (p *progress) finish(ctx context.Context, res *Result) {
 	close(p.stop)
+	x := p.x
+	if x.e.cfg.Outbox != nil && !res.Abandoned {
+		t := time.NewTimer(x.e.cfg.ReportTimeout / 6)
+		select {
+		case <-p.done:
+			t.Stop()
+		case <-t.C:
+			p.keepFinal(ctx, res)
+			return
+		}
+	}
 	<-p.done
 	if !res.Abandoned {
 		p.send(ctx, p.snapshot(contract.PhaseFinal, res.Status, res))
@@ -86,6 +101,28 @@ func (p *progress) finish(ctx context.Context, res *Result) {
 	res.Ref = p.ref
 	res.ReportError = p.lastErr
 	p.mu.Unlock()
+}
+
+// keepFinal puts the final report straight into the outbox, due once the
+// report in flight has surely ended (its timeout).
+func (p *progress) keepFinal(ctx context.Context, res *Result) {
+	x := p.x
+	r := p.snapshot(contract.PhaseFinal, res.Status, res)
+	p.mu.Lock()
+	r.Ref = p.ref
+	p.mu.Unlock()
+	msg := "reporting final: an earlier report is still on its way"
+	cause := &contract.RetryAfterError{After: x.e.cfg.ReportTimeout, Err: errors.New(msg)}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout)
+	defer cancel()
+	if err := x.e.cfg.Outbox.Keep(kctx, r, cause); err != nil {
+		x.e.cfg.Logger.Error("final report dropped: it could not be kept in the outbox", "run", x.spec.ID, "err", err)
+		msg += "; it could not be kept in the outbox"
+	} else {
+		msg += " (kept in the outbox, delivered later)"
+	}
+	res.Ref = r.Ref
+	res.ReportError = msg
 }
 
 func (p *progress) snapshot(phase contract.Phase, status workflows.Status, res *Result) *contract.RunReport {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,5 +135,37 @@ func TestHangingForgeDoesNotQueueRunsOfOnePR(t *testing.T) {
 		if res.Status != succeeded {
 			t.Errorf("run %d: status %s (%s)", i, res.Status, res.Error)
 		}
+	}
+}
+
+// With an outbox, the end of a run does not wait for a start report that is
+// still hanging either: its final report goes to the outbox, due once the
+// start report has surely ended.
+func TestHangingStartReportDoesNotHoldTheRunsEnd(t *testing.T) {
+	t.Parallel()
+	const reportTimeout = 6 * time.Second
+	q := openQueue(t, t.TempDir())
+	defer q.Close()
+	rep := &hangingReporter{}
+	ob := fastOutbox(t, q, rep, slog.New(slog.DiscardHandler), time.Hour)
+	start := time.Now()
+	res, _, _ := runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
+		c.ReportTimeout = reportTimeout
+		c.Outbox = ob
+	}})
+	took := time.Since(start)
+	t.Logf("run took %s with its start report hanging (report timeout %s)", took, reportTimeout)
+	if took > reportTimeout/2 {
+		t.Errorf("the run took %s: its end waited for the hanging start report", took)
+	}
+	if res.Status != succeeded || !strings.Contains(res.ReportError, "kept in the outbox") {
+		t.Errorf("status %s, report error %q; want succeeded, final report kept", res.Status, res.ReportError)
+	}
+	list := outboxLen(t, q)
+	if len(list) != 1 || list[0].RunID != "r1" {
+		t.Fatalf("outbox %+v, want r1's final report", list)
+	}
+	if due := list[0].NextAt.Sub(list[0].CreatedAt); due < reportTimeout-time.Second {
+		t.Errorf("kept final report due %s after it was kept; the start report may still be on its way until %s", due, reportTimeout)
 	}
 }
