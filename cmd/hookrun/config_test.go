@@ -53,6 +53,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"bad sync", "nats: { sync: often }\n", `nats.sync: want "always" or a positive duration`},
 		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
+		{"negative outbox backoff", "runner: { report_outbox: { poll: 1s, backoff: -1s } }\n", "runner.report_outbox.backoff: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, tc.body), envMap(nil))
