@@ -115,3 +115,67 @@ runner: { report_outbox: { poll: 200ms, backoff: 300ms } }
 		t.Errorf("/metrics of the restarted serve does not count the delivery:\n%.3000s", metrics)
 	}
 }
+
+// TestHangingGitHubDoesNotDelayFirstStep: a GitHub API that accepts
+// connections and never answers costs a run nothing: its first step starts
+// within the usual dispatch time of the webhook (30.5 s, the report
+// timeout, before reports left the run's critical path), and the run ends
+// without waiting for the reports either (its final report goes to the
+// outbox after 5 s).
+func TestHangingGitHubDoesNotDelayFirstStep(t *testing.T) {
+	const secret, ghToken, apiToken = "hang-secret", "gh-token-hang", "api-token-hang"
+	stop := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(stop) })
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), e2eWorkflow)
+	addr := freeAddr(t)
+	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
+listen: `+addr+`
+data_dir: `+filepath.Join(dir, "data")+`
+workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
+github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+ts.URL+`/" }
+api: { token: "`+apiToken+`" }
+shutdown_grace: 5s
+`)
+	url := "http://" + addr
+	p := startHookrun(t, "serve", []string{"E2E_SECRET=" + secret, "E2E_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	waitReady(t, p, url, 60*time.Second)
+
+	body := fixture(t, "github/pull_request/opened.payload.json")
+	sent := time.Now()
+	code, ans := postGitHub(t, url, secret, "pull_request", "hang-delivery-1", body)
+	if code != http.StatusAccepted || len(ans.Runs) != 1 {
+		t.Fatalf("delivery: %d %+v", code, ans)
+	}
+	var rec struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			ID        string     `json:"id"`
+			StartedAt *time.Time `json:"started_at"`
+		} `json:"steps"`
+	}
+	waitFor(t, 60*time.Second, func() bool {
+		return apiGet(t, url, apiToken, "/api/v1/runs/"+ans.Runs[0].ID, &rec) == http.StatusOK &&
+			(rec.Status == "succeeded" || rec.Status == "failed")
+	})
+	ended := time.Since(sent)
+	if rec.Status != "succeeded" || len(rec.Steps) == 0 || rec.Steps[0].StartedAt == nil {
+		t.Fatalf("run: %+v", rec)
+	}
+	delay := rec.Steps[0].StartedAt.Sub(sent)
+	t.Logf("first step started %s after the webhook was sent; the run ended after %s (GitHub never answering)", delay, ended)
+	if delay > 5*time.Second {
+		t.Errorf("first step started %s after the webhook was sent: reporting held it back", delay)
+	}
+	if ended > 20*time.Second {
+		t.Errorf("the run ended %s after the webhook was sent: it waited for its reports (timeout 30s)", ended)
+	}
+}
