@@ -57,6 +57,11 @@ func (p *progress) loop(ctx context.Context, first *contract.RunReport) {
 			return
 		case <-p.kick:
 		}
+		select {
+		case <-p.stop:
+			return // stopped meanwhile (the start report took long): the final report carries the state
+		default:
+		}
 		p.mu.Lock()
 		wait := interval - time.Since(p.last)
 		p.mu.Unlock()
