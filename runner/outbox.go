@@ -267,8 +267,8 @@ func (o *Outbox) Start() {
 	}()
 }
 
-// Close stops the loop Start started and waits for an attempt in flight
-// (bounded by AttemptTimeout); what was not delivered stays in the store.
+// Close stops the loop Start started, ending an attempt in flight; what was
+// not delivered stays in the store for the next runner.
 func (o *Outbox) Close() error {
 	o.mu.Lock()
 	stop, done := o.stop, o.done
@@ -329,7 +329,7 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 		}
 		return // another runner has it, or a newer report replaced it
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
+	actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout) // Close ends it: the entry stays for the next runner
 	_, err = o.rep.Report(actx, rep)
 	cancel()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
