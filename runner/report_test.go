@@ -143,7 +143,7 @@ func TestHangingForgeDoesNotQueueRunsOfOnePR(t *testing.T) {
 // start report has surely ended.
 func TestHangingStartReportDoesNotHoldTheRunsEnd(t *testing.T) {
 	t.Parallel()
-	const reportTimeout = 6 * time.Second
+	const reportTimeout = 12 * time.Second // the run's end waits 2s for it
 	q := openQueue(t, t.TempDir())
 	defer q.Close()
 	rep := &hangingReporter{}
