@@ -6,6 +6,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -42,6 +44,9 @@ type Config struct {
 	// Trust holds what pins comment-triggered runs to a head and looks up
 	// GitLab users' roles (trust.go).
 	Trust TrustConfig
+	// Collectors are more metrics GET /metrics serves beside ingress's own
+	// (the runner's report outbox in `hookrun serve`).
+	Collectors []prometheus.Collector
 }
 
 // GitHubConfig configures the GitHub webhook receiver.

@@ -33,7 +33,7 @@ type metrics struct {
 	handler    http.Handler           // GET /metrics
 }
 
-func newMetrics(logger *slog.Logger) *metrics {
+func newMetrics(logger *slog.Logger, more ...prometheus.Collector) *metrics {
 	m := &metrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrun_ingress_deliveries_total",
@@ -52,6 +52,7 @@ func newMetrics(logger *slog.Logger) *metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m.deliveries, m.publish, m.runs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(more...)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	})

@@ -91,7 +91,7 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
 		cfg.Trust.Heads = hs
 	}
-	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger), now: time.Now,
+	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger, cfg.Collectors...), now: time.Now,
 		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
 	for _, sec := range cfg.GitHub.Secrets {
 		s.githubSecrets = append(s.githubSecrets, []byte(sec))

@@ -4,7 +4,9 @@
 // hookrun_runs KV bucket of run records, the hookrun_deliveries KV bucket
 // that dedupes redelivered webhooks, the hookrun_heads KV bucket of pull
 // request heads ingress has seen (HeadStore: comment-triggered runs are
-// pinned to them), and the HOOKRUN_LOGS stream of step output. It imports
+// pinned to them), the hookrun_outbox KV bucket of final reports the forge
+// did not take in time (OutboxStore, retried by runner.Outbox), and the
+// HOOKRUN_LOGS stream of step output. It imports
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //

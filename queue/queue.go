@@ -25,6 +25,7 @@ const (
 	BucketRuns     = "hookrun_runs"       // run records
 	BucketDelivery = "hookrun_deliveries" // delivery key → run id
 	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
+	BucketOutbox   = "hookrun_outbox"     // reports not yet delivered (OutboxStore)
 
 	runsSubjectPrefix = "hookrun.runs."
 	logsSubjectPrefix = "hookrun.logs."
@@ -44,10 +45,12 @@ type Queue struct {
 	runsKV   jetstream.KeyValue
 	delKV    jetstream.KeyValue
 	headsKV  jetstream.KeyValue
+	outboxKV jetstream.KeyValue
 
-	runs  *RunStore
-	heads *HeadStore
-	logs  *LogStore
+	runs   *RunStore
+	heads  *HeadStore
+	logs   *LogStore
+	outbox *OutboxStore
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
@@ -118,6 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	}
 	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
+	q.outbox = &OutboxStore{kv: q.outboxKV}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
 		return nil, err
@@ -264,6 +268,16 @@ func (q *Queue) setup(ctx context.Context) error {
 			})
 			return err
 		}},
+		{"creating bucket " + BucketOutbox, func(ctx context.Context) (err error) {
+			q.outboxKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketOutbox,
+				Description: "hookrun reports waiting to be delivered",
+				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
 	}
 	// Concurrently: at R3 each asset waits for its own raft group.
 	errs := make([]error, len(steps))
@@ -333,6 +347,9 @@ func (q *Queue) Heads() *HeadStore { return q.heads }
 
 // Logs is the step output store.
 func (q *Queue) Logs() *LogStore { return q.logs }
+
+// Outbox is the store of reports waiting to be delivered.
+func (q *Queue) Outbox() *OutboxStore { return q.outbox }
 
 // ClientURL is the embedded server's client URL when it listens on TCP
 // (Config.Listen), else "".

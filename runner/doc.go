@@ -3,6 +3,11 @@
 // It uses executors, sandboxes and reporters only through the interfaces in
 // runner/contract; internal/app (the composition root) hands it the implementations from providers/.
 //
+// Reporting never holds a run back: reports are sent beside the run
+// (report.go), and a final report the forge did not take within the report
+// timeout is kept in the queue's hookrun_outbox bucket, where an Outbox
+// (outbox.go) retries it until it is delivered or MaxAge old.
+//
 // # Lifecycle
 //
 // Runner.Handle, the queue consumer's handler, reads the run record

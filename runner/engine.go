@@ -29,9 +29,12 @@ type Providers struct {
 
 // EngineConfig configures an Engine.
 type EngineConfig struct {
-	Providers Providers                   // where steps run
-	Logs      contract.LogSink            // step output; nil: discarded
-	Reporter  contract.Reporter           // where the run is shown; nil: not reported
+	Providers Providers         // where steps run
+	Logs      contract.LogSink  // step output; nil: discarded
+	Reporter  contract.Reporter // where the run is shown; nil: not reported
+	// Outbox keeps a final report that could not be delivered within
+	// ReportTimeout, to be delivered later (*Outbox); nil: it is dropped.
+	Outbox    ReportKeeper
 	LookupEnv func(string) (string, bool) // the runner's environment (secrets, base env); default os.LookupEnv
 	// Redact are values masked in every run's logs, errors and report
 	// besides the workflow's secrets: the server's own credentials, which

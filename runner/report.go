@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -30,11 +31,11 @@ func newProgress(x *execution) *progress {
 	return &progress{x: x, ref: x.spec.Ref, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// start sends the start report synchronously (it creates the comment whose
-// id later reports edit) and starts the progress loop.
+// start starts the progress loop, which sends the start report first (it
+// creates the comment whose id later reports edit): the run's steps start
+// while it is on its way, however long the forge takes to answer.
 func (p *progress) start(ctx context.Context) {
-	p.send(ctx, p.snapshot(contract.PhaseStart, workflows.StatusRunning, nil))
-	go p.loop(ctx)
+	go p.loop(ctx, p.snapshot(contract.PhaseStart, workflows.StatusRunning, nil))
 }
 
 // notify marks a change; the loop sends it when the interval allows.
@@ -45,14 +46,21 @@ func (p *progress) notify() {
 	}
 }
 
-func (p *progress) loop(ctx context.Context) {
+// loop sends first, then progress reports as changes come, until stop.
+func (p *progress) loop(ctx context.Context, first *contract.RunReport) {
 	defer close(p.done)
+	p.send(ctx, first)
 	interval := p.x.e.cfg.ProgressInterval
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.kick:
+		}
+		select {
+		case <-p.stop:
+			return // stopped meanwhile (the start report took long): the final report carries the state
+		default:
 		}
 		p.mu.Lock()
 		wait := interval - time.Since(p.last)
@@ -71,9 +79,25 @@ func (p *progress) loop(ctx context.Context) {
 }
 
 // finish stops the loop and sends the final report, unless the run was
-// abandoned (another runner will report it).
+// abandoned (another runner will report it). The final report comes after a
+// report the loop is sending (the start report may be creating the comment
+// the final one edits); when that one is still on its way after a sixth of
+// the report timeout and there is an outbox, the final report is kept there
+// at once, to be tried once the other has ended: the run does not wait for
+// a forge that does not answer.
 func (p *progress) finish(ctx context.Context, res *Result) {
 	close(p.stop)
+	x := p.x
+	if x.e.cfg.Outbox != nil && !res.Abandoned {
+		t := time.NewTimer(x.e.cfg.ReportTimeout / 6)
+		select {
+		case <-p.done:
+			t.Stop()
+		case <-t.C:
+			p.keepFinal(ctx, res)
+			return
+		}
+	}
 	<-p.done
 	if !res.Abandoned {
 		p.send(ctx, p.snapshot(contract.PhaseFinal, res.Status, res))
@@ -82,6 +106,28 @@ func (p *progress) finish(ctx context.Context, res *Result) {
 	res.Ref = p.ref
 	res.ReportError = p.lastErr
 	p.mu.Unlock()
+}
+
+// keepFinal puts the final report straight into the outbox, due once the
+// report in flight has surely ended (its timeout).
+func (p *progress) keepFinal(ctx context.Context, res *Result) {
+	x := p.x
+	r := p.snapshot(contract.PhaseFinal, res.Status, res)
+	p.mu.Lock()
+	r.Ref = p.ref
+	p.mu.Unlock()
+	msg := "reporting final: an earlier report is still on its way"
+	cause := &contract.RetryAfterError{After: x.e.cfg.ReportTimeout, Err: errors.New(msg)}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout)
+	defer cancel()
+	if err := x.e.cfg.Outbox.Keep(kctx, r, cause); err != nil {
+		x.e.cfg.Logger.Error("final report dropped: it could not be kept in the outbox", "run", x.spec.ID, "err", err)
+		msg += "; it could not be kept in the outbox"
+	} else {
+		msg += " (kept in the outbox, delivered later)"
+	}
+	res.Ref = r.Ref
+	res.ReportError = msg
 }
 
 func (p *progress) snapshot(phase contract.Phase, status workflows.Status, res *Result) *contract.RunReport {
@@ -124,16 +170,37 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = time.Now()
+	if ref != (contract.ReportRef{}) {
+		p.ref = ref // known also with an error (a status failed, the comment landed)
+	}
 	if err != nil {
 		msg := "reporting " + string(r.Phase) + ": " + x.red.String(err.Error())
-		p.lastErr = msg
 		x.e.cfg.Logger.Warn("reporting run", "run", x.spec.ID, "phase", r.Phase, "err", msg)
+		if r.Phase == contract.PhaseFinal && x.e.cfg.Outbox != nil {
+			r.Ref = p.ref
+			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout) // rctx may have ended
+			kerr := x.e.cfg.Outbox.Keep(kctx, r, redactedErr{err, msg})
+			kcancel()
+			if kerr != nil {
+				x.e.cfg.Logger.Error("final report dropped: it could not be kept in the outbox", "run", x.spec.ID, "err", kerr)
+			} else {
+				msg += " (kept in the outbox, delivered later)"
+			}
+		}
+		p.lastErr = msg
 		return
-	}
-	if ref != (contract.ReportRef{}) {
-		p.ref = ref
 	}
 	if r.Phase == contract.PhaseFinal {
 		p.lastErr = "" // the final state landed; earlier hiccups no longer matter
 	}
 }
+
+// redactedErr is a reporting error with its redacted message: what the
+// outbox stores, with the error kept for errors.As (Retry-After).
+type redactedErr struct {
+	err error
+	msg string
+}
+
+func (e redactedErr) Error() string { return e.msg }
+func (e redactedErr) Unwrap() error { return e.err }

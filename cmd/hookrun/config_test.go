@@ -58,6 +58,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
 		{"negative default timeout", "runner: { default_timeout: -1m }\n", "runner.default_timeout: must not be negative"},
+		{"negative outbox backoff", "runner: { report_outbox: { poll: 1s, backoff: -1s } }\n", "runner.report_outbox.backoff: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, tc.body), envMap(nil))

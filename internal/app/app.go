@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
@@ -29,6 +31,7 @@ type App struct {
 	stopReload context.CancelFunc
 	consumer   *queue.Consumer // nil without a runner
 	srv        *ingress.Server // nil without ingress
+	outbox     *runner.Outbox  // nil without a runner
 	// closers are closed last, in reverse order: the executors, then the
 	// queue.
 	closers closers
@@ -127,10 +130,24 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	}
 	execs.Deliverer = ws
 	removeOrphans(ctx, execs, a.queue.Runs(), 3*c.Runner.Heartbeat, c.Runner.OrphanAge, a.logger)
+	outbox, err := runner.NewOutbox(runner.OutboxConfig{
+		Poll:    c.Runner.ReportOutbox.Poll,
+		Backoff: c.Runner.ReportOutbox.Backoff,
+		MaxAge:  c.Runner.ReportOutbox.MaxAge,
+		Runs:    a.queue.Runs(),
+		Logger:  a.logger,
+	}, a.queue.Outbox(), forges)
+	if err != nil {
+		return nil, fmt.Errorf("configuring report outbox: %w", err)
+	}
+	outbox.Start() // also what an earlier process left undelivered
+	a.closers = append(a.closers, outbox)
+	a.outbox = outbox
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,
 		Logs:      a.queue.Logs(),
 		Reporter:  forges,
+		Outbox:    outbox,
 		Logger:    a.logger,
 		Redact:    serverCredentials(c),
 		// The bound of runs whose workflow sets no timeout.
@@ -172,6 +189,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
+		Collectors:       a.outboxCollectors(),
 	}, a.queue, a.set, a.logger)
 	if err != nil {
 		return fmt.Errorf("configuring ingress: %w", err)
@@ -187,6 +205,15 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	a.srv = srv
 	a.logger.Info("hookrun listening", "mode", a.mode.Name, "url", a.URL(), "workflows", len(a.set.Workflows()))
 	return nil
+}
+
+// outboxCollectors are the metrics of this process's report outbox; none
+// without a runner.
+func (a *App) outboxCollectors() []prometheus.Collector {
+	if a.outbox == nil {
+		return nil
+	}
+	return a.outbox.Collectors()
 }
 
 // recordCanceller cancels through the run record alone (for `hookrun

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -109,6 +110,16 @@ func TestStartServeAndShutdown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("readyz %d", resp.StatusCode)
+	}
+	// The runner's report outbox is on serve's /metrics.
+	resp, err = http.Get(a.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "hookrun_report_outbox_given_up_total 0") {
+		t.Errorf("/metrics has no outbox metrics:\n%.2000s", metrics)
 	}
 
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -119,6 +119,23 @@ type RunnerConfig struct {
 	// a user name from /etc/passwd; never root. Default "65534:65534"
 	// (nobody). Give it a login of its own (for sbx, say) only on purpose.
 	StepUser string `yaml:"step_user"`
+	// ReportOutbox tunes how final reports the forge did not take in time
+	// are retried from the hookrun_outbox bucket.
+	ReportOutbox ReportOutboxConfig `yaml:"report_outbox"`
+}
+
+// ReportOutboxConfig tunes the outbox of final reports (runner.OutboxConfig
+// holds the defaults; zero keeps them).
+type ReportOutboxConfig struct {
+	// Poll is how often a runner looks for reports due; default 5s.
+	Poll time.Duration `yaml:"poll"`
+	// Backoff is the wait after a failed attempt when the forge said
+	// nothing of when to retry (Retry-After is honoured); it doubles up
+	// to 10m; default 30s.
+	Backoff time.Duration `yaml:"backoff"`
+	// MaxAge is how long a report is retried before it is given up (logged
+	// and counted); default 24h.
+	MaxAge time.Duration `yaml:"max_age"`
 }
 
 // Values of runner.host_steps.
@@ -225,6 +242,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.DefaultTimeout < 0 {
 		bad("runner.default_timeout", "must not be negative, got %v", c.Runner.DefaultTimeout)
+	}
+	for _, o := range []struct {
+		key string
+		d   time.Duration
+	}{{"poll", c.Runner.ReportOutbox.Poll}, {"backoff", c.Runner.ReportOutbox.Backoff}, {"max_age", c.Runner.ReportOutbox.MaxAge}} {
+		if o.d < 0 {
+			bad("runner.report_outbox."+o.key, "must not be negative, got %v", o.d)
+		}
 	}
 	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
 		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)

@@ -300,8 +300,9 @@ func statusState(rep *contract.RunReport) string {
 // every limit GitHub answered with, but go-github remembers a limit it saw
 // (the answer of a report that gave up waiting, or a response with
 // x-ratelimit-remaining 0) and then refuses calls without sending them until
-// the reset. The final report waits those out too, for as long as ctx lasts;
-// other reports return the error.
+// the reset. The final report waits those out too when ctx lasts long
+// enough; else (as other reports at once) it returns the error, a
+// contract.RetryAfterError when GitHub said how long to wait.
 func (r *Reporter) call(ctx context.Context, f func() error) error {
 	for {
 		err := f()
@@ -311,23 +312,39 @@ func (r *Reporter) call(ctx context.Context, f func() error) error {
 		var abuse *gh.AbuseRateLimitError
 		var primary *gh.RateLimitError
 		var wait time.Duration
+		told := true // GitHub said how long (else: our backoff)
 		switch {
 		case errors.As(err, &abuse) && abuse.RetryAfter != nil:
 			wait = *abuse.RetryAfter
 		case errors.As(err, &abuse):
-			wait = r.cfg.Backoff
+			wait, told = r.cfg.Backoff, false
 		case errors.As(err, &primary):
 			wait = time.Until(primary.Rate.Reset.Time)
 		default:
 			return err
 		}
 		wait = max(wait, 0) + 50*time.Millisecond
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			// The wait cannot end in time: say so now rather than at the
+			// deadline.
+			err = fmt.Errorf("rate limited for %s, longer than the report may wait: %w", wait.Round(time.Millisecond), err)
+			if told {
+				return &contract.RetryAfterError{After: wait, Err: err}
+			}
+			return err
+		}
 		r.log.Warn("github: rate limited, waiting to deliver the final report", "wait", wait)
+		start := time.Now()
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("waiting for the rate limit to reset: %w", ctx.Err())
+			err := fmt.Errorf("waiting for the rate limit to reset: %w", ctx.Err())
+			if told {
+				// Whoever retries the report knows how long is left.
+				return &contract.RetryAfterError{After: max(wait-time.Since(start), time.Second), Err: err}
+			}
+			return err
 		case <-t.C:
 		}
 	}

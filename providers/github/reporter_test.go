@@ -581,3 +581,30 @@ func TestPartialSuccessStatus(t *testing.T) {
 		t.Errorf("statuses %+v, want the last a success that says Partially succeeded", got)
 	}
 }
+
+// TestFinalLimitLongerThanDeadline: when GitHub asks the final report to
+// wait longer than its context allows, the report returns at once (not at
+// the deadline) with a contract.RetryAfterError saying how long, for the
+// runner's outbox.
+func TestFinalLimitLongerThanDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	rep := newReporter(t, f, nil)
+	x := newRun(t, rep, "run-deadline", workflow("pr-review", "sticky", true), prEvent(14))
+	id := x.Must(contract.PhaseStart).CommentID
+	f.limit("PATCH /repos/Codertocat/Hello-World/issues/comments/"+itoa(id), 5) // Retry-After: 1
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := rep.Report(ctx, &contract.RunReport{Phase: contract.PhaseFinal, RunID: "run-deadline", Attempt: 1,
+		Workflow: workflow("pr-review", "sticky", true), Event: prEvent(14), Status: workflows.StatusSucceeded,
+		Ref: contract.ReportRef{CommentID: id}})
+	took := time.Since(start)
+	wait, ok := contract.RetryAfter(err)
+	if err == nil || !ok || wait < 900*time.Millisecond {
+		t.Fatalf("final under a 1s limit with a 0.7s deadline: err %v, retry after %s (%v); want a RetryAfterError of about 1s", err, wait, ok)
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("the report returned after %s; it should give up at once", took)
+	}
+}

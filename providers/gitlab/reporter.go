@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
@@ -119,9 +120,40 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return ref, fmt.Errorf("reporting run %s on gitlab: %w", rep.RunID, err)
+		err = fmt.Errorf("reporting run %s on gitlab: %w", rep.RunID, err)
+		if d, ok := retryAfter(err); ok {
+			// A limit longer than ctx allowed: whoever retries knows how long.
+			return ref, &contract.RetryAfterError{After: d, Err: err}
+		}
+		return ref, err
 	}
 	return ref, nil
+}
+
+// retryAfter is the longest Retry-After of the rate-limited answers
+// (403/429) in err; false when none said.
+func retryAfter(err error) (time.Duration, bool) {
+	var longest time.Duration
+	var found bool
+	var walk func(error)
+	walk = func(err error) {
+		switch x := err.(type) {
+		case *gl.ErrorResponse:
+			if r := x.Response; r != nil && (r.StatusCode == http.StatusTooManyRequests || r.StatusCode == http.StatusForbidden) {
+				if d, ok := ratelimit.RetryAfter(r.Header, time.Now()); ok {
+					longest, found = max(longest, d), true
+				}
+			}
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	return longest, found
 }
 
 // note writes the run's note (see sticky.Writer.Write) and returns its id.

@@ -346,3 +346,23 @@ func TestSelfManagedAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestFinalLimitLongerThanDeadline: a final report under a limit longer
+// than its context allows returns a contract.RetryAfterError with GitLab's
+// Retry-After, for the runner's outbox.
+func TestFinalLimitLongerThanDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitLab(t)
+	rep := newReporter(t, f, nil)
+	x := newRun(t, rep, "run-deadline", workflow("mr-review", "sticky", true), mrEvent(8))
+	id := x.Must(contract.PhaseStart).CommentID
+	f.limit("PUT /projects/gitlab-org%2Fgitlab-test/merge_requests/8/notes/"+strconv.FormatInt(id, 10), 5) // Retry-After: 1
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	_, err := rep.Report(ctx, &contract.RunReport{Phase: contract.PhaseFinal, RunID: "run-deadline", Attempt: 1,
+		Workflow: workflow("mr-review", "sticky", true), Event: mrEvent(8), Status: workflows.StatusSucceeded,
+		Ref: contract.ReportRef{CommentID: id}})
+	if wait, ok := contract.RetryAfter(err); err == nil || !ok || wait < 900*time.Millisecond {
+		t.Fatalf("final under a 1s limit with a 0.7s deadline: err %v, retry after %s (%v); want a RetryAfterError of about 1s", err, wait, ok)
+	}
+}

@@ -163,8 +163,10 @@ type Session interface {
 }
 
 // Reporter shows a run where its event came from (sticky comment, commit
-// status). Implementations retry rate limits themselves; the engine throttles
-// progress updates and always sends the final one.
+// status). Implementations retry rate limits themselves, within ctx; a limit
+// that outlasts ctx is returned as a RetryAfterError. The engine sends
+// reports beside the run (never in its way), throttles progress updates and
+// always sends the final one, or keeps it for the runner's outbox to retry.
 type Reporter interface {
 	Report(ctx context.Context, r *RunReport) (ReportRef, error)
 }

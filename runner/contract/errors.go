@@ -1,6 +1,9 @@
 package contract
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Causes the engine's run context is cancelled with
 // (context.WithCancelCause); the runner's claim loop chooses them.
@@ -35,3 +38,24 @@ type refusal struct{ err error }
 
 func (r refusal) Error() string   { return r.err.Error() }
 func (r refusal) Unwrap() []error { return []error{r.err, ErrRefused} }
+
+// RetryAfterError is returned by a Reporter when the forge asked it to wait
+// (Retry-After, a rate limit's reset) longer than the report's context
+// allowed: whoever retries the report (the runner's outbox) waits After.
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter is how long err (a RetryAfterError in its chain) asks to wait
+// before the report is tried again; false when it says nothing.
+func RetryAfter(err error) (time.Duration, bool) {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.After, true
+	}
+	return 0, false
+}

@@ -191,13 +191,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // body intact.
 func (t *Transport) rateLimited(resp *http.Response) (*http.Response, time.Duration, bool) {
 	h := resp.Header
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-			return resp, max(time.Duration(s)*time.Second, time.Second), true
-		}
-		if when, err := http.ParseTime(v); err == nil {
-			return resp, max(when.Sub(t.Now()), time.Second), true
-		}
+	if d, ok := RetryAfter(h, t.Now()); ok {
+		return resp, d, true
 	}
 	// GitHub: x-ratelimit-remaining/x-ratelimit-reset; GitLab:
 	// RateLimit-Remaining/RateLimit-Reset. Both resets are Unix seconds.
@@ -224,6 +219,22 @@ func (t *Transport) rateLimited(resp *http.Response) (*http.Response, time.Durat
 		return resp, 0, true
 	}
 	return resp, 0, false
+}
+
+// RetryAfter is the wait a Retry-After header asks for (seconds or an HTTP
+// date, at least a second); false without one.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return max(time.Duration(s)*time.Second, time.Second), true
+	}
+	if when, err := http.ParseTime(v); err == nil {
+		return max(when.Sub(now), time.Second), true
+	}
+	return 0, false
 }
 
 type readCloser struct {

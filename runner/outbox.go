@@ -1,0 +1,409 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// OutboxStore is what the outbox needs of the hookrun_outbox bucket.
+// *queue.OutboxStore satisfies it.
+type OutboxStore interface {
+	Put(ctx context.Context, e *queue.OutboxEntry) error
+	Update(ctx context.Context, e *queue.OutboxEntry) error
+	Delete(ctx context.Context, key string, rev uint64) error
+	List(ctx context.Context) ([]*queue.OutboxEntry, error)
+}
+
+var _ OutboxStore = (*queue.OutboxStore)(nil)
+
+// ReportKeeper keeps a final report the engine could not deliver in time,
+// to be delivered later. *Outbox satisfies it.
+type ReportKeeper interface {
+	Keep(ctx context.Context, r *contract.RunReport, cause error) error
+}
+
+var _ ReportKeeper = (*Outbox)(nil)
+
+// outboxKindFinal is the report kind of a run's final comment and status.
+const outboxKindFinal = "final"
+
+// OutboxConfig configures an Outbox. Every duration is configurable so that
+// tests run in seconds.
+type OutboxConfig struct {
+	// Poll is how often the store is looked at for due reports. Default 5s.
+	Poll time.Duration
+	// AttemptTimeout bounds one delivery attempt. Default 30s.
+	AttemptTimeout time.Duration
+	// Backoff is the wait after a failed attempt whose error does not say
+	// how long to wait (a contract.RetryAfterError does); it doubles with
+	// every failed attempt up to MaxBackoff. Default 30s.
+	Backoff time.Duration
+	// MaxBackoff caps one backoff wait. Default 10m.
+	MaxBackoff time.Duration
+	// MaxAge is how long a report is tried before it is given up (logged
+	// and counted in hookrun_report_outbox_given_up_total). Default 24h.
+	MaxAge time.Duration
+	// Runs, when set, is asked before a report is delivered whether a newer
+	// run of the same workflow has since reported on the same sticky
+	// comment and commit status: such a report is dropped rather than
+	// overwrite the newer run's (*queue.RunStore satisfies it).
+	Runs OutboxRuns
+	// Logger is the operator log. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// OutboxRuns lists run records. *queue.RunStore satisfies it.
+type OutboxRuns interface {
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+}
+
+var _ OutboxRuns = (*queue.RunStore)(nil)
+
+func (c *OutboxConfig) setDefaults() {
+	if c.Poll == 0 {
+		c.Poll = 5 * time.Second
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = 30 * time.Second
+	}
+	if c.Backoff == 0 {
+		c.Backoff = 30 * time.Second
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 10 * time.Minute
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = 24 * time.Hour
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports a configuration the outbox cannot work with.
+func (c *OutboxConfig) Validate() error {
+	if c.Poll <= 0 || c.AttemptTimeout <= 0 || c.Backoff <= 0 || c.MaxAge <= 0 {
+		return errors.New("validating outbox config: poll, attempt timeout, backoff and max age must be positive")
+	}
+	if c.MaxBackoff < c.Backoff {
+		return fmt.Errorf("validating outbox config: max backoff (%s) is shorter than backoff (%s)", c.MaxBackoff, c.Backoff)
+	}
+	return nil
+}
+
+// Outbox delivers the final reports the engine could not deliver in time
+// (the forge did not answer, or asked to wait longer than the report's
+// timeout): each is kept in the store, keyed by run and report kind (a
+// newer report of a run supersedes an older one), and tried again, after
+// the forge's Retry-After or a doubling backoff, until it is delivered or
+// MaxAge old. The store is shared by every runner and survives restarts: a
+// runner started later picks up what another left; an entry is taken by
+// compare-and-set, so one runner tries it at a time.
+type Outbox struct {
+	cfg   OutboxConfig
+	store OutboxStore
+	rep   contract.Reporter
+	log   *slog.Logger
+
+	kept, delivered, givenUp prometheus.Counter
+
+	mu   sync.Mutex
+	stop context.CancelFunc // nil until Start
+	done chan struct{}
+}
+
+// NewOutbox returns an outbox over store that delivers with rep.
+func NewOutbox(cfg OutboxConfig, store OutboxStore, rep contract.Reporter) (*Outbox, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if store == nil || rep == nil {
+		return nil, errors.New("creating outbox: store and reporter are required")
+	}
+	return &Outbox{cfg: cfg, store: store, rep: rep, log: cfg.Logger,
+		kept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrun_report_outbox_kept_total",
+			Help: "Final reports that could not be delivered in time and were kept in the outbox.",
+		}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrun_report_outbox_delivered_total",
+			Help: "Final reports delivered from the outbox.",
+		}),
+		givenUp: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrun_report_outbox_given_up_total",
+			Help: "Final reports given up after the outbox's max age (24h by default) without delivery.",
+		}),
+	}, nil
+}
+
+// Collectors are the outbox's metrics, for a Prometheus registry.
+func (o *Outbox) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{o.kept, o.delivered, o.givenUp}
+}
+
+// outboxReport is a contract.RunReport as stored: the workflow by what the
+// reporters read of it, the event without its raw payload.
+type outboxReport struct {
+	Phase    contract.Phase        `json:"phase"`
+	RunID    string                `json:"run_id"`
+	Attempt  int                   `json:"attempt"`
+	Workflow string                `json:"workflow"`
+	Report   workflows.Report      `json:"report"`
+	Event    *workflows.Event      `json:"event"`
+	HeadSHA  string                `json:"head_sha,omitempty"`
+	Status   workflows.Status      `json:"status"`
+	Steps    []workflows.StepState `json:"steps,omitempty"`
+	Body     string                `json:"body,omitempty"`
+	Error    string                `json:"error,omitempty"`
+	Ref      contract.ReportRef    `json:"ref,omitzero"`
+	Delivery *workflows.Delivery   `json:"delivery,omitempty"`
+}
+
+// maxStoredBody bounds the body kept (the forges' comment limits are far
+// below it; the KV's message size is 1 MiB).
+const maxStoredBody = 256 << 10
+
+func encodeReport(r *contract.RunReport) ([]byte, error) {
+	w := outboxReport{Phase: r.Phase, RunID: r.RunID, Attempt: r.Attempt, HeadSHA: r.HeadSHA, Status: r.Status,
+		Steps: r.Steps, Body: r.Body, Error: r.Error, Ref: r.Ref, Delivery: r.Delivery}
+	if r.Workflow != nil {
+		w.Workflow, w.Report = r.Workflow.Name, r.Workflow.Report
+	}
+	if r.Event != nil {
+		ev := *r.Event
+		ev.Raw = nil
+		w.Event = &ev
+	}
+	if len(w.Body) > maxStoredBody {
+		w.Body = w.Body[:maxStoredBody]
+	}
+	return json.Marshal(w)
+}
+
+func decodeReport(data []byte) (*contract.RunReport, error) {
+	var w outboxReport
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	if w.Event == nil || w.Workflow == "" {
+		return nil, errors.New("report without workflow or event")
+	}
+	return &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
+		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report}, Event: w.Event,
+		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery}, nil
+}
+
+// Keep stores r, whose delivery failed with cause, to be tried again: after
+// cause's Retry-After, else after Backoff.
+func (o *Outbox) Keep(ctx context.Context, r *contract.RunReport, cause error) error {
+	data, err := encodeReport(r)
+	if err != nil {
+		return fmt.Errorf("encoding report of run %s for the outbox: %w", r.RunID, err)
+	}
+	now := o.cfg.Now().UTC()
+	e := &queue.OutboxEntry{Key: queue.OutboxKey(r.RunID, outboxKindFinal), RunID: r.RunID, Report: data,
+		CreatedAt: now, NextAt: now.Add(o.wait(cause, 1)), Attempts: 1}
+	if cause != nil {
+		e.LastError = cause.Error() // already redacted by the engine
+	}
+	if err := o.store.Put(ctx, e); err != nil {
+		return fmt.Errorf("keeping report of run %s in the outbox: %w", r.RunID, err)
+	}
+	o.kept.Inc()
+	o.log.Info("final report kept in the outbox for a later delivery", "run", r.RunID, "retry_at", e.NextAt)
+	return nil
+}
+
+// wait is how long to wait after the attempts-th failed attempt.
+func (o *Outbox) wait(cause error, attempts int) time.Duration {
+	if d, ok := contract.RetryAfter(cause); ok {
+		return d
+	}
+	d := o.cfg.Backoff
+	for i := 1; i < attempts && d < o.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, o.cfg.MaxBackoff)
+}
+
+// Start tries due reports every Poll until Close.
+func (o *Outbox) Start() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stop != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	o.stop, o.done = stop, make(chan struct{})
+	go func() {
+		defer close(o.done)
+		t := time.NewTicker(o.cfg.Poll)
+		defer t.Stop()
+		for {
+			o.Flush(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Close stops the loop Start started, ending an attempt in flight; what was
+// not delivered stays in the store for the next runner.
+func (o *Outbox) Close() error {
+	o.mu.Lock()
+	stop, done := o.stop, o.done
+	o.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	return nil
+}
+
+// Flush tries every due report once.
+func (o *Outbox) Flush(ctx context.Context) {
+	list, err := o.store.List(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.log.Warn("listing the report outbox", "err", err)
+		}
+		return
+	}
+	for _, e := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		if now := o.cfg.Now(); !e.NextAt.After(now) {
+			o.try(ctx, e)
+		}
+	}
+}
+
+// try delivers e once: it takes e (NextAt moved past the attempt, so that
+// other runners leave it alone), sends it, then deletes it or schedules the
+// next attempt; it gives e up when it is MaxAge old.
+func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
+	log := o.log.With("run", e.RunID, "key", e.Key, "attempts", e.Attempts)
+	if age := o.cfg.Now().Sub(e.CreatedAt); age >= o.cfg.MaxAge {
+		o.giveUp(ctx, e, log, fmt.Sprintf("not delivered in %s", o.cfg.MaxAge))
+		return
+	}
+	rep, err := decodeReport(e.Report)
+	if err != nil {
+		o.giveUp(ctx, e, log, "decoding it: "+err.Error())
+		return
+	}
+	if newer := o.supersededBy(ctx, rep); newer != "" {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
+		defer cancel()
+		if err := o.store.Delete(sctx, e.Key, e.Revision); err == nil {
+			log.Info("dropping an undelivered final report: a newer run reported on its comment and status", "newer", newer)
+		}
+		return
+	}
+	e.Attempts++
+	e.NextAt = o.cfg.Now().UTC().Add(o.cfg.AttemptTimeout + o.cfg.Poll)
+	if err := o.store.Update(ctx, e); err != nil {
+		if !errors.Is(err, queue.ErrConflict) {
+			log.Warn("taking a report from the outbox", "err", err)
+		}
+		return // another runner has it, or a newer report replaced it
+	}
+	actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout) // Close ends it: the entry stays for the next runner
+	_, err = o.rep.Report(actx, rep)
+	cancel()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
+	defer cancel()
+	if err == nil {
+		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, queue.ErrConflict) {
+			log.Warn("removing a delivered report from the outbox", "err", err)
+		}
+		o.delivered.Inc()
+		log.Info("final report delivered from the outbox", "age", o.cfg.Now().Sub(e.CreatedAt).Round(time.Millisecond))
+		return
+	}
+	e.LastError = err.Error()
+	now := o.cfg.Now().UTC()
+	e.NextAt = now.Add(o.wait(err, e.Attempts))
+	if last := e.CreatedAt.Add(o.cfg.MaxAge); e.NextAt.After(last) {
+		e.NextAt = last // then given up, not tried again
+	}
+	log.Warn("final report still not delivered; retrying later", "err", err, "retry_at", e.NextAt)
+	if err := o.store.Update(sctx, e); err != nil && !errors.Is(err, queue.ErrConflict) {
+		log.Warn("rescheduling a report in the outbox", "err", err)
+	}
+}
+
+// giveUp removes e for good, counted and logged.
+func (o *Outbox) giveUp(ctx context.Context, e *queue.OutboxEntry, log *slog.Logger, why string) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
+	defer cancel()
+	if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil {
+		if !errors.Is(err, queue.ErrConflict) {
+			log.Warn("removing a given-up report from the outbox", "err", err)
+		}
+		return // changed meanwhile: a newer report, or another runner's
+	}
+	o.givenUp.Inc()
+	log.Error("giving up a final report: the pull request's comment and status keep their last state",
+		"reason", why, "last_error", e.LastError, "created_at", e.CreatedAt)
+}
+
+// supersededBy returns the id of a newer run of rep's workflow on the same
+// pull request or issue that has started (so it reported) and whose reports
+// replace everything rep would write: the sticky comment (a `new` comment
+// is the run's own) and the commit status on the same head. "" when there
+// is none, or when it cannot be told.
+func (o *Outbox) supersededBy(ctx context.Context, rep *contract.RunReport) string {
+	if o.cfg.Runs == nil || rep.Event == nil || rep.Workflow == nil {
+		return ""
+	}
+	ev := rep.Event
+	mode := rep.Workflow.Report.Comment
+	comment := mode != workflows.CommentNone && ev.Number() > 0
+	if comment && mode != "" && mode != workflows.CommentSticky {
+		return "" // its own comment: nothing newer writes it
+	}
+	sha := firstNonEmpty(rep.HeadSHA, ev.HeadSHA())
+	status := rep.Workflow.Report.Status && sha != ""
+	if !comment && !status {
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+	defer cancel()
+	list, err := o.cfg.Runs.List(lctx, queue.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name})
+	if err != nil {
+		o.log.Warn("listing runs to tell whether an undelivered report is superseded", "run", rep.RunID, "err", err)
+		return ""
+	}
+	for _, r := range list {
+		if r.ID <= rep.RunID || r.Status == workflows.StatusQueued || r.Event.Forge != ev.Forge || r.Event.Number() != ev.Number() {
+			continue // older (ULIDs sort by time), not started, or elsewhere
+		}
+		if status && firstNonEmpty(r.HeadSHA, r.Event.HeadSHA()) != sha {
+			continue // its status is on another commit: ours still counts
+		}
+		return r.ID
+	}
+	return ""
+}
