@@ -155,6 +155,25 @@ func Retry(err error, after time.Duration) error {
 	return &retryError{err, after}
 }
 
+type waitError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *waitError) Error() string { return e.err.Error() }
+func (e *waitError) Unwrap() error { return e.err }
+
+// Wait wraps a handler error that says the run cannot start yet (its
+// concurrency group is busy): the consumer keeps the message (in progress,
+// so it is not redelivered and no delivery is spent) without holding a
+// handler slot, and calls the handler with it again after the delay.
+func Wait(err error, after time.Duration) error {
+	if err == nil {
+		err = errors.New("wait requested")
+	}
+	return &waitError{err, after}
+}
+
 // Consumer runs handlers for deliveries of HOOKRUN_RUNS.
 type Consumer struct {
 	q    *Queue
@@ -277,7 +296,12 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 
 func (c *Consumer) handle(msg jetstream.Msg) {
 	defer c.wg.Done()
-	defer func() { <-c.sem }()
+	holding := true // the handler slot fetchLoop took for msg
+	defer func() {
+		if holding {
+			<-c.sem
+		}
+	}()
 
 	md, err := msg.Metadata()
 	if err != nil {
@@ -319,7 +343,15 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			}
 		}
 	}()
-	herr := c.call(ctx, &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()})
+	d := &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()}
+	herr := c.call(ctx, d)
+	for {
+		var wait *waitError
+		if !errors.As(herr, &wait) || !c.park(ctx, wait.after, &holding) {
+			break
+		}
+		herr = c.call(ctx, d)
+	}
 	close(hbDone)
 
 	actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
@@ -346,6 +378,28 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 		log.Warn("run failed, will retry", "err", herr, "after", delay)
 		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// park gives the handler slot of a waiting delivery back for after, then
+// takes one again; false when the consumer is shutting down meanwhile
+// (*holding then says whether a slot is still held).
+func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool) bool {
+	<-c.sem
+	*holding = false
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case c.sem <- struct{}{}:
+		*holding = true
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

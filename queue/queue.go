@@ -44,10 +44,12 @@ type Queue struct {
 	runsKV   jetstream.KeyValue
 	delKV    jetstream.KeyValue
 	headsKV  jetstream.KeyValue
+	groupsKV jetstream.KeyValue
 
-	runs  *RunStore
-	heads *HeadStore
-	logs  *LogStore
+	runs   *RunStore
+	heads  *HeadStore
+	groups *GroupStore
+	logs   *LogStore
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
@@ -118,6 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	}
 	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
+	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
 		return nil, err
@@ -253,6 +256,16 @@ func (q *Queue) setup(ctx context.Context) error {
 			})
 			return err
 		}},
+		{"creating bucket " + BucketGroups, func(ctx context.Context) (err error) {
+			q.groupsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketGroups,
+				Description: "hookrun concurrency group locks and sticky comment owners",
+				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
 		{"creating bucket " + BucketHeads, func(ctx context.Context) (err error) {
 			q.headsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketHeads,
@@ -330,6 +343,9 @@ func (q *Queue) Runs() *RunStore { return q.runs }
 
 // Heads is the store of pull request heads ingress has seen.
 func (q *Queue) Heads() *HeadStore { return q.heads }
+
+// Groups is the concurrency group locks.
+func (q *Queue) Groups() *GroupStore { return q.groups }
 
 // Logs is the step output store.
 func (q *Queue) Logs() *LogStore { return q.logs }
