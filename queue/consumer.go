@@ -138,6 +138,12 @@ func Term(err error) error {
 	return &termError{err}
 }
 
+// IsTerm reports whether err is a Term.
+func IsTerm(err error) bool {
+	var t *termError
+	return errors.As(err, &t)
+}
+
 type retryError struct {
 	err   error
 	after time.Duration

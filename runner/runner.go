@@ -31,6 +31,18 @@ type RunStore interface {
 
 var _ RunStore = (*queue.RunStore)(nil)
 
+// GroupLocks serializes the runs of a concurrency group across runners and
+// remembers the newest run that reported in each sticky comment.
+// *queue.GroupStore satisfies it.
+type GroupLocks interface {
+	Acquire(ctx context.Context, l queue.GroupLock) (held bool, holder string, err error)
+	Renew(ctx context.Context, l queue.GroupLock) error
+	Release(ctx context.Context, l queue.GroupLock, keepPlace bool) error
+	Advance(ctx context.Context, key, runID string) (newest bool, err error)
+}
+
+var _ GroupLocks = (*queue.GroupStore)(nil)
+
 // Config configures a Runner.
 type Config struct {
 	// ID names this runner as the claimant in run records. Default
@@ -48,6 +60,11 @@ type Config struct {
 	// PrepareRetry is the delay before a run whose workspace could not be
 	// prepared (an infrastructure failure) is delivered again. Default 10s.
 	PrepareRetry time.Duration
+	// GroupPoll is how often a run waiting for its concurrency group (one
+	// without cancel_in_progress, whose group another run holds) asks for
+	// the group's lock again; it waits without holding a handler slot.
+	// Default 250ms.
+	GroupPoll time.Duration
 	// StoreTimeout bounds run-record writes made after the run's context
 	// ended (final state, hand-back on shutdown). Default 10s.
 	StoreTimeout time.Duration
@@ -85,6 +102,9 @@ func (c *Config) setDefaults() {
 	if c.PrepareRetry == 0 {
 		c.PrepareRetry = 10 * time.Second
 	}
+	if c.GroupPoll == 0 {
+		c.GroupPoll = 250 * time.Millisecond
+	}
 	if c.StoreTimeout == 0 {
 		c.StoreTimeout = 10 * time.Second
 	}
@@ -109,6 +129,9 @@ func (c *Config) Validate() error {
 	if c.StaleAfter <= c.HeartbeatInterval {
 		errs = append(errs, fmt.Errorf("stale after (%s) must be longer than the heartbeat interval (%s)", c.StaleAfter, c.HeartbeatInterval))
 	}
+	if c.GroupPoll <= 0 {
+		errs = append(errs, fmt.Errorf("group poll must be positive, got %s", c.GroupPoll))
+	}
 	if c.PrepareRetry < 0 || c.StoreTimeout <= 0 {
 		errs = append(errs, errors.New("prepare retry must not be negative and store timeout must be positive"))
 	}
@@ -124,6 +147,7 @@ type Deps struct {
 	Workflows  WorkflowSource // loaded workflows by name
 	Workspaces Workspaces     // per-run directories (checkouts)
 	Engine     *Engine        // executes the DAG
+	Groups     GroupLocks     // concurrency group locks
 }
 
 // Runner claims run requests from the queue and executes them.
@@ -142,8 +166,8 @@ func New(cfg Config, deps Deps) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Runs == nil || deps.Workflows == nil || deps.Workspaces == nil || deps.Engine == nil {
-		return nil, errors.New("creating runner: runs, workflows, workspaces and engine are required")
+	if deps.Runs == nil || deps.Workflows == nil || deps.Workspaces == nil || deps.Engine == nil || deps.Groups == nil {
+		return nil, errors.New("creating runner: runs, workflows, workspaces, engine and groups are required")
 	}
 	return &Runner{cfg: cfg, deps: deps, log: cfg.Logger.With("runner", cfg.ID), active: map[string]context.CancelCauseFunc{}}, nil
 }
@@ -207,10 +231,22 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	wf, refusal := r.admit(req)
 	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
 		Resume: !r.isActive(req.ID), Refuse: refusal != nil}
+	var lock *queue.GroupLock
 	if wf != nil {
 		spec.Group = concurrencyGroup(wf, &req.Event)
+		if refusal == nil && spec.Group != "" && !wf.Concurrency.CancelInProgress {
+			lock = &queue.GroupLock{Group: spec.Group, RunID: req.ID, Claimant: r.cfg.ID, TTL: r.cfg.StaleAfter}
+			if err := r.acquireGroup(ctx, lock, log); err != nil {
+				return err
+			}
+		}
 	}
 	res, err := r.deps.Runs.Claim(ctx, req, spec)
+	if lock != nil && (err != nil || res.Outcome != queue.Claimed) {
+		// Not ours to run now: the group goes to the next run (a claim
+		// that failed is retried and keeps its place).
+		r.releaseGroup(ctx, lock, err != nil, log)
+	}
 	if errors.Is(err, queue.ErrConflict) {
 		return queue.Retry(err, time.Second)
 	} else if err != nil {
@@ -247,7 +283,44 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	}
 	log = log.With("attempt", rec.Attempt)
 	log.Info("claimed run")
-	return r.execute(ctx, req, wf, rec, log)
+	err = r.execute(ctx, req, wf, rec, lock, log)
+	if lock != nil {
+		// A run handed back (any error but a Term) runs again later and
+		// keeps its place in the group.
+		r.releaseGroup(ctx, lock, err != nil && !queue.IsTerm(err), log)
+	}
+	return err
+}
+
+// acquireGroup takes the lock of a serialized concurrency group for a run
+// about to be claimed, or returns the queue.Wait that makes the run wait
+// (queued) for it.
+func (r *Runner) acquireGroup(ctx context.Context, lock *queue.GroupLock, log *slog.Logger) error {
+	lock.Now = r.now()
+	held, holder, err := r.deps.Groups.Acquire(ctx, *lock)
+	if err != nil {
+		return err
+	}
+	if held {
+		return nil
+	}
+	if holder == "" {
+		holder = "an older run"
+	}
+	log.Debug("waiting for the concurrency group", "group", lock.Group, "holder", holder)
+	return queue.Wait(fmt.Errorf("run %s waits for concurrency group %s, held by %s", lock.RunID, lock.Group, holder), r.cfg.GroupPoll)
+}
+
+// releaseGroup frees a run's concurrency group lock (keepPlace: the run was
+// handed back and waits again where it was).
+func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPlace bool, log *slog.Logger) {
+	sctx, cancel := r.storeCtx(ctx)
+	defer cancel()
+	l := *lock
+	l.Now = r.now()
+	if err := r.deps.Groups.Release(sctx, l, keepPlace); err != nil {
+		log.Warn("releasing the concurrency group; it frees itself when its lock expires", "group", l.Group, "err", err)
+	}
 }
 
 // admit decides whether this runner runs req: the workflow it runs, or the
@@ -266,8 +339,8 @@ func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
 }
 
 // execute runs a claimed run to its end and writes the outcome.
-func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
-	c := r.track(ctx, req.ID, log)
+func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, lock *queue.GroupLock, log *slog.Logger) error {
+	c := r.track(ctx, req.ID, lock, log)
 	defer c.done()
 	params, err := wf.SetParams(req.Params) // checked when queued; the loaded workflow may have changed since
 	if err != nil && req.Refused == "" {
@@ -321,7 +394,7 @@ type claimed struct {
 // track sets up what executing a claimed run needs: a context detached
 // from ctx but stopped with it (shutdown hands the run back, any other end
 // cancels it), the entry in r.active that Cancel finds, and the heartbeat.
-func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claimed {
+func (r *Runner) track(ctx context.Context, id string, lock *queue.GroupLock, log *slog.Logger) *claimed {
 	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopWatch := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), queue.ErrShuttingDown) {
@@ -334,7 +407,7 @@ func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claime
 	r.active[id] = cancelRun
 	r.mu.Unlock()
 
-	hb := &heartbeat{r: r, id: id, cancel: cancelRun, log: log}
+	hb := &heartbeat{r: r, id: id, lock: lock, cancel: cancelRun, log: log}
 	hbCtx, stopHB := context.WithCancel(runCtx)
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); hb.loop(hbCtx) }()
@@ -477,7 +550,8 @@ func older(a, b *queue.RunRecord) bool {
 }
 
 // concurrencyGroup resolves a workflow's `concurrency.group` for an event:
-// pull_request → one group per workflow and pull/merge request (or issue),
+// pull_request → one group per workflow and pull/merge request (or issue;
+// for a push, one per pushed ref),
 // workflow → one per workflow, repo → one per repository, anything else is
 // a literal name shared across workflows.
 func concurrencyGroup(w *workflows.Workflow, e *workflows.Event) string {
@@ -486,6 +560,10 @@ func concurrencyGroup(w *workflows.Workflow, e *workflows.Event) string {
 	}
 	switch g := w.Concurrency.Group; g {
 	case "pull_request":
+		if e.Push != nil && e.Number() == 0 {
+			// A push belongs to no pull request: its branch is its group.
+			return "branch:" + w.Name + ":" + e.Repo + "@" + e.Push.Ref
+		}
 		return "pr:" + w.Name + ":" + e.Repo + "#" + strconv.Itoa(e.Number())
 	case "workflow":
 		return "workflow:" + w.Name
@@ -516,6 +594,7 @@ func firstNonEmpty(s ...string) string {
 type heartbeat struct {
 	r      *Runner
 	id     string
+	lock   *queue.GroupLock // the run's concurrency group lock, renewed with each beat; nil: none
 	cancel context.CancelCauseFunc
 	log    *slog.Logger
 
@@ -591,6 +670,13 @@ func (h *heartbeat) beat(ctx context.Context) bool {
 	h.mu.Lock()
 	spec := queue.HeartbeatSpec{Claimant: h.r.cfg.ID, Now: h.r.now(), Steps: h.steps, HeadSHA: h.headSHA}
 	h.mu.Unlock()
+	if h.lock != nil {
+		l := *h.lock
+		l.Now = spec.Now
+		if err := h.r.deps.Groups.Renew(ctx, l); err != nil && ctx.Err() == nil {
+			h.log.Warn("heartbeat: renewing the concurrency group lock", "group", l.Group, "err", err)
+		}
+	}
 	rec, err := h.r.deps.Runs.Heartbeat(ctx, h.id, spec)
 	switch {
 	case errors.Is(err, queue.ErrClaimLost):

@@ -151,6 +151,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Workflows:  a.set,
 		Workspaces: ws,
 		Engine:     engine,
+		Groups:     a.queue.Groups(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring runner: %w", err)
