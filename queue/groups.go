@@ -64,9 +64,11 @@ func groupKey(prefix, name string) string {
 }
 
 // Acquire gives l.RunID the lock of l.Group if nobody holds it (or the
-// holder's expiry passed) and no older run waits for it; else it records
-// the run as waiting and returns the holder ("" when an older waiter goes
-// first). A run holding the lock under l.Claimant renews it.
+// holder's expiry passed), no older run waits for it and l.RunID asked
+// before (it waited one round); else it records the run as waiting and
+// returns the holder ("" when none: the run goes first at its next ask, or
+// an older waiter goes first). A run holding the lock under l.Claimant
+// renews it.
 func (s *GroupStore) Acquire(ctx context.Context, l GroupLock) (held bool, holder string, err error) {
 	err = s.change(ctx, groupKey("group", l.Group), func(g *groupState) bool {
 		s.forgetStale(g, l.Now)
@@ -78,19 +80,17 @@ func (s *GroupStore) Acquire(ctx context.Context, l GroupLock) (held bool, holde
 		case live:
 			holder = g.Holder
 		default:
+			_, known := g.Waiters[l.RunID]
 			if g.Holder != "" && g.Holder != l.RunID {
 				// An expired holder keeps its place: its message comes back.
 				g.Waiters[g.Holder] = l.Now
 			}
+			known = known || g.Holder == l.RunID
 			g.Holder = ""
-			for id := range g.Waiters {
-				if id < l.RunID {
-					holder = "" // an older run goes first
-					g.Waiters[l.RunID] = l.Now
-					return true
-				}
-			}
-			held = true
+			// A run asking for the first time waits one round even for a
+			// free lock, so that older runs delivered at the same time
+			// (to this runner or another) are known and go first.
+			held = known && !olderWaiter(g, l.RunID)
 		}
 		if held {
 			g.Holder, g.Claimant, g.Expires = l.RunID, l.Claimant, l.Now.Add(l.TTL)
@@ -106,16 +106,18 @@ func (s *GroupStore) Acquire(ctx context.Context, l GroupLock) (held bool, holde
 	return held, holder, nil
 }
 
-// Renew extends a held lock by l.TTL; ErrGroupLockLost when l.RunID does
-// not hold it under l.Claimant any more.
+// Renew extends a held lock by l.TTL. A lock that expired is taken back
+// while nobody else took it and no older run waits; else ErrGroupLockLost.
 func (s *GroupStore) Renew(ctx context.Context, l GroupLock) error {
 	var lost bool
 	err := s.change(ctx, groupKey("group", l.Group), func(g *groupState) bool {
-		lost = g.Holder != l.RunID || g.Claimant != l.Claimant
-		if lost {
+		mine := g.Holder == l.RunID && g.Claimant == l.Claimant
+		if !mine && (g.Holder != "" && l.Now.Before(g.Expires) || olderWaiter(g, l.RunID)) {
+			lost = true
 			return false
 		}
-		g.Expires = l.Now.Add(l.TTL)
+		g.Holder, g.Claimant, g.Expires = l.RunID, l.Claimant, l.Now.Add(l.TTL)
+		delete(g.Waiters, l.RunID)
 		return true
 	})
 	if err == nil && lost {
@@ -125,6 +127,16 @@ func (s *GroupStore) Renew(ctx context.Context, l GroupLock) error {
 		return fmt.Errorf("renewing concurrency group %s for run %s: %w", l.Group, l.RunID, err)
 	}
 	return nil
+}
+
+// olderWaiter reports whether a run older than runID waits in g.
+func olderWaiter(g *groupState, runID string) bool {
+	for id := range g.Waiters {
+		if id < runID {
+			return true
+		}
+	}
+	return false
 }
 
 // Release frees the lock l.RunID holds under l.Claimant (nothing when it

@@ -2,6 +2,8 @@ package runner_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +13,18 @@ import (
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/workflows"
 )
+
+// release lets the deploy steps finish.
+func (f *fixture) release() {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.tmp, "release"), nil, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// releaseAtEnd releases the deploy steps before the runners close (cleanups
+// run last registered first), also when the test failed.
+func (f *fixture) releaseAtEnd() { f.t.Cleanup(f.release) }
 
 // startAnother starts a second runner (another id, the same queue, the
 // same consumer) beside the fixture's.
@@ -35,7 +49,12 @@ const deployWorkflow = `
 name: deploy
 concurrency: {group: deploy}
 steps:
-  - {id: deploy, run: 'echo "start $HOOKRUN_RUN_ID" >> $TMP/executions; sleep 1; echo "end $HOOKRUN_RUN_ID" >> $TMP/executions'}
+  - id: deploy
+    run: |
+      echo "start $HOOKRUN_RUN_ID" >> $TMP/executions
+      while [ ! -e $TMP/release ]; do sleep 0.05; done
+      sleep 0.3
+      echo "end $HOOKRUN_RUN_ID" >> $TMP/executions
 `
 
 const otherWorkflow = `
@@ -56,6 +75,7 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 	})
 	f.start()
 	f.startAnother("runner-b")
+	f.releaseAtEnd()
 	const n = 4
 	ids := make([]string, n)
 	for i := range ids {
@@ -75,6 +95,7 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 			t.Errorf("run %s is %s while the group is busy, want queued", id, rec.Status)
 		}
 	}
+	f.release()
 	recs := make([]*queue.RunRecord, n)
 	for i, id := range ids {
 		recs[i] = f.waitRecord(id, 60*time.Second, "finished", terminal)
@@ -113,6 +134,7 @@ func TestCancelWaitingRunOfGroup(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"deploy": deployWorkflow}, nil, func(c *runner.Config) { c.Consumer.MaxAckPending = 32 })
 	f.start()
+	f.releaseAtEnd()
 	a, b, c := f.publish("deploy", nil), f.publish("deploy", nil), f.publish("deploy", nil)
 	f.waitRecord(a, 15*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status != workflows.StatusQueued })
 	if err := f.r.Cancel(context.Background(), b); err != nil {
@@ -121,6 +143,7 @@ func TestCancelWaitingRunOfGroup(t *testing.T) {
 	if rec := f.waitRecord(b, 5*time.Second, "cancelled", terminal); rec.Status != workflows.StatusCancelled {
 		t.Errorf("waiting run = %s, want cancelled", rec.Status)
 	}
+	f.release()
 	for _, id := range []string{a, c} {
 		if rec := f.waitRecord(id, 30*time.Second, "finished", terminal); rec.Status != workflows.StatusSucceeded {
 			t.Errorf("run %s = %s (%s)", id, rec.Status, rec.Error)
