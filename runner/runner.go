@@ -31,14 +31,12 @@ type RunStore interface {
 
 var _ RunStore = (*queue.RunStore)(nil)
 
-// GroupLocks serializes the runs of a concurrency group across runners and
-// remembers the newest run that reported in each sticky comment.
+// GroupLocks serializes the runs of a concurrency group across runners.
 // *queue.GroupStore satisfies it.
 type GroupLocks interface {
 	Acquire(ctx context.Context, l queue.GroupLock) (held bool, holder string, err error)
 	Renew(ctx context.Context, l queue.GroupLock) error
 	Release(ctx context.Context, l queue.GroupLock, keepPlace bool) error
-	Advance(ctx context.Context, key, runID string) (newest bool, err error)
 }
 
 var _ GroupLocks = (*queue.GroupStore)(nil)

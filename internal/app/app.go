@@ -130,7 +130,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,
 		Logs:      a.queue.Logs(),
-		Reporter:  forges,
+		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
 		Logger:    a.logger,
 		Redact:    serverCredentials(c),
 		// What a harness that runs sbx itself on the host needs of this
