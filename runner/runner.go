@@ -58,6 +58,16 @@ type Config struct {
 	// PrepareRetry is the delay before a run whose workspace could not be
 	// prepared (an infrastructure failure) is delivered again. Default 10s.
 	PrepareRetry time.Duration
+	// WorkflowRetry is the delay before a run whose workflow this runner
+	// has not loaded (or has at another digest than the run was queued
+	// with: a rolling deploy, a file being changed) is delivered again, to
+	// this runner after its workflows reloaded or to another one.
+	// Default 5s.
+	WorkflowRetry time.Duration
+	// WorkflowDeliveries is how many deliveries such a run is handed back
+	// for; at the last one it fails with the reason. Default, and at most,
+	// the consumer's MaxDeliver.
+	WorkflowDeliveries int
 	// GroupPoll is how often a run waiting for its concurrency group (one
 	// without cancel_in_progress, whose group another run holds) asks for
 	// the group's lock again; it waits without holding a handler slot.
@@ -100,6 +110,12 @@ func (c *Config) setDefaults() {
 	if c.PrepareRetry == 0 {
 		c.PrepareRetry = 10 * time.Second
 	}
+	if c.WorkflowRetry == 0 {
+		c.WorkflowRetry = 5 * time.Second
+	}
+	if c.WorkflowDeliveries == 0 {
+		c.WorkflowDeliveries = c.maxDeliver()
+	}
 	if c.GroupPoll == 0 {
 		c.GroupPoll = 250 * time.Millisecond
 	}
@@ -126,6 +142,10 @@ func (c *Config) Validate() error {
 	}
 	if c.StaleAfter <= c.HeartbeatInterval {
 		errs = append(errs, fmt.Errorf("stale after (%s) must be longer than the heartbeat interval (%s)", c.StaleAfter, c.HeartbeatInterval))
+	}
+	if c.WorkflowRetry < 0 || c.WorkflowDeliveries < 1 || c.WorkflowDeliveries > c.maxDeliver() {
+		errs = append(errs, fmt.Errorf("workflow retry must not be negative and workflow deliveries must be between 1 and max deliver (%d), got %s and %d",
+			c.maxDeliver(), c.WorkflowRetry, c.WorkflowDeliveries))
 	}
 	if c.GroupPoll <= 0 {
 		errs = append(errs, fmt.Errorf("group poll must be positive, got %s", c.GroupPoll))
@@ -207,9 +227,9 @@ func (r *Runner) Cancel(ctx context.Context, runID string) error {
 }
 
 // maxDeliver is the consumer's MaxDeliver (the queue's default when unset).
-func (r *Runner) maxDeliver() int {
-	if r.cfg.Consumer.MaxDeliver > 0 {
-		return r.cfg.Consumer.MaxDeliver
+func (c *Config) maxDeliver() int {
+	if c.Consumer.MaxDeliver > 0 {
+		return c.Consumer.MaxDeliver
 	}
 	return queue.DefaultMaxDeliver
 }
@@ -226,7 +246,7 @@ func (r *Runner) storeCtx(ctx context.Context) (context.Context, context.CancelF
 func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	req := d.Request
 	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
-	wf, refusal := r.admit(req)
+	wf, refusal := r.admit(d)
 	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
 		Resume: !r.isActive(req.ID), Refuse: refusal != nil}
 	var lock *queue.GroupLock
@@ -259,7 +279,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		log.Info("run already finished; acking the redelivery", "status", rec.Status)
 		return nil
 	case queue.ClaimHeld:
-		if d.NumDelivered+1 >= uint64(r.maxDeliver()) {
+		if d.NumDelivered+1 >= uint64(r.cfg.maxDeliver()) {
 			// Another nak would make the queue give up and mark the run
 			// failed under its live claimant. The claimant holds its own
 			// message (this is a duplicate, or the claimant's ack will
@@ -270,14 +290,15 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
 		return queue.Retry(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
 	case queue.ClaimRefused:
-		log.Warn("refusing run", "err", refusal)
+		if queue.IsTerm(refusal) {
+			log.Warn("refusing run", "err", refusal)
+		} else {
+			log.Info("handing the run back", "err", refusal)
+		}
 		return refusal
 	case queue.ClaimCancelled:
 		log.Info("run was cancelled before it started")
 		return nil
-	}
-	if wf.Digest != "" && req.WorkflowDigest != "" && wf.Digest != req.WorkflowDigest {
-		log.Info("workflow changed since the run was queued; running the loaded version", "queued", req.WorkflowDigest, "loaded", wf.Digest)
 	}
 	log = log.With("attempt", rec.Attempt)
 	log.Info("claimed run")
@@ -321,19 +342,32 @@ func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPl
 	}
 }
 
-// admit decides whether this runner runs req: the workflow it runs, or the
-// error (a queue.Term) to fail the run with, since retrying cannot change it.
-func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
+// admit decides whether this runner runs d: the workflow it runs, or the
+// error to hand the run back with: a queue.Retry while another runner, or
+// this one after a reload, may have the run's workflow at the digest it
+// was queued with (a rolling deploy), else a queue.Term to fail it with.
+func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
+	req := d.Request
 	if r.cfg.Admit != nil {
 		if err := r.cfg.Admit(&req.Event); err != nil {
 			return nil, queue.Term(fmt.Errorf("refusing run: %w", err))
 		}
 	}
 	wf, ok := r.deps.Workflows.Lookup(req.Workflow)
-	if !ok {
-		return nil, queue.Term(fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID))
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID)
+	case wf.Digest != "" && req.WorkflowDigest != "" && wf.Digest != req.WorkflowDigest:
+		err = fmt.Errorf("workflow %s at %s, which the run was queued with, is not loaded on runner %s (it has %s)",
+			req.Workflow, req.WorkflowDigest, r.cfg.ID, wf.Digest)
+	default:
+		return wf, nil
 	}
-	return wf, nil
+	if d.NumDelivered < uint64(r.cfg.WorkflowDeliveries) {
+		return nil, queue.Retry(fmt.Errorf("%w; handing the run back", err), r.cfg.WorkflowRetry)
+	}
+	return nil, queue.Term(fmt.Errorf("%w, after %d deliveries", err, d.NumDelivered))
 }
 
 // execute runs a claimed run to its end and writes the outcome.
