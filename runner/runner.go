@@ -62,7 +62,7 @@ type Config struct {
 	// has not loaded (or has at another digest than the run was queued
 	// with: a rolling deploy, a file being changed) is delivered again, to
 	// this runner after its workflows reloaded or to another one.
-	// Default 5s.
+	// Default 10s.
 	WorkflowRetry time.Duration
 	// WorkflowDeliveries is how many deliveries such a run is handed back
 	// for; at the last one it fails with the reason. Default, and at most,
@@ -111,7 +111,7 @@ func (c *Config) setDefaults() {
 		c.PrepareRetry = 10 * time.Second
 	}
 	if c.WorkflowRetry == 0 {
-		c.WorkflowRetry = 5 * time.Second
+		c.WorkflowRetry = 10 * time.Second
 	}
 	if c.WorkflowDeliveries == 0 {
 		c.WorkflowDeliveries = c.maxDeliver()

@@ -143,7 +143,8 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	r, err := runner.New(runner.Config{
 		Concurrency:       c.Runner.Concurrency,
 		HeartbeatInterval: c.Runner.Heartbeat,
-		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending},
+		WorkflowRetry:     c.Runner.WorkflowRetry,
+		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending, MaxDeliver: c.Runner.MaxDeliver},
 		Admit:             admitRepos(c.AllowRepos),
 		Logger:            a.logger,
 	}, runner.Deps{
