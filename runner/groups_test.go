@@ -38,7 +38,10 @@ func (f *fixture) startAnother(id string) {
 	}
 	ccfg := cfg.Consumer
 	ccfg.Concurrency = cfg.Concurrency
-	c, err := f.q.Consume(context.Background(), ccfg, r.Handle)
+	c, err := f.q.Consume(context.Background(), ccfg, func(ctx context.Context, d *queue.Delivery) error {
+		f.calls.Add(1)
+		return r.Handle(ctx, d)
+	})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -78,14 +81,20 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 	f.releaseAtEnd()
 	const n = 4
 	ids := make([]string, n)
-	for i := range ids {
+	ids[0] = f.publish("deploy", nil)
+	f.waitRecord(ids[0], 15*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status != workflows.StatusQueued })
+	for i := 1; i < n; i++ {
 		ids[i] = f.publish("deploy", nil)
 	}
-	f.waitRecord(ids[0], 15*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status != workflows.StatusQueued })
 	// While the first one runs, the others wait, queued, and a run of
 	// another workflow still gets a slot on these two runners.
 	other := f.publish("other", nil)
 	f.waitRecord(other, 15*time.Second, "the other workflow's run to finish", terminal)
+	// Each waiting run has asked for the group at least twice.
+	deadline := time.Now().Add(30 * time.Second)
+	for f.calls.Load() < 1+2*(n-1)+1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, id := range ids[1:] {
 		rec, _, err := f.q.Runs().Get(context.Background(), id)
 		if err != nil {
