@@ -36,7 +36,9 @@ type ConsumerConfig struct {
 	// Default DefaultConcurrency.
 	Concurrency int
 	// MaxAckPending is the server-side cap of unacknowledged runs, shared by
-	// every runner on Durable. Default Concurrency.
+	// every runner on Durable; runs a handler made Wait count towards it
+	// while they wait (leave room for them: internal/app's default is 256).
+	// Default Concurrency.
 	MaxAckPending int
 	// AckWait is how long the server waits for an ack or a heartbeat before
 	// redelivering. Default 30s.

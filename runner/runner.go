@@ -263,7 +263,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	if lock != nil && (err != nil || res.Outcome != queue.Claimed) {
 		// Not ours to run now: the group goes to the next run (a claim
 		// that failed is retried and keeps its place).
-		r.releaseGroup(ctx, lock, err != nil, log)
+		_ = r.releaseGroup(ctx, lock, err != nil, log) // logged; the lock expires
 	}
 	if errors.Is(err, queue.ErrConflict) {
 		return queue.Retry(err, time.Second)
@@ -306,7 +306,11 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	if lock != nil {
 		// A run handed back (any error but a Term) runs again later and
 		// keeps its place in the group.
-		r.releaseGroup(ctx, lock, err != nil && !queue.IsTerm(err), log)
+		if rerr := r.releaseGroup(ctx, lock, err != nil && !queue.IsTerm(err), log); rerr != nil && err == nil {
+			// Delivered again, the finished run is acked after another
+			// release, rather than leaving the group to the lock's expiry.
+			return queue.Retry(rerr, time.Second)
+		}
 	}
 	return err
 }
@@ -332,14 +336,16 @@ func (r *Runner) acquireGroup(ctx context.Context, lock *queue.GroupLock, log *s
 
 // releaseGroup frees a run's concurrency group lock (keepPlace: the run was
 // handed back and waits again where it was).
-func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPlace bool, log *slog.Logger) {
+func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPlace bool, log *slog.Logger) error {
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
 	l := *lock
 	l.Now = r.now()
-	if err := r.deps.Groups.Release(sctx, l, keepPlace); err != nil {
+	err := r.deps.Groups.Release(sctx, l, keepPlace)
+	if err != nil {
 		log.Warn("releasing the concurrency group; it frees itself when its lock expires", "group", l.Group, "err", err)
 	}
+	return err
 }
 
 // admit decides whether this runner runs d: the workflow it runs, or the
