@@ -193,6 +193,7 @@ type Consumer struct {
 
 	stopFetch  context.CancelFunc
 	fetchDone  chan struct{}
+	closing    chan struct{} // closed when Close starts: waiting deliveries are handed back at once
 	handlerCtx context.Context
 	cancelH    context.CancelCauseFunc
 	sem        chan struct{}
@@ -226,6 +227,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 		q: q, cfg: cfg, h: h, cons: cons,
 		log:       q.log.With("consumer", cfg.Durable),
 		fetchDone: make(chan struct{}),
+		closing:   make(chan struct{}),
 		sem:       make(chan struct{}, cfg.Concurrency),
 	}
 	// One subscriber per queue group handles each advisory once.
@@ -353,14 +355,17 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 	}()
 	d := &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()}
 	herr := c.call(ctx, d)
-	for {
-		var wait *waitError
-		if !errors.As(herr, &wait) || !c.park(ctx, wait.after, &holding) {
-			break
-		}
+	var wait *waitError
+	for errors.As(herr, &wait) && c.park(ctx, wait.after, &holding) {
 		herr = c.call(ctx, d)
 	}
 	close(hbDone)
+	if errors.As(herr, &wait) {
+		// Closing while the run waits: it has not started, hand it back.
+		log.Info("handing waiting run back: shutting down", "err", herr)
+		_ = msg.Nak()
+		return
+	}
 
 	actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
 	defer acancel()
@@ -390,8 +395,8 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 }
 
 // park gives the handler slot of a waiting delivery back for after, then
-// takes one again; false when the consumer is shutting down meanwhile
-// (*holding then says whether a slot is still held).
+// takes one again; false when the consumer closes meanwhile (*holding then
+// says whether a slot is still held).
 func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool) bool {
 	<-c.sem
 	*holding = false
@@ -401,12 +406,16 @@ func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool)
 	case <-t.C:
 	case <-ctx.Done():
 		return false
+	case <-c.closing:
+		return false
 	}
 	select {
 	case c.sem <- struct{}{}:
 		*holding = true
 		return true
 	case <-ctx.Done():
+		return false
+	case <-c.closing:
 		return false
 	}
 }
@@ -538,6 +547,7 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 // another runner takes over) and waits up to DrainTimeout for them.
 func (c *Consumer) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
+		close(c.closing)
 		c.stopFetch()
 		<-c.fetchDone
 		done := make(chan struct{})

@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // The lock of a group goes to one run at a time, to the oldest waiting run
@@ -80,5 +84,102 @@ func TestGroupAdvance(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("Advance(%s) = %v, want %v", tt.run, got, tt.want)
 		}
+	}
+}
+
+// A delivery whose handler says Wait is called again with the same
+// delivery (no delivery spent, even past MaxDeliver, and no slot held while
+// it waits: another run is handled meanwhile); Close hands a waiting run
+// back at once.
+func TestWaitSpendsNoDelivery(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 30*time.Second)
+	waiting, err := q.Publish(ctx, testRequest("waits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := q.Publish(ctx, testRequest("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu        sync.Mutex
+		delivered []uint64
+		otherDone = make(chan struct{})
+	)
+	cfg := ConsumerConfig{Durable: "waits", Concurrency: 1, MaxAckPending: 4, AckWait: time.Second, MaxDeliver: 3, FetchWait: 200 * time.Millisecond}
+	c, err := q.Consume(ctx, cfg, func(ctx context.Context, d *Delivery) error {
+		if d.Request.ID == other.RunID {
+			close(otherDone)
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		delivered = append(delivered, d.NumDelivered)
+		return Wait(errors.New("group busy"), 50*time.Millisecond)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-otherDone: // the one slot was free while the first run waited
+	case <-ctx.Done():
+		t.Fatal("a waiting run held the only handler slot")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(delivered)
+		mu.Unlock()
+		if n >= 5 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %s with a waiting run", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(delivered) < 5 {
+		t.Fatalf("handler called %d times, want at least 5", len(delivered))
+	}
+	for _, n := range delivered {
+		if n != 1 {
+			t.Fatalf("deliveries seen %v, want all 1", delivered)
+		}
+	}
+	rec, _, err := q.Runs().Get(ctx, waiting.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflows.StatusQueued {
+		t.Errorf("waiting run is %s (%s), want queued", rec.Status, rec.Error)
+	}
+	// Handed back: another consumer gets it.
+	got := make(chan uint64, 1)
+	c2, err := q.Consume(ctx, cfg, func(ctx context.Context, d *Delivery) error {
+		select {
+		case got <- d.NumDelivered:
+		default:
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c2.Close(ctx) }()
+	select {
+	case n := <-got:
+		if n < 2 {
+			t.Errorf("redelivery number %d, want a redelivery", n)
+		}
+	case <-ctx.Done():
+		t.Fatal("the waiting run was not handed back")
 	}
 }
