@@ -194,6 +194,13 @@ func (s *GroupStore) Advance(ctx context.Context, key, runID string) (newest boo
 	return newest, nil
 }
 
+// isWrongLastSequence reports the server's answer to a delete at a stale
+// revision.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
 // forgetStale drops the waiters that stopped asking.
 func (s *GroupStore) forgetStale(g *groupState, now time.Time) {
 	ttl := s.WaiterTTL
@@ -239,6 +246,20 @@ func (s *GroupStore) change(ctx context.Context, key string, apply func(*groupSt
 		}
 		if !apply(&g) {
 			return nil
+		}
+		if g.Holder == "" && len(g.Waiters) == 0 {
+			// An idle group leaves no key behind (one per pull request adds up).
+			if rev == 0 {
+				return nil
+			}
+			err = s.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !isWrongLastSequence(err) {
+				return err
+			}
+			continue
 		}
 		data, err := json.Marshal(g)
 		if err != nil {

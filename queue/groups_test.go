@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -181,5 +183,31 @@ func TestWaitSpendsNoDelivery(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the waiting run was not handed back")
+	}
+}
+
+// An idle group leaves no key; a delete that raced a newer write retries.
+func TestIdleGroupLeavesNoKey(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 20*time.Second)
+	l := GroupLock{Group: "group:idle", RunID: "01A", Claimant: "r1", Now: time.Now(), TTL: time.Minute}
+	for range 2 {
+		if _, _, err := q.Groups().Acquire(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Groups().Release(ctx, l, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.groupsKV.Get(ctx, groupKey("group", l.Group)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("key of an idle group: %v, want not found", err)
+	}
+	// And the group works again.
+	if held, _, err := q.Groups().Acquire(ctx, l); err != nil || held {
+		t.Fatalf("Acquire after the key went = %v, %v; want a first round", held, err)
+	}
+	if held, _, err := q.Groups().Acquire(ctx, l); err != nil || !held {
+		t.Fatalf("Acquire = %v, %v; want held", held, err)
 	}
 }
