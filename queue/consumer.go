@@ -36,7 +36,9 @@ type ConsumerConfig struct {
 	// Default DefaultConcurrency.
 	Concurrency int
 	// MaxAckPending is the server-side cap of unacknowledged runs, shared by
-	// every runner on Durable. Default Concurrency.
+	// every runner on Durable; runs a handler made Wait count towards it
+	// while they wait (leave room for them: internal/app's default is 256).
+	// Default Concurrency.
 	MaxAckPending int
 	// AckWait is how long the server waits for an ack or a heartbeat before
 	// redelivering. Default 30s.
@@ -138,6 +140,12 @@ func Term(err error) error {
 	return &termError{err}
 }
 
+// IsTerm reports whether err is a Term.
+func IsTerm(err error) bool {
+	var t *termError
+	return errors.As(err, &t)
+}
+
 type retryError struct {
 	err   error
 	after time.Duration
@@ -155,6 +163,25 @@ func Retry(err error, after time.Duration) error {
 	return &retryError{err, after}
 }
 
+type waitError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *waitError) Error() string { return e.err.Error() }
+func (e *waitError) Unwrap() error { return e.err }
+
+// Wait wraps a handler error that says the run cannot start yet (its
+// concurrency group is busy): the consumer keeps the message (in progress,
+// so it is not redelivered and no delivery is spent) without holding a
+// handler slot, and calls the handler with it again after the delay.
+func Wait(err error, after time.Duration) error {
+	if err == nil {
+		err = errors.New("wait requested")
+	}
+	return &waitError{err, after}
+}
+
 // Consumer runs handlers for deliveries of HOOKRUN_RUNS.
 type Consumer struct {
 	q    *Queue
@@ -166,6 +193,7 @@ type Consumer struct {
 
 	stopFetch  context.CancelFunc
 	fetchDone  chan struct{}
+	closing    chan struct{} // closed when Close starts: waiting deliveries are handed back at once
 	handlerCtx context.Context
 	cancelH    context.CancelCauseFunc
 	sem        chan struct{}
@@ -199,6 +227,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 		q: q, cfg: cfg, h: h, cons: cons,
 		log:       q.log.With("consumer", cfg.Durable),
 		fetchDone: make(chan struct{}),
+		closing:   make(chan struct{}),
 		sem:       make(chan struct{}, cfg.Concurrency),
 	}
 	// One subscriber per queue group handles each advisory once.
@@ -277,7 +306,12 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 
 func (c *Consumer) handle(msg jetstream.Msg) {
 	defer c.wg.Done()
-	defer func() { <-c.sem }()
+	holding := true // the handler slot fetchLoop took for msg
+	defer func() {
+		if holding {
+			<-c.sem
+		}
+	}()
 
 	md, err := msg.Metadata()
 	if err != nil {
@@ -319,8 +353,19 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 			}
 		}
 	}()
-	herr := c.call(ctx, &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()})
+	d := &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()}
+	herr := c.call(ctx, d)
+	var wait *waitError
+	for errors.As(herr, &wait) && c.park(ctx, wait.after, &holding) {
+		herr = c.call(ctx, d)
+	}
 	close(hbDone)
+	if errors.As(herr, &wait) {
+		// Closing while the run waits: it has not started, hand it back.
+		log.Info("handing waiting run back: shutting down", "err", herr)
+		_ = msg.Nak()
+		return
+	}
 
 	actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
 	defer acancel()
@@ -346,6 +391,32 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 		log.Warn("run failed, will retry", "err", herr, "after", delay)
 		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// park gives the handler slot of a waiting delivery back for after, then
+// takes one again; false when the consumer closes meanwhile (*holding then
+// says whether a slot is still held).
+func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool) bool {
+	<-c.sem
+	*holding = false
+	t := time.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-c.closing:
+		return false
+	}
+	select {
+	case c.sem <- struct{}{}:
+		*holding = true
+		return true
+	case <-ctx.Done():
+		return false
+	case <-c.closing:
+		return false
 	}
 }
 
@@ -476,6 +547,7 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 // another runner takes over) and waits up to DrainTimeout for them.
 func (c *Consumer) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
+		close(c.closing)
 		c.stopFetch()
 		<-c.fetchDone
 		done := make(chan struct{})

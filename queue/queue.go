@@ -46,9 +46,11 @@ type Queue struct {
 	delKV    jetstream.KeyValue
 	headsKV  jetstream.KeyValue
 	outboxKV jetstream.KeyValue
+	groupsKV jetstream.KeyValue
 
 	runs   *RunStore
 	heads  *HeadStore
+	groups *GroupStore
 	logs   *LogStore
 	outbox *OutboxStore
 
@@ -122,6 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
 	q.outbox = &OutboxStore{kv: q.outboxKV}
+	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
 		return nil, err
@@ -257,6 +260,16 @@ func (q *Queue) setup(ctx context.Context) error {
 			})
 			return err
 		}},
+		{"creating bucket " + BucketGroups, func(ctx context.Context) (err error) {
+			q.groupsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketGroups,
+				Description: "hookrun concurrency group locks and sticky comment owners",
+				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
 		{"creating bucket " + BucketHeads, func(ctx context.Context) (err error) {
 			q.headsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketHeads,
@@ -344,6 +357,9 @@ func (q *Queue) Runs() *RunStore { return q.runs }
 
 // Heads is the store of pull request heads ingress has seen.
 func (q *Queue) Heads() *HeadStore { return q.heads }
+
+// Groups is the concurrency group locks.
+func (q *Queue) Groups() *GroupStore { return q.groups }
 
 // Logs is the step output store.
 func (q *Queue) Logs() *LogStore { return q.logs }

@@ -35,7 +35,7 @@ func TestRefusedRunFailsAtClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: f.q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng})
+	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: f.q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng, Groups: f.q.Groups()})
 	if err != nil {
 		t.Fatal(err)
 	}

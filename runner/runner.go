@@ -31,6 +31,16 @@ type RunStore interface {
 
 var _ RunStore = (*queue.RunStore)(nil)
 
+// GroupLocks serializes the runs of a concurrency group across runners.
+// *queue.GroupStore satisfies it.
+type GroupLocks interface {
+	Acquire(ctx context.Context, l queue.GroupLock) (held bool, holder string, err error)
+	Renew(ctx context.Context, l queue.GroupLock) error
+	Release(ctx context.Context, l queue.GroupLock, keepPlace bool) error
+}
+
+var _ GroupLocks = (*queue.GroupStore)(nil)
+
 // Config configures a Runner.
 type Config struct {
 	// ID names this runner as the claimant in run records. Default
@@ -48,6 +58,21 @@ type Config struct {
 	// PrepareRetry is the delay before a run whose workspace could not be
 	// prepared (an infrastructure failure) is delivered again. Default 10s.
 	PrepareRetry time.Duration
+	// WorkflowRetry is the delay before a run whose workflow this runner
+	// has not loaded (or has at another digest than the run was queued
+	// with: a rolling deploy, a file being changed) is delivered again, to
+	// this runner after its workflows reloaded or to another one.
+	// Default 10s.
+	WorkflowRetry time.Duration
+	// WorkflowDeliveries is how many deliveries such a run is handed back
+	// for; at the last one it fails with the reason. Default, and at most,
+	// the consumer's MaxDeliver.
+	WorkflowDeliveries int
+	// GroupPoll is how often a run waiting for its concurrency group (one
+	// without cancel_in_progress, whose group another run holds) asks for
+	// the group's lock again; it waits without holding a handler slot.
+	// Default 250ms.
+	GroupPoll time.Duration
 	// StoreTimeout bounds run-record writes made after the run's context
 	// ended (final state, hand-back on shutdown). Default 10s.
 	StoreTimeout time.Duration
@@ -85,6 +110,15 @@ func (c *Config) setDefaults() {
 	if c.PrepareRetry == 0 {
 		c.PrepareRetry = 10 * time.Second
 	}
+	if c.WorkflowRetry == 0 {
+		c.WorkflowRetry = 10 * time.Second
+	}
+	if c.WorkflowDeliveries == 0 {
+		c.WorkflowDeliveries = c.maxDeliver()
+	}
+	if c.GroupPoll == 0 {
+		c.GroupPoll = 250 * time.Millisecond
+	}
 	if c.StoreTimeout == 0 {
 		c.StoreTimeout = 10 * time.Second
 	}
@@ -109,6 +143,13 @@ func (c *Config) Validate() error {
 	if c.StaleAfter <= c.HeartbeatInterval {
 		errs = append(errs, fmt.Errorf("stale after (%s) must be longer than the heartbeat interval (%s)", c.StaleAfter, c.HeartbeatInterval))
 	}
+	if c.WorkflowRetry < 0 || c.WorkflowDeliveries < 1 || c.WorkflowDeliveries > c.maxDeliver() {
+		errs = append(errs, fmt.Errorf("workflow retry must not be negative and workflow deliveries must be between 1 and max deliver (%d), got %s and %d",
+			c.maxDeliver(), c.WorkflowRetry, c.WorkflowDeliveries))
+	}
+	if c.GroupPoll <= 0 {
+		errs = append(errs, fmt.Errorf("group poll must be positive, got %s", c.GroupPoll))
+	}
 	if c.PrepareRetry < 0 || c.StoreTimeout <= 0 {
 		errs = append(errs, errors.New("prepare retry must not be negative and store timeout must be positive"))
 	}
@@ -124,6 +165,7 @@ type Deps struct {
 	Workflows  WorkflowSource // loaded workflows by name
 	Workspaces Workspaces     // per-run directories (checkouts)
 	Engine     *Engine        // executes the DAG
+	Groups     GroupLocks     // concurrency group locks
 }
 
 // Runner claims run requests from the queue and executes them.
@@ -142,8 +184,8 @@ func New(cfg Config, deps Deps) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Runs == nil || deps.Workflows == nil || deps.Workspaces == nil || deps.Engine == nil {
-		return nil, errors.New("creating runner: runs, workflows, workspaces and engine are required")
+	if deps.Runs == nil || deps.Workflows == nil || deps.Workspaces == nil || deps.Engine == nil || deps.Groups == nil {
+		return nil, errors.New("creating runner: runs, workflows, workspaces, engine and groups are required")
 	}
 	return &Runner{cfg: cfg, deps: deps, log: cfg.Logger.With("runner", cfg.ID), active: map[string]context.CancelCauseFunc{}}, nil
 }
@@ -185,9 +227,9 @@ func (r *Runner) Cancel(ctx context.Context, runID string) error {
 }
 
 // maxDeliver is the consumer's MaxDeliver (the queue's default when unset).
-func (r *Runner) maxDeliver() int {
-	if r.cfg.Consumer.MaxDeliver > 0 {
-		return r.cfg.Consumer.MaxDeliver
+func (c *Config) maxDeliver() int {
+	if c.Consumer.MaxDeliver > 0 {
+		return c.Consumer.MaxDeliver
 	}
 	return queue.DefaultMaxDeliver
 }
@@ -204,13 +246,25 @@ func (r *Runner) storeCtx(ctx context.Context) (context.Context, context.CancelF
 func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 	req := d.Request
 	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
-	wf, refusal := r.admit(req)
+	wf, refusal := r.admit(d)
 	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
 		Resume: !r.isActive(req.ID), Refuse: refusal != nil}
+	var lock *queue.GroupLock
 	if wf != nil {
 		spec.Group = concurrencyGroup(wf, &req.Event)
+		if refusal == nil && spec.Group != "" && !wf.Concurrency.CancelInProgress {
+			lock = &queue.GroupLock{Group: spec.Group, RunID: req.ID, Claimant: r.cfg.ID, TTL: r.cfg.StaleAfter}
+			if err := r.acquireGroup(ctx, lock, log); err != nil {
+				return err
+			}
+		}
 	}
 	res, err := r.deps.Runs.Claim(ctx, req, spec)
+	if lock != nil && (err != nil || res.Outcome != queue.Claimed) {
+		// Not ours to run now: the group goes to the next run (a claim
+		// that failed is retried and keeps its place).
+		_ = r.releaseGroup(ctx, lock, err != nil, log) // logged; the lock expires
+	}
 	if errors.Is(err, queue.ErrConflict) {
 		return queue.Retry(err, time.Second)
 	} else if err != nil {
@@ -225,7 +279,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		log.Info("run already finished; acking the redelivery", "status", rec.Status)
 		return nil
 	case queue.ClaimHeld:
-		if d.NumDelivered+1 >= uint64(r.maxDeliver()) {
+		if d.NumDelivered+1 >= uint64(r.cfg.maxDeliver()) {
 			// Another nak would make the queue give up and mark the run
 			// failed under its live claimant. The claimant holds its own
 			// message (this is a duplicate, or the claimant's ack will
@@ -236,38 +290,95 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
 		return queue.Retry(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
 	case queue.ClaimRefused:
-		log.Warn("refusing run", "err", refusal)
+		if queue.IsTerm(refusal) {
+			log.Warn("refusing run", "err", refusal)
+		} else {
+			log.Info("handing the run back", "err", refusal)
+		}
 		return refusal
 	case queue.ClaimCancelled:
 		log.Info("run was cancelled before it started")
 		return nil
 	}
-	if wf.Digest != "" && req.WorkflowDigest != "" && wf.Digest != req.WorkflowDigest {
-		log.Info("workflow changed since the run was queued; running the loaded version", "queued", req.WorkflowDigest, "loaded", wf.Digest)
-	}
 	log = log.With("attempt", rec.Attempt)
 	log.Info("claimed run")
-	return r.execute(ctx, req, wf, rec, log)
+	err = r.execute(ctx, req, wf, rec, lock, log)
+	if lock != nil {
+		// A run handed back (any error but a Term) runs again later and
+		// keeps its place in the group.
+		if rerr := r.releaseGroup(ctx, lock, err != nil && !queue.IsTerm(err), log); rerr != nil && err == nil {
+			// Delivered again, the finished run is acked after another
+			// release, rather than leaving the group to the lock's expiry.
+			return queue.Retry(rerr, time.Second)
+		}
+	}
+	return err
 }
 
-// admit decides whether this runner runs req: the workflow it runs, or the
-// error (a queue.Term) to fail the run with, since retrying cannot change it.
-func (r *Runner) admit(req *queue.RunRequest) (*workflows.Workflow, error) {
+// acquireGroup takes the lock of a serialized concurrency group for a run
+// about to be claimed, or returns the queue.Wait that makes the run wait
+// (queued) for it.
+func (r *Runner) acquireGroup(ctx context.Context, lock *queue.GroupLock, log *slog.Logger) error {
+	lock.Now = r.now()
+	held, holder, err := r.deps.Groups.Acquire(ctx, *lock)
+	if err != nil {
+		return err
+	}
+	if held {
+		return nil
+	}
+	if holder == "" {
+		holder = "an older run"
+	}
+	log.Debug("waiting for the concurrency group", "group", lock.Group, "holder", holder)
+	return queue.Wait(fmt.Errorf("run %s waits for concurrency group %s, held by %s", lock.RunID, lock.Group, holder), r.cfg.GroupPoll)
+}
+
+// releaseGroup frees a run's concurrency group lock (keepPlace: the run was
+// handed back and waits again where it was).
+func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPlace bool, log *slog.Logger) error {
+	sctx, cancel := r.storeCtx(ctx)
+	defer cancel()
+	l := *lock
+	l.Now = r.now()
+	err := r.deps.Groups.Release(sctx, l, keepPlace)
+	if err != nil {
+		log.Warn("releasing the concurrency group; it frees itself when its lock expires", "group", l.Group, "err", err)
+	}
+	return err
+}
+
+// admit decides whether this runner runs d: the workflow it runs, or the
+// error to hand the run back with: a queue.Retry while another runner, or
+// this one after a reload, may have the run's workflow at the digest it
+// was queued with (a rolling deploy), else a queue.Term to fail it with.
+func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
+	req := d.Request
 	if r.cfg.Admit != nil {
 		if err := r.cfg.Admit(&req.Event); err != nil {
 			return nil, queue.Term(fmt.Errorf("refusing run: %w", err))
 		}
 	}
 	wf, ok := r.deps.Workflows.Lookup(req.Workflow)
-	if !ok {
-		return nil, queue.Term(fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID))
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("workflow %s is not loaded on runner %s", req.Workflow, r.cfg.ID)
+	case wf.Digest != "" && req.WorkflowDigest != "" && wf.Digest != req.WorkflowDigest:
+		err = fmt.Errorf("workflow %s at %s, which the run was queued with, is not loaded on runner %s (it has %s)",
+			req.Workflow, req.WorkflowDigest, r.cfg.ID, wf.Digest)
+	default:
+		return wf, nil
 	}
-	return wf, nil
+	if d.NumDelivered < uint64(r.cfg.WorkflowDeliveries) {
+		return nil, queue.Retry(fmt.Errorf("%w; handing the run back", err), r.cfg.WorkflowRetry)
+	}
+	return nil, queue.Term(fmt.Errorf("%w, after %d deliveries", err, d.NumDelivered))
 }
 
 // execute runs a claimed run to its end and writes the outcome.
-func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, log *slog.Logger) error {
-	c := r.track(ctx, req.ID, log)
+func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *queue.RunRecord, lock *queue.GroupLock, log *slog.Logger) error {
+	c := r.track(ctx, req.ID, lock, log)
 	defer c.done()
 	params, err := wf.SetParams(req.Params) // checked when queued; the loaded workflow may have changed since
 	if err != nil && req.Refused == "" {
@@ -321,7 +432,7 @@ type claimed struct {
 // track sets up what executing a claimed run needs: a context detached
 // from ctx but stopped with it (shutdown hands the run back, any other end
 // cancels it), the entry in r.active that Cancel finds, and the heartbeat.
-func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claimed {
+func (r *Runner) track(ctx context.Context, id string, lock *queue.GroupLock, log *slog.Logger) *claimed {
 	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopWatch := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), queue.ErrShuttingDown) {
@@ -334,7 +445,7 @@ func (r *Runner) track(ctx context.Context, id string, log *slog.Logger) *claime
 	r.active[id] = cancelRun
 	r.mu.Unlock()
 
-	hb := &heartbeat{r: r, id: id, cancel: cancelRun, log: log}
+	hb := &heartbeat{r: r, id: id, lock: lock, cancel: cancelRun, log: log}
 	hbCtx, stopHB := context.WithCancel(runCtx)
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); hb.loop(hbCtx) }()
@@ -477,7 +588,8 @@ func older(a, b *queue.RunRecord) bool {
 }
 
 // concurrencyGroup resolves a workflow's `concurrency.group` for an event:
-// pull_request → one group per workflow and pull/merge request (or issue),
+// pull_request → one group per workflow and pull/merge request (or issue;
+// for a push, one per pushed ref),
 // workflow → one per workflow, repo → one per repository, anything else is
 // a literal name shared across workflows.
 func concurrencyGroup(w *workflows.Workflow, e *workflows.Event) string {
@@ -486,6 +598,10 @@ func concurrencyGroup(w *workflows.Workflow, e *workflows.Event) string {
 	}
 	switch g := w.Concurrency.Group; g {
 	case "pull_request":
+		if e.Push != nil && e.Number() == 0 {
+			// A push belongs to no pull request: its branch is its group.
+			return "branch:" + w.Name + ":" + e.Repo + "@" + e.Push.Ref
+		}
 		return "pr:" + w.Name + ":" + e.Repo + "#" + strconv.Itoa(e.Number())
 	case "workflow":
 		return "workflow:" + w.Name
@@ -516,6 +632,7 @@ func firstNonEmpty(s ...string) string {
 type heartbeat struct {
 	r      *Runner
 	id     string
+	lock   *queue.GroupLock // the run's concurrency group lock, renewed with each beat; nil: none
 	cancel context.CancelCauseFunc
 	log    *slog.Logger
 
@@ -591,6 +708,13 @@ func (h *heartbeat) beat(ctx context.Context) bool {
 	h.mu.Lock()
 	spec := queue.HeartbeatSpec{Claimant: h.r.cfg.ID, Now: h.r.now(), Steps: h.steps, HeadSHA: h.headSHA}
 	h.mu.Unlock()
+	if h.lock != nil {
+		l := *h.lock
+		l.Now = spec.Now
+		if err := h.r.deps.Groups.Renew(ctx, l); err != nil && ctx.Err() == nil {
+			h.log.Warn("heartbeat: renewing the concurrency group lock", "group", l.Group, "err", err)
+		}
+	}
 	rec, err := h.r.deps.Runs.Heartbeat(ctx, h.id, spec)
 	switch {
 	case errors.Is(err, queue.ErrClaimLost):

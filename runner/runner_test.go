@@ -73,6 +73,7 @@ type fixture struct {
 	cons   *queue.Consumer
 	tmp    string
 	runCfg runner.Config
+	eng    *runner.Engine
 }
 
 func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string, mod func(*runner.Config)) *fixture {
@@ -119,7 +120,8 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 	if mod != nil {
 		mod(&f.runCfg)
 	}
-	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng})
+	f.eng = eng
+	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng, Groups: q.Groups()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,10 +80,11 @@ type Authorize struct {
 	AllowForks        bool     `json:"allow_forks"`        // a PR from a fork triggers only when its sender is trusted unless true
 }
 
-// Concurrency groups runs; with CancelInProgress a newer run cancels an older
-// one of the same group.
+// Concurrency groups runs: the runs of a group run one at a time, in the
+// order they were accepted; with CancelInProgress a newer run cancels an
+// older one of the same group instead.
 type Concurrency struct {
-	Group            string `json:"group"` // "pull_request" (per PR/MR), "workflow", "repo", or a literal name
+	Group            string `json:"group"` // "pull_request" (per PR/MR; per ref for a push), "workflow", "repo", or a literal name
 	CancelInProgress bool   `json:"cancel_in_progress"`
 }
 

@@ -146,7 +146,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	engine, err := runner.NewEngine(runner.EngineConfig{
 		Providers: execs.Providers,
 		Logs:      a.queue.Logs(),
-		Reporter:  forges,
+		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
 		Outbox:    outbox,
 		Logger:    a.logger,
 		Redact:    serverCredentials(c),
@@ -162,7 +162,8 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	r, err := runner.New(runner.Config{
 		Concurrency:       c.Runner.Concurrency,
 		HeartbeatInterval: c.Runner.Heartbeat,
-		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending},
+		WorkflowRetry:     c.Runner.WorkflowRetry,
+		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending, MaxDeliver: c.Runner.MaxDeliver},
 		Admit:             admitRepos(c.AllowRepos),
 		Logger:            a.logger,
 	}, runner.Deps{
@@ -170,6 +171,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Workflows:  a.set,
 		Workspaces: ws,
 		Engine:     engine,
+		Groups:     a.queue.Groups(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring runner: %w", err)

@@ -97,7 +97,15 @@ type RunnerConfig struct {
 	// Heartbeat is how often a runner refreshes its claim on a run; another
 	// runner takes a run over after 3 missed heartbeats; default 5s.
 	Heartbeat time.Duration `yaml:"heartbeat"`
-	SbxBinary string        `yaml:"sbx_binary"` // path of the sbx CLI; default "sbx"
+	// MaxDeliver is how many times a run is delivered before it fails (a
+	// runner that has not loaded its workflow hands it back until then);
+	// default 5.
+	MaxDeliver int `yaml:"max_deliver"`
+	// WorkflowRetry is how long a run whose workflow a runner has not
+	// loaded, or has at another digest than the run was queued with (a
+	// rolling deploy), waits before it is delivered again; default 10s.
+	WorkflowRetry time.Duration `yaml:"workflow_retry"`
+	SbxBinary     string        `yaml:"sbx_binary"` // path of the sbx CLI; default "sbx"
 	// OrphanAge: at start a runner removes the hookrun-* sandboxes and
 	// labelled containers of finished runs, of runs whose claimant stopped
 	// heartbeating, and of runs this installation has no record of once
@@ -177,6 +185,9 @@ func (c *Config) SetDefaults() {
 	if c.Runner.MaxAckPending == 0 {
 		c.Runner.MaxAckPending = 256
 	}
+	if c.Runner.MaxDeliver == 0 {
+		c.Runner.MaxDeliver = queue.DefaultMaxDeliver
+	}
 	if c.Runner.AckWait == 0 {
 		c.Runner.AckWait = 30 * time.Second
 	}
@@ -233,6 +244,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.MaxAckPending < c.Runner.Concurrency {
 		bad("runner.max_ack_pending", "must be at least runner.concurrency (%d), got %d", c.Runner.Concurrency, c.Runner.MaxAckPending)
+	}
+	if c.Runner.MaxDeliver < 1 {
+		bad("runner.max_deliver", "must be at least 1, got %d", c.Runner.MaxDeliver)
+	}
+	if c.Runner.WorkflowRetry < 0 {
+		bad("runner.workflow_retry", "must not be negative, got %v", c.Runner.WorkflowRetry)
 	}
 	if c.Runner.AckWait < time.Second {
 		bad("runner.ack_wait", "must be at least 1s, got %v", c.Runner.AckWait)

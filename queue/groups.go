@@ -1,0 +1,281 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// BucketGroups holds one key per concurrency group (its lock and its
+// waiting runs) and one per sticky comment (the newest run that reported
+// in it).
+const BucketGroups = "hookrun_groups"
+
+// GroupStore serializes the runs of a concurrency group across every
+// runner: one key per group in the hookrun_groups bucket holds the run
+// that may execute (the holder, with an expiry its runner renews with
+// every heartbeat) and the runs waiting for it (each with when it last
+// asked). The lock goes to the oldest waiting run (run ids are ULIDs, so
+// the order they were accepted in); a holder whose runner died stops
+// holding once its expiry passes, and a waiter that stopped asking (its
+// runner died) is forgotten after WaiterTTL.
+type GroupStore struct {
+	kv jetstream.KeyValue
+	// WaiterTTL is how long a waiting run keeps its place without asking
+	// again.
+	WaiterTTL time.Duration
+}
+
+// DefaultGroupWaiterTTL is GroupStore.WaiterTTL: longer than a consumer's
+// AckWait, so that a run whose runner died keeps its place until its
+// message is delivered again.
+const DefaultGroupWaiterTTL = 2 * time.Minute
+
+// groupState is the stored value of a group key.
+type groupState struct {
+	Holder   string               `json:"holder,omitempty"`   // run id that may execute
+	Claimant string               `json:"claimant,omitempty"` // runner executing it
+	Expires  time.Time            `json:"expires,omitzero"`   // the holder stops holding then, unless renewed
+	Waiters  map[string]time.Time `json:"waiters,omitempty"`  // run id → when it last asked
+}
+
+// GroupLock is who may execute in a group and on what terms.
+type GroupLock struct {
+	Group    string        // the resolved concurrency group
+	RunID    string        // the run asking
+	Claimant string        // the runner that would execute it
+	Now      time.Time     // the runner's clock
+	TTL      time.Duration // how long the lock holds without a renewal
+}
+
+// ErrGroupLockLost: the run no longer holds its group's lock (it expired
+// and another run took it).
+var ErrGroupLockLost = errors.New("concurrency group lock lost")
+
+func groupKey(prefix, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return prefix + "." + hex.EncodeToString(sum[:16])
+}
+
+// Acquire gives l.RunID the lock of l.Group if nobody holds it (or the
+// holder's expiry passed), no older run waits for it and l.RunID asked
+// before (it waited one round); else it records the run as waiting and
+// returns the holder ("" when none: the run goes first at its next ask, or
+// an older waiter goes first). A run holding the lock under l.Claimant
+// renews it.
+func (s *GroupStore) Acquire(ctx context.Context, l GroupLock) (held bool, holder string, err error) {
+	err = s.change(ctx, groupKey("group", l.Group), func(g *groupState) bool {
+		s.forgetStale(g, l.Now)
+		held, holder = false, ""
+		live := g.Holder != "" && l.Now.Before(g.Expires)
+		switch {
+		case live && g.Holder == l.RunID && g.Claimant == l.Claimant:
+			held = true
+		case live:
+			holder = g.Holder
+		default:
+			_, known := g.Waiters[l.RunID]
+			if g.Holder != "" && g.Holder != l.RunID {
+				// An expired holder keeps its place: its message comes back.
+				g.Waiters[g.Holder] = l.Now
+			}
+			known = known || g.Holder == l.RunID
+			g.Holder = ""
+			// A run asking for the first time waits one round even for a
+			// free lock, so that older runs delivered at the same time
+			// (to this runner or another) are known and go first.
+			held = known && !olderWaiter(g, l.RunID)
+		}
+		if held {
+			g.Holder, g.Claimant, g.Expires = l.RunID, l.Claimant, l.Now.Add(l.TTL)
+			delete(g.Waiters, l.RunID)
+		} else {
+			g.Waiters[l.RunID] = l.Now
+		}
+		return true
+	})
+	if err != nil {
+		return false, "", fmt.Errorf("acquiring concurrency group %s for run %s: %w", l.Group, l.RunID, err)
+	}
+	return held, holder, nil
+}
+
+// Renew extends a held lock by l.TTL. A lock that expired is taken back
+// while nobody else took it and no older run waits; else ErrGroupLockLost.
+func (s *GroupStore) Renew(ctx context.Context, l GroupLock) error {
+	var lost bool
+	err := s.change(ctx, groupKey("group", l.Group), func(g *groupState) bool {
+		mine := g.Holder == l.RunID && g.Claimant == l.Claimant
+		if !mine && (g.Holder != "" && l.Now.Before(g.Expires) || olderWaiter(g, l.RunID)) {
+			lost = true
+			return false
+		}
+		g.Holder, g.Claimant, g.Expires = l.RunID, l.Claimant, l.Now.Add(l.TTL)
+		delete(g.Waiters, l.RunID)
+		return true
+	})
+	if err == nil && lost {
+		err = ErrGroupLockLost
+	}
+	if err != nil {
+		return fmt.Errorf("renewing concurrency group %s for run %s: %w", l.Group, l.RunID, err)
+	}
+	return nil
+}
+
+// olderWaiter reports whether a run older than runID waits in g.
+func olderWaiter(g *groupState, runID string) bool {
+	for id := range g.Waiters {
+		if id < runID {
+			return true
+		}
+	}
+	return false
+}
+
+// Release frees the lock l.RunID holds under l.Claimant (nothing when it
+// does not); with keepPlace the run waits again at its place (it was
+// handed back and will run later).
+func (s *GroupStore) Release(ctx context.Context, l GroupLock, keepPlace bool) error {
+	err := s.change(ctx, groupKey("group", l.Group), func(g *groupState) bool {
+		if g.Holder != l.RunID || g.Claimant != l.Claimant {
+			return false
+		}
+		g.Holder, g.Claimant, g.Expires = "", "", time.Time{}
+		if keepPlace {
+			g.Waiters[l.RunID] = l.Now
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("releasing concurrency group %s for run %s: %w", l.Group, l.RunID, err)
+	}
+	return nil
+}
+
+// Leave forgets a waiting run of group that will not run (it ended while
+// queued, cancelled).
+func (s *GroupStore) Leave(ctx context.Context, group, runID string) error {
+	err := s.change(ctx, groupKey("group", group), func(g *groupState) bool {
+		if _, ok := g.Waiters[runID]; !ok {
+			return false
+		}
+		delete(g.Waiters, runID)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("leaving concurrency group %s for run %s: %w", group, runID, err)
+	}
+	return nil
+}
+
+// Advance records runID as the newest run reporting under key (a sticky
+// comment: workflow and pull request) unless a newer one did already;
+// newest is false then, and the caller must not write over the newer
+// run's report.
+func (s *GroupStore) Advance(ctx context.Context, key, runID string) (newest bool, err error) {
+	err = s.change(ctx, groupKey("comment", key), func(g *groupState) bool {
+		newest = g.Holder <= runID
+		if !newest || g.Holder == runID {
+			return false
+		}
+		g.Holder = runID
+		return true
+	})
+	if err != nil {
+		return false, fmt.Errorf("recording run %s as the newest of %s: %w", runID, key, err)
+	}
+	return newest, nil
+}
+
+// isWrongLastSequence reports the server's answer to a delete at a stale
+// revision.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// forgetStale drops the waiters that stopped asking.
+func (s *GroupStore) forgetStale(g *groupState, now time.Time) {
+	ttl := s.WaiterTTL
+	if ttl <= 0 {
+		ttl = DefaultGroupWaiterTTL
+	}
+	for id, seen := range g.Waiters {
+		if now.Sub(seen) > ttl {
+			delete(g.Waiters, id)
+		}
+	}
+}
+
+// change is the compare-and-set loop of group keys (the retry policy of
+// the run records' transitions): apply changes the state read (an empty
+// one for a missing key) and returns whether to write it.
+func (s *GroupStore) change(ctx context.Context, key string, apply func(*groupState) bool) error {
+	for n := range casAttempts {
+		if n > 1 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(n-1) * casBackoff):
+			}
+		}
+		var (
+			g   groupState
+			rev uint64
+		)
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		case err != nil:
+			return err
+		default:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &g); err != nil {
+				return fmt.Errorf("decoding %s: %w", key, err)
+			}
+		}
+		if g.Waiters == nil {
+			g.Waiters = map[string]time.Time{}
+		}
+		if !apply(&g) {
+			return nil
+		}
+		if g.Holder == "" && len(g.Waiters) == 0 {
+			// An idle group leaves no key behind (one per pull request adds up).
+			if rev == 0 {
+				return nil
+			}
+			err = s.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !isWrongLastSequence(err) {
+				return err
+			}
+			continue
+		}
+		data, err := json.Marshal(g)
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, key, data)
+		} else {
+			_, err = s.kv.Update(ctx, key, data, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w after %d attempts", ErrConflict, casAttempts)
+}
