@@ -52,6 +52,10 @@ type Queue struct {
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
 	closed    bool
+
+	// failAt, set by tests only, returns a failure to inject at a point
+	// of PublishDelivery (the fail* constants), or nil.
+	failAt func(point string) error
 }
 
 // Open starts the embedded server when cfg.URL is empty (else connects to
@@ -216,6 +220,8 @@ func (q *Queue) setup(ctx context.Context) error {
 				Storage:     jetstream.FileStorage,
 				Replicas:    q.cfg.Replicas,
 				Duplicates:  q.cfg.DuplicateWindow,
+				// The runs of one delivery are one atomic batch.
+				AllowAtomicPublish: true,
 			})
 			return err
 		}},
