@@ -73,6 +73,9 @@ func assertNothingLeft(t *testing.T, q *Queue, reqs []*RunRequest) {
 	if n := streamMsgs(t, q); n != 0 {
 		t.Errorf("stream has %d messages after a failed delivery; want none", n)
 	}
+	if objs, err := q.bodies.List(ctx); !errors.Is(err, jetstream.ErrNoObjectsFound) {
+		t.Errorf("bodies after a failed delivery: %d (%v); want none", len(objs), err)
+	}
 }
 
 // assertDelivered checks that the results name one fresh run per request,
@@ -114,9 +117,10 @@ func assertDelivered(t *testing.T, q *Queue, reqs []*RunRequest, res []PublishRe
 }
 
 // A delivery of three runs is all or nothing: a failure between its writes
-// (after the keys, after the records, at the messages) or a stream that
-// refuses one of its messages leaves no record, key or message, no run
-// reaches a runner, and the redelivery creates all three.
+// (after its body, after the keys, after the records, at the messages) or
+// a stream that refuses one of its messages leaves no body, record, key or
+// message, no run reaches a runner, and the redelivery creates all three.
+// The injected failures come with a body too large to travel inline.
 func TestDeliveryAllOrNothing(t *testing.T) {
 	t.Parallel()
 	injected := errors.New("injected failure")
@@ -124,6 +128,7 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 		name  string
 		point string // "" for the stream's own refusal
 	}{
+		{"after the body", failBody},
 		{"after keys", failKeys},
 		{"after records", failRecords},
 		{"messages refused", failMessages},
@@ -143,6 +148,10 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 			reqs := deliveryRequests(3)
 			var restore func()
 			if tc.point != "" {
+				big := json.RawMessage(`"` + strings.Repeat("b", q.inlineMax+1) + `"`)
+				for _, r := range reqs {
+					r.Event.Raw = big
+				}
 				q.failAt = func(p string) error {
 					if p == tc.point {
 						return injected

@@ -25,6 +25,7 @@ const (
 	BucketRuns     = "hookrun_runs"       // run records
 	BucketDelivery = "hookrun_deliveries" // delivery key → run id
 	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
+	BucketBodies   = "hookrun_bodies"     // object store: webhook bodies too large for a run request
 
 	runsSubjectPrefix = "hookrun.runs."
 	logsSubjectPrefix = "hookrun.logs."
@@ -44,6 +45,10 @@ type Queue struct {
 	runsKV   jetstream.KeyValue
 	delKV    jetstream.KeyValue
 	headsKV  jetstream.KeyValue
+	bodies   jetstream.ObjectStore
+	// inlineMax is the largest body that travels inside a run request:
+	// Config.InlineBodyMax, at most half the server's max_payload.
+	inlineMax int
 
 	runs  *RunStore
 	heads *HeadStore
@@ -120,6 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		q.closeConn()
 		return nil, err
 	}
+	q.inlineMax = min(cfg.InlineBodyMax, int(nc.MaxPayload()/2))
 	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
 	if q.logs, err = newLogStore(q); err != nil {
@@ -265,6 +271,16 @@ func (q *Queue) setup(ctx context.Context) error {
 				Description: "hookrun pull request heads seen by ingress",
 				History:     1,
 				TTL:         q.cfg.HeadTTL,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
+		{"creating object store " + BucketBodies, func(ctx context.Context) (err error) {
+			q.bodies, err = q.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+				Bucket:      BucketBodies,
+				Description: "hookrun webhook bodies too large for a run request",
+				TTL:         q.cfg.BodyTTL,
 				Storage:     jetstream.FileStorage,
 				Replicas:    q.cfg.Replicas,
 			})

@@ -45,6 +45,13 @@ type RunRequest struct {
 	// the runner sets them as environment variables, never as shell source.
 	// Optional and omitted when empty, like Refused.
 	Params map[string]string `json:"params,omitempty"`
+	// Body, when set, names the hookrun_bodies object that holds
+	// Event.Raw, which was too large to travel inside the request (and is
+	// then absent from it); the consumer reads it back before the handler
+	// sees the request. Optional and omitted when empty; a runner older
+	// than the field would run without the body, so upgrade runners
+	// before ingress.
+	Body string `json:"body,omitempty"`
 }
 
 // decodeRunRequest parses a message body and checks its version.
@@ -149,20 +156,30 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 		if delivery == "" {
 			delivery = req.ID
 		}
-		ws[i] = &runWrite{req: req, dkey: DeliveryKey(req.Event.Forge, delivery, req.Workflow),
+		ws[i] = &runWrite{req: req, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.Workflow),
 			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.Workflow)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()
 
+	bodies, err := q.storeBodies(ctx, ws)
+	if err == nil {
+		err = q.inject(failBody)
+	}
+	if err != nil {
+		q.deleteBodies(ctx, bodies)
+		return nil, err
+	}
 	if err := q.writeKeysAndRecords(ctx, ws); err != nil {
 		q.rollback(ctx, ws)
+		q.deleteBodies(ctx, bodies)
 		return nil, err
 	}
 	stored, err := q.publishMessages(ctx, ws)
 	if err != nil {
 		if !stored {
 			q.rollback(ctx, ws)
+			q.deleteBodies(ctx, bodies)
 		}
 		return nil, err
 	}
@@ -176,9 +193,11 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 // runWrite is what PublishDelivery knows of one run of the delivery.
 type runWrite struct {
 	req         *RunRequest
+	delivery    string // the delivery id (the run id when the event has none)
 	dkey, kvKey string
 	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
 	prevID      string       // with dup: the id this attempt came with
+	body        string       // the hookrun_bodies object of a body too large to travel inline
 	keyRev      uint64       // the delivery key's revision when this attempt created it
 	recs        []writtenRec // records this attempt created
 }
@@ -287,7 +306,13 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored bool, _ error) {
 	msgs := make([]*nats.Msg, len(ws))
 	for i, w := range ws {
-		data, err := appendRunRequest(getMsgBuf(), w.req)
+		req := w.req
+		if w.body != "" {
+			r := *w.req
+			r.Event.Raw, r.Body = nil, w.body
+			req = &r
+		}
+		data, err := appendRunRequest(getMsgBuf(), req)
 		if err != nil {
 			return false, fmt.Errorf("publishing run %s: encoding: %w", w.req.ID, err)
 		}
@@ -427,6 +452,7 @@ func runsOf(ws []*runWrite) string {
 
 // Points of PublishDelivery where a test can inject a failure (Queue.failAt).
 const (
+	failBody     = "body"     // large bodies stored
 	failKeys     = "keys"     // keys and own records written and settled
 	failRecords  = "records"  // duplicates' records written too
 	failMessages = "messages" // instead of sending the messages: refused, known not stored
