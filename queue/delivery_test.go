@@ -280,3 +280,30 @@ func TestDeliveryPartlyStoredCompletes(t *testing.T) {
 		t.Errorf("%d records (%v); want 3 (a duplicate's own record removed)", len(recs), err)
 	}
 }
+
+// Many concurrent deliveries of several runs, as ingress publishes them
+// (each an atomic batch): every one is persisted, none answered with an
+// error.
+func TestDeliveriesConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, Config{PublishTimeout: 30 * time.Second})
+	ctx := testCtx(t, 60*time.Second)
+	const n = 120
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			if _, err := q.PublishDelivery(ctx, deliveryRequests(2)); err != nil {
+				t.Errorf("delivery: %v", err)
+			}
+		})
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	t.Logf("%d concurrent deliveries of 2 runs in %s", n, time.Since(began))
+	if got := streamMsgs(t, q); got != 2*n {
+		t.Fatalf("stream has %d messages; want %d", got, 2*n)
+	}
+}
