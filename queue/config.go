@@ -191,8 +191,8 @@ func (c *Config) Validate() error {
 	if c.InlineBodyMax < 1024 {
 		errs = append(errs, fmt.Errorf("inline body max must be at least 1 KiB, got %d", c.InlineBodyMax))
 	}
-	if c.BodyTTL < time.Minute {
-		errs = append(errs, fmt.Errorf("body ttl must be at least 1m, got %s", c.BodyTTL))
+	if c.BodyTTL < time.Second {
+		errs = append(errs, fmt.Errorf("body ttl must be at least 1s, got %s", c.BodyTTL))
 	}
 	if c.LogMaxAge < time.Second {
 		errs = append(errs, fmt.Errorf("log max age must be at least 1s, got %s", c.LogMaxAge))
