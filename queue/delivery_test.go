@@ -130,6 +130,7 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 	}{
 		{"after the body", failBody},
 		{"after keys", failKeys},
+		{"a record's acknowledgement lost", failRecordAck},
 		{"after records", failRecords},
 		{"messages refused", failMessages},
 		{"one message too large for the stream", ""},

@@ -205,7 +205,26 @@ type runWrite struct {
 // writtenRec is a record a publish created, which its rollback removes.
 type writtenRec struct {
 	id  string
-	rev uint64
+	rev uint64 // 0: the write's outcome is unknown
+}
+
+// dropRecord removes a record a publish wrote: at its revision, or, when
+// the write's outcome is unknown, whatever queued record has its id (the
+// id is this attempt's own, fresh one, so no other run has it).
+func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
+	if r.rev != 0 {
+		return q.runs.delete(ctx, r.id, r.rev)
+	}
+	rec, rev, err := q.runs.Get(ctx, r.id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case rec.Status != workflows.StatusQueued:
+		return fmt.Errorf("removing run record %s: it is %s", r.id, rec.Status)
+	}
+	return q.runs.delete(ctx, r.id, rev)
 }
 
 // writeKeysAndRecords creates every run's delivery key and queued record in
@@ -227,12 +246,19 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 	for i, w := range ws {
 		keyWs[i].wait(ctx)
 		recWs[i].wait(ctx)
+		if err := q.inject(failRecordAck); err != nil && recWs[i].err == nil {
+			recWs[i].ack, recWs[i].err = nil, err
+		}
 		switch err := recWs[i].err; {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
 		case isWrongLastSeq(err):
 			// A caller's retry under the same run id created it before.
 		default:
+			if !definitelyNotStored(err) {
+				// It may have landed: the rollback looks it up.
+				w.recs = append(w.recs, writtenRec{w.req.ID, 0})
+			}
 			errs = append(errs, fmt.Errorf("publishing run %s: creating record: %w", w.req.ID, err))
 		}
 		id, dup, rev, err := q.settleDeliveryKey(ctx, keyWs[i], w.kvKey, w.req.ID)
@@ -288,11 +314,10 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 		}
 		for _, w := range dupWs {
 			if len(w.recs) > 0 && w.recs[0].id == w.prevID {
-				if err := q.runs.delete(ctx, w.prevID, w.recs[0].rev); err != nil {
-					q.log.Warn("removing the record of a duplicate publish", "run", w.prevID, "err", err)
-				} else {
-					w.recs = w.recs[1:]
+				if err := q.dropRecord(ctx, w.recs[0]); err != nil {
+					return fmt.Errorf("publishing run %s: removing the record of its duplicate %s: %w", w.req.ID, w.prevID, err)
 				}
+				w.recs = w.recs[1:]
 			}
 		}
 	}
@@ -420,7 +445,7 @@ func (q *Queue) rollback(ctx context.Context, ws []*runWrite) {
 	for _, w := range ws {
 		wg.Go(func() {
 			for _, r := range w.recs {
-				if err := q.runs.delete(ctx, r.id, r.rev); err != nil {
+				if err := q.dropRecord(ctx, r); err != nil {
 					q.log.Warn("removing the record of a failed publish", "run", r.id, "err", err)
 					return
 				}
@@ -452,11 +477,12 @@ func runsOf(ws []*runWrite) string {
 
 // Points of PublishDelivery where a test can inject a failure (Queue.failAt).
 const (
-	failBody     = "body"     // large bodies stored
-	failKeys     = "keys"     // keys and own records written and settled
-	failRecords  = "records"  // duplicates' records written too
-	failMessages = "messages" // instead of sending the messages: refused, known not stored
-	failAck      = "ack"      // after the messages were acknowledged: as if the answer was lost
+	failBody      = "body"       // large bodies stored
+	failKeys      = "keys"       // keys and own records written and settled
+	failRecordAck = "record-ack" // a record written, its acknowledgement lost (outcome unknown)
+	failRecords   = "records"    // duplicates' records written too
+	failMessages  = "messages"   // instead of sending the messages: refused, known not stored
+	failAck       = "ack"        // after the messages were acknowledged: as if the answer was lost
 )
 
 // inject returns the failure a test set for point, if any.
