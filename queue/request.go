@@ -208,23 +208,12 @@ type writtenRec struct {
 	rev uint64 // 0: the write's outcome is unknown
 }
 
-// dropRecord removes a record a publish wrote: at its revision, or, when
-// the write's outcome is unknown, whatever queued record has its id (the
-// id is this attempt's own, fresh one, so no other run has it).
+// dropRecord removes a record a publish wrote, at its revision.
 func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
-	if r.rev != 0 {
-		return q.runs.delete(ctx, r.id, r.rev)
+	if r.rev == 0 {
+		return fmt.Errorf("removing run record %s: its write's outcome is unknown", r.id)
 	}
-	rec, rev, err := q.runs.Get(ctx, r.id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case rec.Status != workflows.StatusQueued:
-		return fmt.Errorf("removing run record %s: it is %s", r.id, rec.Status)
-	}
-	return q.runs.delete(ctx, r.id, rev)
+	return q.runs.delete(ctx, r.id, r.rev)
 }
 
 // writeKeysAndRecords creates every run's delivery key and queued record in
@@ -256,7 +245,10 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 			// A caller's retry under the same run id created it before.
 		default:
 			if !definitelyNotStored(err) {
-				// It may have landed: the rollback looks it up.
+				// It may land yet, even after a rollback looked for it
+				// (a write replayed on reconnect, a proposal committed
+				// late): the rollback leaves this run's key, so that the
+				// redelivery completes the run under this id.
 				w.recs = append(w.recs, writtenRec{w.req.ID, 0})
 			}
 			errs = append(errs, fmt.Errorf("publishing run %s: creating record: %w", w.req.ID, err))
@@ -437,13 +429,20 @@ func (q *Queue) publishBatch(msgs []*nats.Msg) *pendingWrite {
 // wrote: records first, and a run's key only once its records are gone, so
 // that what stays after a failure here (a key) makes the redelivery take
 // the duplicate path and complete the run, never a queued record without
-// a key that nothing would run.
+// a key that nothing would run. A run one of whose records was written
+// with an unknown outcome keeps its key and records for the same reason.
 func (q *Queue) rollback(ctx context.Context, ws []*runWrite) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, w := range ws {
 		wg.Go(func() {
+			for _, r := range w.recs {
+				if r.rev == 0 {
+					q.log.Warn("a record of a failed publish may land yet; its delivery key stays for the redelivery", "run", r.id)
+					return
+				}
+			}
 			for _, r := range w.recs {
 				if err := q.dropRecord(ctx, r); err != nil {
 					q.log.Warn("removing the record of a failed publish", "run", r.id, "err", err)
