@@ -110,8 +110,8 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 
 // PublishDelivery makes the run requests of one webhook delivery durable,
 // all or nothing, and returns their results in order. Each request's
-// delivery key is created in hookrun_deliveries (create-only) together
-// with its queued record, in one round trip; then the messages go onto
+// delivery key is created in hookrun_deliveries (create-only), then its
+// queued record under the run id the key holds; then the messages go onto
 // HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey, as one atomic batch when
 // there are several (a single message is atomic by itself). The messages
 // are the commit point and the last write: a runner can only see a run
@@ -196,7 +196,6 @@ type runWrite struct {
 	delivery    string // the delivery id (the run id when the event has none)
 	dkey, kvKey string
 	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
-	prevID      string       // with dup: the id this attempt came with
 	body        string       // the hookrun_bodies object of a body too large to travel inline
 	keyRev      uint64       // the delivery key's revision when this attempt created it
 	recs        []writtenRec // records this attempt created
@@ -216,24 +215,43 @@ func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
 	return q.runs.delete(ctx, r.id, r.rev)
 }
 
-// writeKeysAndRecords creates every run's delivery key and queued record in
-// one round trip, settles the keys, and for a run whose key an earlier
-// attempt holds replaces its own record by one of the earlier run id
-// (created if absent). Every write that landed is noted for the rollback.
+// writeKeysAndRecords creates every run's delivery key (one round trip),
+// settles them, then creates the queued record of each run under the id
+// its key holds (a second round trip; an earlier attempt's record stays).
+// A record is written only once its key is known to hold its id, so no
+// record can ever land for an id no key names. Every write that landed, or
+// may land, is noted for the rollback.
 func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 	keyWs := make([]*pendingWrite, len(ws))
+	for i, w := range ws {
+		keyWs[i] = q.createAsync(kvSubject(BucketDelivery, w.kvKey), []byte(w.req.ID))
+	}
+	var errs []error
+	for i, w := range ws {
+		keyWs[i].wait(ctx)
+		id, dup, rev, err := q.settleDeliveryKey(ctx, keyWs[i], w.kvKey, w.req.ID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("publishing run %s: recording delivery: %w", w.req.ID, err))
+			continue
+		}
+		w.keyRev, w.dup, w.req.ID = rev, dup, id
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := q.inject(failKeys); err != nil {
+		return err
+	}
+
 	recWs := make([]*pendingWrite, len(ws))
 	for i, w := range ws {
 		rec, err := encodeRecord(q.runs.queued(w.req))
 		if err != nil {
 			return fmt.Errorf("publishing run %s: encoding record: %w", w.req.ID, err)
 		}
-		keyWs[i] = q.createAsync(kvSubject(BucketDelivery, w.kvKey), []byte(w.req.ID))
 		recWs[i] = q.createAsync(kvSubject(BucketRuns, w.req.ID), rec)
 	}
-	var errs []error
 	for i, w := range ws {
-		keyWs[i].wait(ctx)
 		recWs[i].wait(ctx)
 		if err := q.inject(failRecordAck); err != nil && recWs[i].err == nil {
 			recWs[i].ack, recWs[i].err = nil, err
@@ -242,7 +260,8 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
 		case isWrongLastSeq(err):
-			// A caller's retry under the same run id created it before.
+			// An earlier attempt of the delivery (or a caller's retry
+			// under the same run id) created it.
 		default:
 			if !definitelyNotStored(err) {
 				// It may land yet, even after a rollback looked for it
@@ -253,65 +272,9 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 			}
 			errs = append(errs, fmt.Errorf("publishing run %s: creating record: %w", w.req.ID, err))
 		}
-		id, dup, rev, err := q.settleDeliveryKey(ctx, keyWs[i], w.kvKey, w.req.ID)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publishing run %s: recording delivery: %w", w.req.ID, err))
-			continue
-		}
-		w.keyRev, w.dup = rev, dup
-		if dup {
-			w.prevID = w.req.ID
-			w.req.ID = id
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
-	}
-	if err := q.inject(failKeys); err != nil {
-		return err
-	}
-
-	// Duplicates: the record of this attempt's own id names a run that will
-	// never exist; the earlier run's record is created if absent.
-	var dupWs []*runWrite
-	for _, w := range ws {
-		if w.dup {
-			dupWs = append(dupWs, w)
-		}
-	}
-	if len(dupWs) > 0 {
-		recWs := make([]*pendingWrite, len(dupWs))
-		for i, w := range dupWs {
-			rec, err := encodeRecord(q.runs.queued(w.req))
-			if err != nil {
-				return fmt.Errorf("publishing run %s: encoding record: %w", w.req.ID, err)
-			}
-			recWs[i] = q.createAsync(kvSubject(BucketRuns, w.req.ID), rec)
-		}
-		for i, w := range dupWs {
-			recWs[i].wait(ctx)
-			switch err := recWs[i].err; {
-			case err == nil:
-				w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
-			case isWrongLastSeq(err):
-				// The earlier attempt created it.
-			default:
-				errs = append(errs, fmt.Errorf("publishing run %s: creating record: %w", w.req.ID, err))
-			}
-		}
-		// Own records of duplicates go now (the rollback does the same
-		// if anything failed).
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-		for _, w := range dupWs {
-			if len(w.recs) > 0 && w.recs[0].id == w.prevID {
-				if err := q.dropRecord(ctx, w.recs[0]); err != nil {
-					return fmt.Errorf("publishing run %s: removing the record of its duplicate %s: %w", w.req.ID, w.prevID, err)
-				}
-				w.recs = w.recs[1:]
-			}
-		}
 	}
 	return q.inject(failRecords)
 }
@@ -477,9 +440,9 @@ func runsOf(ws []*runWrite) string {
 // Points of PublishDelivery where a test can inject a failure (Queue.failAt).
 const (
 	failBody      = "body"       // large bodies stored
-	failKeys      = "keys"       // keys and own records written and settled
+	failKeys      = "keys"       // keys written and settled
 	failRecordAck = "record-ack" // a record written, its acknowledgement lost (outcome unknown)
-	failRecords   = "records"    // duplicates' records written too
+	failRecords   = "records"    // records written
 	failMessages  = "messages"   // instead of sending the messages: refused, known not stored
 	failAck       = "ack"        // after the messages were acknowledged: as if the answer was lost
 )
