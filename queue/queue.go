@@ -31,6 +31,10 @@ const (
 	logsSubjectPrefix = "hookrun.logs."
 )
 
+// maxBatchesInFlight is how many atomic batches one Queue publishes at
+// once; nats-server abandons a stream's batches beyond 50 in flight.
+const maxBatchesInFlight = 16
+
 // Queue is a connection to JetStream (and, in embedded mode, the server
 // itself) with hookrun's streams and buckets in place.
 type Queue struct {
@@ -56,7 +60,11 @@ type Queue struct {
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
-	closed    bool
+
+	// batchSlots bounds this process's atomic batches in flight
+	// (maxBatchesInFlight), below the stream's own limit of 50.
+	batchSlots chan struct{}
+	closed     bool
 
 	// failAt, set by tests only, returns a failure to inject at a point
 	// of PublishDelivery (the fail* constants), or nil.
@@ -70,7 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating queue config: %w", err)
 	}
-	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}}
+	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight)}
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 

@@ -306,10 +306,19 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		pw = &pendingWrite{err: notStoredError{err}}
 	} else if len(msgs) == 1 {
 		pw = q.publishAsync(msgs[0], jetstream.WithExpectStream(StreamRuns))
+		pw.wait(ctx)
 	} else {
-		pw = q.publishBatch(msgs)
+		// A stream takes at most 50 atomic batches in flight and abandons
+		// the others as incomplete: this process keeps its own below that.
+		select {
+		case q.batchSlots <- struct{}{}:
+			pw = q.publishBatch(msgs)
+			pw.wait(ctx)
+			<-q.batchSlots
+		case <-ctx.Done():
+			pw = &pendingWrite{err: notStoredError{fmt.Errorf("waiting to publish a batch: %w", ctx.Err())}}
+		}
 	}
-	pw.wait(ctx)
 	if pw.err == nil {
 		pw.err = q.inject(failAck)
 	}
