@@ -38,6 +38,14 @@ func (instantPublisher) Publish(_ context.Context, req *queue.RunRequest) (queue
 	return queue.PublishResult{RunID: req.ID}, nil
 }
 
+func (instantPublisher) PublishDelivery(_ context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
+	res := make([]queue.PublishResult, len(reqs))
+	for i, r := range reqs {
+		res[i] = queue.PublishResult{RunID: r.ID}
+	}
+	return res, nil
+}
+
 func (instantPublisher) Ready(context.Context) error { return nil }
 
 // BenchmarkDeliverGitHub measures one signed pull_request delivery through

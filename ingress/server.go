@@ -27,6 +27,10 @@ type Publisher interface {
 	// error. A request whose forge:delivery:workflow was already published
 	// returns the existing run id with Duplicate set.
 	Publish(ctx context.Context, req *queue.RunRequest) (queue.PublishResult, error)
+	// PublishDelivery persists the runs of one delivery, all or nothing:
+	// on an error none of them remains, or (an unknown outcome) a retry
+	// of the same delivery completes them under the same run ids.
+	PublishDelivery(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error)
 	// Ready reports whether the queue can take messages now.
 	Ready(ctx context.Context) error
 }
@@ -512,32 +516,20 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 	return reqs
 }
 
-// publishAll publishes every request concurrently and returns the results
-// in request order, or the first error.
+// publishAll publishes the runs of one delivery, all or nothing, and
+// returns their results in request order.
 func (s *Server) publishAll(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
-	results := make([]queue.PublishResult, len(reqs))
-	errs := make([]error, len(reqs))
-	publish := func(i int, r *queue.RunRequest) {
-		res, err := s.pub.Publish(ctx, r)
-		if err == nil && res.RunID == "" {
-			err = errors.New("queue returned no run id")
-		}
-		if err != nil {
-			err = fmt.Errorf("publishing run %s of workflow %s: %w", r.ID, r.Workflow, err)
-		}
-		results[i], errs[i] = res, err
+	results, err := s.pub.PublishDelivery(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("publishing the delivery's %d runs: %w", len(reqs), err)
 	}
-	if len(reqs) == 1 {
-		publish(0, reqs[0]) // the common case: no goroutine to start and grow
-	} else {
-		var wg sync.WaitGroup
-		for i, r := range reqs {
-			wg.Go(func() { publish(i, r) })
-		}
-		wg.Wait()
+	if len(results) != len(reqs) {
+		return nil, fmt.Errorf("publishing the delivery's %d runs: the queue returned %d results", len(reqs), len(results))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for i, r := range results {
+		if r.RunID == "" {
+			return nil, fmt.Errorf("publishing run of workflow %s: queue returned no run id", reqs[i].Workflow)
+		}
 	}
 	return results, nil
 }

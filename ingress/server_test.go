@@ -389,8 +389,8 @@ type slowPublisher struct {
 	once    sync.Once
 }
 
-func (p *slowPublisher) Publish(ctx context.Context, req *queue.RunRequest) (queue.PublishResult, error) {
+func (p *slowPublisher) PublishDelivery(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
 	p.once.Do(func() { close(p.started) })
 	time.Sleep(p.delay)
-	return p.Publisher.Publish(ctx, req)
+	return p.Publisher.PublishDelivery(ctx, reqs)
 }

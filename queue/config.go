@@ -58,6 +58,17 @@ type Config struct {
 	DuplicateWindow time.Duration
 	// DeliveryTTL is how long hookrun_deliveries remembers a delivery. Default 72h.
 	DeliveryTTL time.Duration
+	// InlineBodyMax is the largest webhook body that travels inside its run
+	// requests; a larger one is stored once in the hookrun_bodies object
+	// store, shared by the runs of its delivery, and referenced
+	// (RunRequest.Body). Default 256 KiB; Open lowers it to half the
+	// server's max_payload (1 MiB on a plain nats-server) when that is less.
+	InlineBodyMax int
+	// BodyTTL is how long hookrun_bodies keeps a body: a run whose body
+	// expired before a runner took it fails saying so. Default DeliveryTTL
+	// (hookrun keeps no run records for a set time yet; a run waits in the
+	// queue far less).
+	BodyTTL time.Duration
 	// LogMaxAge is how long HOOKRUN_LOGS keeps step output. Default 7 days.
 	LogMaxAge time.Duration
 	// HeadTTL is how long hookrun_heads remembers a pull request's head
@@ -115,6 +126,12 @@ func (c *Config) setDefaults() {
 	if c.DeliveryTTL == 0 {
 		c.DeliveryTTL = 72 * time.Hour
 	}
+	if c.InlineBodyMax == 0 {
+		c.InlineBodyMax = 256 << 10
+	}
+	if c.BodyTTL == 0 {
+		c.BodyTTL = c.DeliveryTTL
+	}
 	if c.LogMaxAge == 0 {
 		c.LogMaxAge = 7 * 24 * time.Hour
 	}
@@ -170,6 +187,12 @@ func (c *Config) Validate() error {
 	}
 	if c.DeliveryTTL < c.DuplicateWindow {
 		errs = append(errs, fmt.Errorf("delivery ttl %s is shorter than the duplicate window %s", c.DeliveryTTL, c.DuplicateWindow))
+	}
+	if c.InlineBodyMax < 1024 {
+		errs = append(errs, fmt.Errorf("inline body max must be at least 1 KiB, got %d", c.InlineBodyMax))
+	}
+	if c.BodyTTL < time.Second {
+		errs = append(errs, fmt.Errorf("body ttl must be at least 1s, got %s", c.BodyTTL))
 	}
 	if c.LogMaxAge < time.Second {
 		errs = append(errs, fmt.Errorf("log max age must be at least 1s, got %s", c.LogMaxAge))

@@ -336,6 +336,23 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		return
 	}
 
+	if req.Body != "" {
+		// Read like the handler's own failures are retried: a body not
+		// found may be a lagging replica's answer, or expired for good,
+		// which the last delivery then says.
+		if err := c.q.loadBody(c.handlerCtx, req); err != nil {
+			if md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
+				actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
+				c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, err))
+				acancel()
+				return
+			}
+			log.Warn("reading the run's webhook body; will retry", "err", err)
+			_ = msg.NakWithDelay(c.backoff(md.NumDelivered))
+			return
+		}
+	}
+
 	ctx, cancel := context.WithCancelCause(c.handlerCtx)
 	defer cancel(nil)
 	hbDone := make(chan struct{})

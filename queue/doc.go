@@ -10,10 +10,13 @@
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //
-// Exactly-once in effect: Publish maps each (forge, delivery, workflow) to
-// one run id through a create-only hookrun_deliveries entry and publishes
-// with Nats-Msg-Id, so concurrent or later redeliveries of a webhook return
-// the same run. Delivery is at-least-once: a run request may reach a
+// Exactly-once in effect: PublishDelivery maps each (forge, delivery,
+// workflow) to one run id through a create-only hookrun_deliveries entry and
+// publishes with Nats-Msg-Id, so concurrent or later redeliveries of a
+// webhook return the same run. A delivery's runs are persisted all or
+// nothing: keys and records first, then its messages as one atomic batch,
+// the commit point. A body too large to travel inside a run request is
+// stored once in the hookrun_bodies object store and referenced. Delivery is at-least-once: a run request may reach a
 // handler again (a lost ack, a runner that died, a replay after the
 // duplicate window), so handlers claim runs in hookrun_runs with
 // compare-and-set and skip runs that already ended. Records change only

@@ -358,3 +358,34 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 		t.Fatalf("records after the retry: %v (%v); want exactly the retried run", recs, err)
 	}
 }
+
+// BenchmarkPublishDelivery3 measures a delivery that matched three
+// workflows: three keys and records, then one atomic batch of three
+// messages.
+func BenchmarkPublishDelivery3(b *testing.B) {
+	q := openTest(b, Config{})
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := q.PublishDelivery(ctx, deliveryRequests(3)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPublishDelivery3Parallel is BenchmarkPublishDelivery3 from
+// concurrent deliveries, as ingress publishes them.
+func BenchmarkPublishDelivery3Parallel(b *testing.B) {
+	q := openTest(b, Config{})
+	ctx := context.Background()
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := q.PublishDelivery(ctx, deliveryRequests(3)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

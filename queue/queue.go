@@ -26,10 +26,15 @@ const (
 	BucketDelivery = "hookrun_deliveries" // delivery key → run id
 	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
 	BucketOutbox   = "hookrun_outbox"     // reports not yet delivered (OutboxStore)
+	BucketBodies   = "hookrun_bodies"     // object store: webhook bodies too large for a run request
 
 	runsSubjectPrefix = "hookrun.runs."
 	logsSubjectPrefix = "hookrun.logs."
 )
+
+// maxBatchesInFlight is how many atomic batches one Queue publishes at
+// once; nats-server abandons a stream's batches beyond 50 in flight.
+const maxBatchesInFlight = 16
 
 // Queue is a connection to JetStream (and, in embedded mode, the server
 // itself) with hookrun's streams and buckets in place.
@@ -47,6 +52,10 @@ type Queue struct {
 	headsKV  jetstream.KeyValue
 	outboxKV jetstream.KeyValue
 	groupsKV jetstream.KeyValue
+	bodies   jetstream.ObjectStore
+	// inlineMax is the largest body that travels inside a run request:
+	// Config.InlineBodyMax, at most half the server's max_payload.
+	inlineMax int
 
 	runs   *RunStore
 	heads  *HeadStore
@@ -56,7 +65,15 @@ type Queue struct {
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
-	closed    bool
+
+	// batchSlots bounds this process's atomic batches in flight
+	// (maxBatchesInFlight), below the stream's own limit of 50.
+	batchSlots chan struct{}
+	closed     bool
+
+	// failAt, set by tests only, returns a failure to inject at a point
+	// of PublishDelivery (the fail* constants), or nil.
+	failAt func(point string) error
 }
 
 // Open starts the embedded server when cfg.URL is empty (else connects to
@@ -66,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating queue config: %w", err)
 	}
-	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}}
+	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight)}
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 
@@ -121,6 +138,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		q.closeConn()
 		return nil, err
 	}
+	q.inlineMax = min(cfg.InlineBodyMax, int(nc.MaxPayload()/2))
 	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
 	q.heads = &HeadStore{kv: q.headsKV}
 	q.outbox = &OutboxStore{kv: q.outboxKV}
@@ -223,6 +241,8 @@ func (q *Queue) setup(ctx context.Context) error {
 				Storage:     jetstream.FileStorage,
 				Replicas:    q.cfg.Replicas,
 				Duplicates:  q.cfg.DuplicateWindow,
+				// The runs of one delivery are one atomic batch.
+				AllowAtomicPublish: true,
 			})
 			return err
 		}},
@@ -286,6 +306,16 @@ func (q *Queue) setup(ctx context.Context) error {
 				Bucket:      BucketOutbox,
 				Description: "hookrun reports waiting to be delivered",
 				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
+		{"creating object store " + BucketBodies, func(ctx context.Context) (err error) {
+			q.bodies, err = q.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+				Bucket:      BucketBodies,
+				Description: "hookrun webhook bodies too large for a run request",
+				TTL:         q.cfg.BodyTTL,
 				Storage:     jetstream.FileStorage,
 				Replicas:    q.cfg.Replicas,
 			})

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +45,13 @@ type RunRequest struct {
 	// the runner sets them as environment variables, never as shell source.
 	// Optional and omitted when empty, like Refused.
 	Params map[string]string `json:"params,omitempty"`
+	// Body, when set, names the hookrun_bodies object that holds
+	// Event.Raw, which was too large to travel inside the request (and is
+	// then absent from it); the consumer reads it back before the handler
+	// sees the request. Optional and omitted when empty; a runner older
+	// than the field would run without the body, so upgrade runners
+	// before ingress.
+	Body string `json:"body,omitempty"`
 }
 
 // decodeRunRequest parses a message body and checks its version.
@@ -88,121 +98,370 @@ type PublishResult struct {
 	Duplicate bool   // the delivery was seen before; RunID is the earlier run
 }
 
-// Publish makes req durable: it records the delivery in hookrun_deliveries
-// (create-only), puts req on HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey
-// and creates the queued run record: the key first, then the message and
-// the record together (two round trips; see docs/performance.md). A
-// delivery seen before maps to its existing run id (req.ID is set to it)
-// and Duplicate is true. On any error the caller answers 503; a retry of
-// the same delivery completes the work under the same run id (the delivery
-// key is removed only when the message is known not to be stored). A
-// message that lands under another id than its delivery key names (a
-// failed attempt's, or a redelivery's after the duplicate window) is
-// reconciled with the key by the consumer (see Queue.reconcile).
+// Publish makes one run request durable: PublishDelivery of a delivery
+// with one run.
+func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, error) {
+	res, err := q.PublishDelivery(ctx, []*RunRequest{req})
+	if err != nil {
+		return PublishResult{}, err
+	}
+	return res[0], nil
+}
+
+// PublishDelivery makes the run requests of one webhook delivery durable,
+// all or nothing, and returns their results in order. Each request's
+// delivery key is created in hookrun_deliveries (create-only), then its
+// queued record under the run id the key holds; then the messages go onto
+// HOOKRUN_RUNS with Nats-Msg-Id = DeliveryKey, as one atomic batch when
+// there are several (a single message is atomic by itself). The messages
+// are the commit point and the last write: a runner can only see a run
+// whose key and record exist, and a publish that fails before or at the
+// commit, known not stored, removes every key and record it wrote, so the
+// caller's 503 leaves nothing and the forge's redelivery starts afresh.
+//
+// A commit whose outcome is unknown (a timeout: the batch may be stored
+// and its runs may start) leaves keys and records: the redelivery finds
+// the keys and takes the duplicate path, which maps each run to its
+// earlier id, creates a missing record and publishes again under the same
+// Nats-Msg-Id, completing the delivery with the same run ids. A delivery
+// seen before maps to its existing run ids (each req.ID is set to its run's)
+// with Duplicate set. A message that lands under another id than its
+// delivery key names (after the duplicate window, or after a key's
+// expiry) is reconciled with the key by the consumer (Queue.reconcile).
 //
 // An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
 // id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
-func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, error) {
-	if req.ID == "" {
-		req.ID = NewRunID()
+func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]PublishResult, error) {
+	if len(reqs) == 0 {
+		return nil, nil
 	}
-	if !validToken(req.Workflow) {
-		return PublishResult{}, fmt.Errorf("publishing run %s: invalid workflow name %q", req.ID, req.Workflow)
-	}
-	if req.V == 0 {
-		req.V = WireVersion
-	}
-	if req.Attempt == 0 {
-		req.Attempt = 1
-	}
-	if req.CreatedAt.IsZero() {
-		req.CreatedAt = q.runs.now()
-	}
-	delivery := req.Event.DeliveryID
-	if delivery == "" {
-		delivery = req.ID
+	ws := make([]*runWrite, len(reqs))
+	for i, req := range reqs {
+		if req.ID == "" {
+			req.ID = NewRunID()
+		}
+		if !validToken(req.Workflow) {
+			return nil, fmt.Errorf("publishing run %s: invalid workflow name %q", req.ID, req.Workflow)
+		}
+		if req.V == 0 {
+			req.V = WireVersion
+		}
+		if req.Attempt == 0 {
+			req.Attempt = 1
+		}
+		if req.CreatedAt.IsZero() {
+			req.CreatedAt = q.runs.now()
+		}
+		delivery := req.Event.DeliveryID
+		if delivery == "" {
+			delivery = req.ID
+		}
+		ws[i] = &runWrite{req: req, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.Workflow),
+			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.Workflow)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()
 
-	dkey := DeliveryKey(req.Event.Forge, delivery, req.Workflow)
-	kvKey := deliveryKVKey(req.Event.Forge, delivery, req.Workflow)
-	// The delivery key first: only the attempt that creates it publishes
-	// a message under its own run id, so the stream's run ids are the ones
-	// the answers name.
-	keyW := q.createAsync(kvSubject(BucketDelivery, kvKey), []byte(req.ID))
-	keyW.wait(ctx)
-	id, dup, keyRev, err := q.settleDeliveryKey(ctx, keyW, kvKey, req.ID)
+	bodies, err := q.storeBodies(ctx, ws)
+	if err == nil {
+		err = q.inject(failBody)
+	}
 	if err != nil {
-		return PublishResult{}, fmt.Errorf("publishing run %s: recording delivery: %w", req.ID, err)
+		q.deleteBodies(ctx, bodies)
+		return nil, err
 	}
-	req.ID = id
-
-	// Then the message and the queued record, together: one round trip.
-	data, err := appendRunRequest(getMsgBuf(), req)
+	if err := q.writeKeysAndRecords(ctx, ws); err != nil {
+		q.rollback(ctx, ws)
+		q.deleteBodies(ctx, bodies)
+		return nil, err
+	}
+	stored, err := q.publishMessages(ctx, ws)
 	if err != nil {
-		return PublishResult{}, fmt.Errorf("publishing run %s: encoding: %w", req.ID, err)
-	}
-	rec, err := encodeRecord(q.runs.queued(req))
-	if err != nil {
-		return PublishResult{}, fmt.Errorf("publishing run %s: encoding record: %w", req.ID, err)
-	}
-	msg := nats.NewMsg(runsSubjectPrefix + req.Workflow)
-	msg.Data = data
-	msg.Header.Set(jetstream.MsgIDHeader, dkey)
-	msgW := q.publishAsync(msg, jetstream.WithExpectStream(StreamRuns))
-	recW := q.createAsync(kvSubject(BucketRuns, req.ID), rec)
-	msgW.wait(ctx)
-	recW.wait(ctx)
-	if msgW.err == nil {
-		// Acknowledged: the client holds the message no more.
-		putMsgBuf(data)
-	}
-	recErr := recW.err
-	if recErr != nil && isWrongLastSeq(recErr) {
-		recErr = nil // an earlier attempt of this delivery created it
-	}
-
-	if dup {
-		// Republished under the same Nats-Msg-Id, which completes
-		// whatever an earlier, failed attempt of this delivery left
-		// undone (its message, its record) with the same run id.
-		if err := errors.Join(msgW.err, recErr); err != nil {
-			return PublishResult{}, fmt.Errorf("publishing run %s: %w", req.ID, err)
+		if !stored {
+			q.rollback(ctx, ws)
+			q.deleteBodies(ctx, bodies)
 		}
-		return PublishResult{RunID: req.ID, Duplicate: true}, nil
+		return nil, err
+	}
+	results := make([]PublishResult, len(ws))
+	for i, w := range ws {
+		results[i] = PublishResult{RunID: w.req.ID, Duplicate: w.dup}
+	}
+	return results, nil
+}
+
+// runWrite is what PublishDelivery knows of one run of the delivery.
+type runWrite struct {
+	req         *RunRequest
+	delivery    string // the delivery id (the run id when the event has none)
+	dkey, kvKey string
+	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
+	body        string       // the hookrun_bodies object of a body too large to travel inline
+	keyRev      uint64       // the delivery key's revision when this attempt created it
+	recs        []writtenRec // records this attempt created
+}
+
+// writtenRec is a record a publish created, which its rollback removes.
+type writtenRec struct {
+	id  string
+	rev uint64 // 0: the write's outcome is unknown
+}
+
+// dropRecord removes a record a publish wrote, at its revision.
+func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
+	if r.rev == 0 {
+		return fmt.Errorf("removing run record %s: its write's outcome is unknown", r.id)
+	}
+	return q.runs.delete(ctx, r.id, r.rev)
+}
+
+// writeKeysAndRecords creates every run's delivery key (one round trip),
+// settles them, then creates the queued record of each run under the id
+// its key holds (a second round trip; an earlier attempt's record stays).
+// A record is written only once its key is known to hold its id, so no
+// record can ever land for an id no key names. Every write that landed, or
+// may land, is noted for the rollback.
+func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
+	keyWs := make([]*pendingWrite, len(ws))
+	for i, w := range ws {
+		keyWs[i] = q.createAsync(kvSubject(BucketDelivery, w.kvKey), []byte(w.req.ID))
+	}
+	var errs []error
+	for i, w := range ws {
+		keyWs[i].wait(ctx)
+		id, dup, rev, err := q.settleDeliveryKey(ctx, keyWs[i], w.kvKey, w.req.ID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("publishing run %s: recording delivery: %w", w.req.ID, err))
+			continue
+		}
+		w.keyRev, w.dup, w.req.ID = rev, dup, id
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := q.inject(failKeys); err != nil {
+		return err
 	}
 
-	if msgW.err != nil {
-		err := fmt.Errorf("publishing run %s: %w", req.ID, msgW.err)
-		if definitelyNotStored(msgW.err) {
-			// Best effort, with the revisions written: the message is
-			// known not to be stored, so a retry starts afresh. When the
-			// outcome is unknown (a timeout) the key stays: a retry then
-			// takes the duplicate path, which republishes under the same
-			// Nats-Msg-Id and creates the record if absent, completing
-			// whatever this attempt left half-done with the same run id.
-			dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
-			if derr := q.delKV.Delete(dctx, kvKey, jetstream.LastRevision(keyRev)); derr != nil {
-				q.log.Warn("removing delivery key after failed publish", "run", req.ID, "err", derr)
+	recWs := make([]*pendingWrite, len(ws))
+	for i, w := range ws {
+		rec, err := encodeRecord(q.runs.queued(w.req))
+		if err != nil {
+			return fmt.Errorf("publishing run %s: encoding record: %w", w.req.ID, err)
+		}
+		recWs[i] = q.createAsync(kvSubject(BucketRuns, w.req.ID), rec)
+	}
+	for i, w := range ws {
+		recWs[i].wait(ctx)
+		if err := q.inject(failRecordAck); err != nil && recWs[i].err == nil {
+			recWs[i].ack, recWs[i].err = nil, err
+		}
+		switch err := recWs[i].err; {
+		case err == nil:
+			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
+		case isWrongLastSeq(err):
+			// An earlier attempt of the delivery (or a caller's retry
+			// under the same run id) created it.
+		default:
+			if !definitelyNotStored(err) {
+				// It may land yet, even after a rollback looked for it
+				// (a write replayed on reconnect, a proposal committed
+				// late): the rollback leaves this run's key, so that the
+				// redelivery completes the run under this id.
+				w.recs = append(w.recs, writtenRec{w.req.ID, 0})
 			}
-			// The queued record would otherwise stay queued forever: no
-			// message will ever run it.
-			if recW.err == nil {
-				if derr := q.runs.delete(dctx, req.ID, recW.ack.Sequence); derr != nil {
-					q.log.Warn("removing the record of a run that was not stored", "run", req.ID, "err", derr)
+			errs = append(errs, fmt.Errorf("publishing run %s: creating record: %w", w.req.ID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return q.inject(failRecords)
+}
+
+// publishMessages puts the messages of ws on HOOKRUN_RUNS, as one atomic
+// batch when there are several. stored says whether, after an error,
+// some of them may be stored (the outcome is unknown): then nothing may
+// be rolled back.
+func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored bool, _ error) {
+	msgs := make([]*nats.Msg, len(ws))
+	for i, w := range ws {
+		req := w.req
+		if w.body != "" {
+			r := *w.req
+			r.Event.Raw, r.Body = nil, w.body
+			req = &r
+		}
+		data, err := appendRunRequest(getMsgBuf(), req)
+		if err != nil {
+			return false, fmt.Errorf("publishing run %s: encoding: %w", w.req.ID, err)
+		}
+		m := nats.NewMsg(runsSubjectPrefix + w.req.Workflow)
+		m.Data = data
+		m.Header.Set(jetstream.MsgIDHeader, w.dkey)
+		msgs[i] = m
+	}
+	var pw *pendingWrite
+	if err := q.inject(failMessages); err != nil {
+		pw = &pendingWrite{err: notStoredError{err}}
+	} else if len(msgs) == 1 {
+		pw = q.publishAsync(msgs[0], jetstream.WithExpectStream(StreamRuns))
+		pw.wait(ctx)
+	} else {
+		// A stream takes at most 50 atomic batches in flight and abandons
+		// the others as incomplete: this process keeps its own below that.
+		select {
+		case q.batchSlots <- struct{}{}:
+			pw = q.publishBatch(msgs)
+			pw.wait(ctx)
+			<-q.batchSlots
+		case <-ctx.Done():
+			pw = &pendingWrite{err: notStoredError{fmt.Errorf("waiting to publish a batch: %w", ctx.Err())}}
+		}
+	}
+	if pw.err == nil {
+		pw.err = q.inject(failAck)
+	}
+	switch {
+	case pw.err == nil:
+	case isBatchDuplicate(pw.err):
+		// Some message of the batch is stored already, within the
+		// duplicate window: an earlier attempt of this delivery committed
+		// (its outcome was unknown to it) or a concurrent one did. One by
+		// one, each message is then stored or found a duplicate.
+		pws := make([]*pendingWrite, len(msgs))
+		for i, m := range msgs {
+			for _, h := range []string{headerBatchID, headerBatchSeq, headerBatchCommit} {
+				m.Header.Del(h)
+			}
+			pws[i] = q.publishAsync(m, jetstream.WithExpectStream(StreamRuns))
+		}
+		var errs []error
+		for i, p := range pws {
+			p.wait(ctx)
+			if p.err != nil {
+				errs = append(errs, fmt.Errorf("publishing run %s: %w", ws[i].req.ID, p.err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return true, err
+		}
+	case definitelyNotStored(pw.err):
+		return false, fmt.Errorf("publishing %s: %w", runsOf(ws), pw.err)
+	default:
+		q.log.Warn("outcome of a delivery's run messages unknown; its keys and records stay for the redelivery to complete", "runs", runsOf(ws), "err", pw.err)
+		return true, fmt.Errorf("publishing %s: %w", runsOf(ws), pw.err)
+	}
+	// Acknowledged: the client holds the messages no more.
+	for _, m := range msgs {
+		putMsgBuf(m.Data)
+	}
+	return true, nil
+}
+
+// Headers of JetStream's atomic batch publish (nats-server 2.12+).
+const (
+	headerBatchID     = "Nats-Batch-Id"
+	headerBatchSeq    = "Nats-Batch-Sequence"
+	headerBatchCommit = "Nats-Batch-Commit"
+)
+
+// jsErrCodeBatchDuplicate: an atomic batch was refused, whole, because one
+// of its Nats-Msg-Ids is stored already (nats-server's
+// JSAtomicPublishContainsDuplicateMessageErr).
+const jsErrCodeBatchDuplicate jetstream.ErrorCode = 10201
+
+func isBatchDuplicate(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeBatchDuplicate
+}
+
+// publishBatch sends msgs as one atomic batch: every message but the last
+// without a reply (the stream stages it), the last with the commit header
+// and the batch's only acknowledgement. The stream stores all of them or
+// none.
+func (q *Queue) publishBatch(msgs []*nats.Msg) *pendingWrite {
+	id := NewRunID()
+	for i, m := range msgs {
+		m.Header.Set(headerBatchID, id)
+		m.Header.Set(headerBatchSeq, strconv.Itoa(i+1))
+		if i < len(msgs)-1 {
+			if err := q.nc.PublishMsg(m); err != nil {
+				// The stream abandons the incomplete batch.
+				return &pendingWrite{err: notStoredError{fmt.Errorf("staging batch message %d: %w", i+1, err)}}
+			}
+			continue
+		}
+		m.Header.Set(headerBatchCommit, "1")
+	}
+	return q.publishAsync(msgs[len(msgs)-1], jetstream.WithExpectStream(StreamRuns))
+}
+
+// rollback removes, best effort, every key and record a failed publish
+// wrote: records first, and a run's key only once its records are gone, so
+// that what stays after a failure here (a key) makes the redelivery take
+// the duplicate path and complete the run, never a queued record without
+// a key that nothing would run. A run one of whose records was written
+// with an unknown outcome keeps its key and records for the same reason.
+func (q *Queue) rollback(ctx context.Context, ws []*runWrite) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.PublishTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			for _, r := range w.recs {
+				if r.rev == 0 {
+					q.log.Warn("a record of a failed publish may land yet; its delivery key stays for the redelivery", "run", r.id)
+					return
 				}
 			}
-			dcancel()
-		}
-		return PublishResult{}, err
+			for _, r := range w.recs {
+				if err := q.dropRecord(ctx, r); err != nil {
+					q.log.Warn("removing the record of a failed publish", "run", r.id, "err", err)
+					return
+				}
+			}
+			w.recs = nil
+			if w.keyRev != 0 {
+				if err := q.delKV.Delete(ctx, w.kvKey, jetstream.LastRevision(w.keyRev)); err != nil {
+					q.log.Warn("removing the delivery key of a failed publish", "run", w.req.ID, "err", err)
+					return
+				}
+				w.keyRev = 0
+			}
+		})
 	}
-	if recErr != nil {
-		// The message is stored; the consumer creates a missing record,
-		// but the caller must not say 2xx on a write that failed.
-		return PublishResult{}, fmt.Errorf("publishing run %s: creating record: %w", req.ID, recErr)
+	wg.Wait()
+}
+
+// runsOf names the runs of a delivery for errors and logs.
+func runsOf(ws []*runWrite) string {
+	if len(ws) == 1 {
+		return "run " + ws[0].req.ID
 	}
-	return PublishResult{RunID: req.ID}, nil
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.req.ID
+	}
+	return "runs " + strings.Join(ids, ", ")
+}
+
+// Points of PublishDelivery where a test can inject a failure (Queue.failAt).
+const (
+	failBody      = "body"       // large bodies stored
+	failKeys      = "keys"       // keys written and settled
+	failRecordAck = "record-ack" // a record written, its acknowledgement lost (outcome unknown)
+	failRecords   = "records"    // records written
+	failMessages  = "messages"   // instead of sending the messages: refused, known not stored
+	failAck       = "ack"        // after the messages were acknowledged: as if the answer was lost
+)
+
+// inject returns the failure a test set for point, if any.
+func (q *Queue) inject(point string) error {
+	if q.failAt == nil {
+		return nil
+	}
+	return q.failAt(point)
 }
 
 // settleDeliveryKey interprets the create-only write of the delivery key.
@@ -285,5 +544,6 @@ func (e notStoredError) Unwrap() error { return e.err }
 // (as opposed to a timeout, after which it may have been stored).
 func definitelyNotStored(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+	var notStored notStoredError
+	return errors.As(err, &notStored) || errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }

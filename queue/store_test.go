@@ -380,6 +380,8 @@ func TestConfigValidate(t *testing.T) {
 		{"replicas", Config{DataDir: "/d", Replicas: 7}, "replicas must be 1..5"},
 		{"tiny window", Config{DataDir: "/d", DuplicateWindow: 10 * time.Millisecond}, "at least 100ms"},
 		{"ttl below window", Config{DataDir: "/d", DuplicateWindow: time.Hour, DeliveryTTL: time.Minute}, "shorter than the duplicate window"},
+		{"tiny inline body", Config{DataDir: "/d", InlineBodyMax: 100}, "inline body max must be at least 1 KiB"},
+		{"tiny body ttl", Config{DataDir: "/d", BodyTTL: time.Millisecond}, "body ttl must be at least 1s"},
 		{"cert without key", Config{URL: "nats://a:4222", CertFile: "c.pem"}, "cert file and key file go together"},
 		{"sync interval", Config{DataDir: "/d", Sync: "2m"}, ""},
 		{"sync nonsense", Config{DataDir: "/d", Sync: "sometimes"}, `parsing sync: want "always" or a positive duration`},
