@@ -44,7 +44,7 @@ type APIConfig struct {
 	// disables the API: its routes are not registered.
 	Token string
 	// FollowGrace is how long ?follow=1 keeps streaming after the run ended,
-	// so that its last lines arrive. Default 500ms.
+	// so that its last lines arrive. Default DefaultFollowGrace.
 	FollowGrace time.Duration
 }
 
@@ -60,10 +60,8 @@ func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Ca
 		s.logger.Warn("api.token is empty: the /api/v1 routes are disabled")
 		return
 	}
-	if cfg.FollowGrace == 0 {
-		cfg.FollowGrace = 500 * time.Millisecond
-	}
-	a := &api{cfg: cfg, srv: s, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	a := &api{cfg: cfg, srv: s, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token)),
+		stream: NewLogStream(runs, logs, cfg.FollowGrace)}
 	g := s.echo.Group("/api/v1", a.auth)
 	g.GET("/runs", a.list)
 	g.GET("/runs/:id", a.get)
@@ -79,6 +77,7 @@ type api struct {
 	logs     LogReader
 	cancel   Canceller
 	tokenSum [32]byte
+	stream   *LogStream
 }
 
 // auth checks the bearer token in constant time (digests, so that the
@@ -156,7 +155,7 @@ func (a *api) logsHandler(c echo.Context) error {
 		return runError(c, err)
 	}
 	if c.QueryParam("follow") != "" && c.QueryParam("follow") != "0" {
-		return a.follow(c, id)
+		return a.stream.follow(c, id)
 	}
 	lines, err := a.logs.Read(ctx, id)
 	if err != nil {
@@ -176,57 +175,6 @@ func writeTextLine(b *strings.Builder, l queue.LogLine) {
 	}
 	b.WriteString(l.Text)
 	b.WriteByte('\n')
-}
-
-// follow streams the run's lines as Server-Sent Events (`event: log`, data a
-// JSON LogLine) until the run reaches a terminal state, then sends
-// `event: end` with the final status.
-func (a *api) follow(c echo.Context, id string) error {
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel()
-	lines, err := a.logs.Follow(ctx, id)
-	if err != nil {
-		return runError(c, err)
-	}
-	recs, err := a.runs.Watch(ctx, id)
-	if err != nil {
-		return runError(c, err)
-	}
-	w := c.Response()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-
-	var final workflows.Status
-	var deadline <-chan time.Time
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				return nil
-			}
-			data, _ := json.Marshal(l)
-			fmt.Fprintf(w, "event: log\ndata: %s\n\n", data)
-			w.Flush()
-		case rec, ok := <-recs:
-			if !ok {
-				recs = nil
-				continue
-			}
-			if rec.Status.Terminal() && deadline == nil {
-				final = rec.Status
-				deadline = time.After(a.cfg.FollowGrace)
-			}
-		case <-deadline:
-			fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", final)
-			w.Flush()
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
 }
 
 // maxStartBody caps the body of POST /api/v1/workflows/:name/runs.

@@ -3,7 +3,9 @@
 // matches and authorizes them against the loaded workflows and publishes one
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
 // serves health and metrics (Prometheus, a registry per server), and
-// Server.RegisterAPI adds the /api/v1 routes to the same echo instance. The
+// Server.RegisterAPI adds the /api/v1 routes to the same echo instance
+// (Server.Route is how the web UI of ingress/ui adds its pages; LogStream is
+// the live log both serve). The
 // workflows come from a WorkflowSource (a workflows.WorkflowSet, which the
 // composition root, internal/app, keeps reloading). Forge payload types stop
 // here.

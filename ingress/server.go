@@ -116,6 +116,13 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	return s, nil
 }
 
+// Route adds a route to the server's echo instance, behind the middleware
+// m: the web UI (ingress/ui) mounts its pages on the server this way, beside
+// the webhooks and the API.
+func (s *Server) Route(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	s.echo.Add(method, path, h, m...)
+}
+
 // Handler is the server's http.Handler (the echo instance).
 func (s *Server) Handler() http.Handler { return s.echo }
 

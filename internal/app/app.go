@@ -12,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/ingress/ui"
+	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
@@ -201,11 +204,52 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		canceller = r
 	}
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
+	if err := a.registerUI(srv, canceller, r); err != nil {
+		return err
+	}
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("starting ingress: %w", err)
 	}
 	a.srv = srv
 	a.logger.Info("hookrun listening", "mode", a.mode.Name, "url", a.URL(), "workflows", len(a.set.Workflows()))
+	return nil
+}
+
+// registerUI mounts the web UI (ingress/ui) beside the API, behind the same
+// token: it cancels through the API's canceller, links to the forges'
+// web origins, and re-runs through the first of the runner and the queue
+// that implements ui.Rerunner (none does yet: the button stays hidden).
+func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller, r *runner.Runner) error {
+	c := &a.cfg
+	if c.API.Token == "" {
+		return nil
+	}
+	ghURL, err := github.GitOrigin(c.GitHub.APIURL)
+	if err != nil {
+		return fmt.Errorf("configuring ui: %w", err)
+	}
+	glURL, err := gitlab.GitOrigin(c.GitLab.BaseURL)
+	if err != nil {
+		return fmt.Errorf("configuring ui: %w", err)
+	}
+	var rerun ui.Rerunner
+	for _, impl := range []any{r, a.queue} {
+		if rr, ok := impl.(ui.Rerunner); ok && impl != (*runner.Runner)(nil) {
+			rerun = rr
+			break
+		}
+	}
+	err = ui.Register(srv, ui.Config{Token: c.API.Token, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
+		Runs:   a.queue.Runs(),
+		Logs:   a.queue.Logs(),
+		Stream: ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
+		Cancel: canceller,
+		Rerun:  rerun,
+		Logger: a.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("configuring ui: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,513 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Runs is what the UI reads run records through (queue.RunStore).
+type Runs interface {
+	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+}
+
+// Logs is what the UI reads a finished run's output through
+// (queue.LogStore); live output comes from Deps.Stream.
+type Logs interface {
+	Read(ctx context.Context, runID string) ([]queue.LogLine, error)
+}
+
+// Canceller asks a run to stop: the same one as POST
+// /api/v1/runs/:id/cancel.
+type Canceller interface {
+	Cancel(ctx context.Context, runID string) error
+}
+
+// Rerunner starts a new run of the same workflow and event as run id,
+// linked to it, and returns the new run's id.
+type Rerunner interface {
+	Rerun(ctx context.Context, id string) (newID string, err error)
+}
+
+// Deps are what the pages read and act through.
+type Deps struct {
+	Runs   Runs
+	Logs   Logs
+	Stream *ingress.LogStream // the live log, shared with the API
+	Cancel Canceller
+	Rerun  Rerunner // nil: no re-run button
+	Logger *slog.Logger
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Register mounts the UI's routes (see the package doc) on srv. A config
+// without a token registers nothing: the UI needs the API token to log in.
+func Register(srv *ingress.Server, cfg Config, d Deps) error {
+	if cfg.Token == "" {
+		return nil
+	}
+	u, err := newUI(cfg, d)
+	if err != nil {
+		return err
+	}
+	u.mount(srv.Route)
+	return nil
+}
+
+// ui serves the pages.
+type ui struct {
+	cfg   Config
+	d     Deps
+	sess  *sessions
+	pages map[string]*template.Template
+}
+
+func newUI(cfg Config, d Deps) (*ui, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validating ui config: %w", err)
+	}
+	if d.Runs == nil || d.Logs == nil || d.Stream == nil || d.Cancel == nil {
+		return nil, errors.New("creating ui: runs, logs, stream and canceller are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	u := &ui{cfg: cfg, d: d, sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Now), pages: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"duration":  u.duration,
+		"clock":     clock,
+		"short":     short,
+		"terminal":  func(s workflows.Status) bool { return s.Terminal() },
+		"statusCSS": statusCSS,
+	}
+	for _, p := range []string{"login", "runs", "run", "error"} {
+		t, err := template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/summary.html", "templates/"+p+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parsing ui template %s: %w", p, err)
+		}
+		u.pages[p] = t
+	}
+	return u, nil
+}
+
+type router func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc)
+
+func (u *ui) mount(route router) {
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
+	route(http.MethodGet, "/static/*", echo.WrapHandler(files), u.headers)
+	route(http.MethodGet, "/login", u.loginForm, u.headers)
+	route(http.MethodPost, "/login", u.login, u.headers)
+	route(http.MethodPost, "/logout", u.logout, u.headers, u.auth, u.csrf)
+	route(http.MethodGet, "/", u.runs, u.headers, u.auth)
+	route(http.MethodGet, "/runs/:id", u.run, u.headers, u.auth)
+	route(http.MethodGet, "/runs/:id/summary", u.summary, u.headers, u.auth)
+	route(http.MethodGet, "/runs/:id/logs/stream", u.stream, u.headers, u.auth)
+	route(http.MethodPost, "/runs/:id/cancel", u.cancel, u.headers, u.auth, u.csrf)
+	route(http.MethodPost, "/runs/:id/rerun", u.rerun, u.headers, u.auth, u.csrf)
+}
+
+// csp allows this server's own script and style only, and no framing.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func (u *ui) headers(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		if !strings.HasPrefix(c.Path(), "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		return next(c)
+	}
+}
+
+// sessionKey is where auth leaves the session id in the echo context.
+const sessionKey = "ui.session"
+
+// auth lets requests with a valid session cookie through; others are sent
+// to /login (with the page they asked for as next, a path, never a
+// token) or, for the stream and the summary that scripts fetch, answered
+// 401.
+func (u *ui) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if ck, err := c.Cookie(cookieName); err == nil {
+			if id, ok := u.sess.check(ck.Value); ok {
+				c.Set(sessionKey, id)
+				return next(c)
+			}
+		}
+		r := c.Request()
+		if r.Method != http.MethodGet || strings.HasSuffix(c.Path(), "/stream") || strings.HasSuffix(c.Path(), "/summary") {
+			return c.String(http.StatusUnauthorized, "login required")
+		}
+		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+	}
+}
+
+// csrf checks the form token of a POST against the session.
+func (u *ui) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, _ := c.Get(sessionKey).(string)
+		c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBody)
+		if !u.sess.csrfOK(id, c.FormValue("csrf")) {
+			return u.fail(c, http.StatusForbidden, "The form expired or did not come from this page. Go back, reload and try again.")
+		}
+		return next(c)
+	}
+}
+
+// maxFormBody caps the body of the UI's form posts.
+const maxFormBody = 64 << 10
+
+// page is what every page's layout reads.
+type page struct {
+	Title    string
+	CSRF     string // "" when logged out
+	LoggedIn bool
+}
+
+func (u *ui) base(c echo.Context, title string) page {
+	id, ok := c.Get(sessionKey).(string)
+	p := page{Title: title, LoggedIn: ok}
+	if ok {
+		p.CSRF = u.sess.csrf(id)
+	}
+	return p
+}
+
+func (u *ui) render(c echo.Context, code int, name, tmpl string, data any) error {
+	var b bytes.Buffer
+	if err := u.pages[name].ExecuteTemplate(&b, tmpl, data); err != nil {
+		u.d.Logger.Error("rendering ui page", "page", name, "err", err)
+		return c.String(http.StatusInternalServerError, "internal error")
+	}
+	return c.HTMLBlob(code, b.Bytes())
+}
+
+type errorPage struct {
+	page
+	Message string
+}
+
+func (u *ui) fail(c echo.Context, code int, msg string) error {
+	return u.render(c, code, "error", "layout", errorPage{u.base(c, http.StatusText(code)), msg})
+}
+
+// runFailure answers an error reading run id.
+func (u *ui) runFailure(c echo.Context, id string, err error) error {
+	if errors.Is(err, queue.ErrNotFound) {
+		return u.fail(c, http.StatusNotFound, "There is no run "+id+".")
+	}
+	u.d.Logger.Warn("ui: reading run", "run", id, "err", err)
+	return u.fail(c, http.StatusServiceUnavailable, "The queue is unavailable; try again in a moment.")
+}
+
+// --- login ---
+
+type loginPage struct {
+	page
+	Next  string
+	Error string
+}
+
+func (u *ui) loginForm(c echo.Context) error {
+	return u.render(c, http.StatusOK, "login", "layout", loginPage{page: page{Title: "Log in"}, Next: localPath(c.QueryParam("next"))})
+}
+
+func (u *ui) login(c echo.Context) error {
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBody)
+	next := localPath(c.FormValue("next"))
+	if !u.sess.tokenOK(c.FormValue("token")) {
+		u.d.Logger.Info("ui: login refused", "remote", c.RealIP())
+		return u.render(c, http.StatusUnauthorized, "login", "layout",
+			loginPage{page: page{Title: "Log in"}, Next: next, Error: "That is not the API token."})
+	}
+	v, exp := u.sess.issue()
+	c.SetCookie(cookie(v, exp, c.Scheme() == "https"))
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (u *ui) logout(c echo.Context) error {
+	c.SetCookie(cookie("", time.Time{}, c.Scheme() == "https"))
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// localPath is next when it is a path on this server, else "/": the login
+// never redirects elsewhere.
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	return next
+}
+
+// --- runs list ---
+
+// filter is what the runs list shows: ListFilter's fields and the PR
+// number, a page of Limit runs older than Cursor (a run id).
+type filter struct {
+	Workflow, Repo string
+	Status         workflows.Status
+	PR             int
+	Cursor         string
+	Limit          int
+}
+
+// listRuns is the one place the UI lists runs: a page of runs matching f,
+// newest first, and the cursor of the next page ("" on the last). Today's
+// RunStore.List reads every record, so the PR number and the cursor are
+// applied here; with an indexed List taking them, this becomes one call.
+func listRuns(ctx context.Context, runs Runs, f filter) ([]*queue.RunRecord, string, error) {
+	recs, err := runs.List(ctx, queue.ListFilter{Repo: f.Repo, Workflow: f.Workflow, Status: f.Status})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing runs: %w", err)
+	}
+	var out []*queue.RunRecord
+	for _, r := range recs {
+		if (f.PR != 0 && r.Event.Number() != f.PR) || (f.Cursor != "" && r.ID >= f.Cursor) {
+			continue
+		}
+		if len(out) == f.Limit {
+			return out, out[len(out)-1].ID, nil
+		}
+		out = append(out, r)
+	}
+	return out, "", nil
+}
+
+type runsPage struct {
+	page
+	Filter   filter
+	PR       string // as typed
+	Statuses []workflows.Status
+	Runs     []runRow
+	Next     string // URL of the next page, "" on the last
+	Error    string
+}
+
+type runRow struct {
+	*queue.RunRecord
+	Links links
+}
+
+// statuses are the run states the filter offers.
+var statuses = []workflows.Status{workflows.StatusQueued, workflows.StatusRunning, workflows.StatusSucceeded,
+	workflows.StatusPartiallySucceeded, workflows.StatusFailed, workflows.StatusSkipped, workflows.StatusCancelled}
+
+func (u *ui) runs(c echo.Context) error {
+	f := filter{Workflow: strings.TrimSpace(c.QueryParam("workflow")), Repo: strings.TrimSpace(c.QueryParam("repo")),
+		Status: workflows.Status(c.QueryParam("status")), Cursor: c.QueryParam("cursor"), Limit: u.cfg.PageSize}
+	p := runsPage{page: u.base(c, "Runs"), Statuses: statuses, PR: strings.TrimSpace(c.QueryParam("pr"))}
+	code := http.StatusOK
+	if p.PR != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(p.PR, "#"))
+		if err != nil || n < 1 {
+			p.Error, code = "The PR filter takes a number.", http.StatusBadRequest
+		}
+		f.PR = n
+	}
+	p.Filter = f
+	if p.Error == "" {
+		recs, next, err := listRuns(c.Request().Context(), u.d.Runs, f)
+		if err != nil {
+			u.d.Logger.Warn("ui: listing runs", "err", err)
+			p.Error, code = "The queue is unavailable; try again in a moment.", http.StatusServiceUnavailable
+		}
+		for _, r := range recs {
+			p.Runs = append(p.Runs, runRow{r, linksFor(r, &u.cfg)})
+		}
+		if next != "" {
+			q := c.QueryParams()
+			q.Set("cursor", next)
+			p.Next = "/?" + q.Encode()
+		}
+	}
+	return u.render(c, code, "runs", "layout", p)
+}
+
+// --- one run ---
+
+type runPage struct {
+	page
+	Run      *queue.RunRecord
+	Links    links
+	Steps    []stepRow
+	Logs     []queue.LogLine // a finished run's output; a live one streams
+	Live     bool
+	CanRerun bool
+}
+
+type stepRow struct {
+	workflows.StepState
+	Duration string
+}
+
+func (u *ui) runData(c echo.Context) (*runPage, error) {
+	id := c.Param("id")
+	rec, _, err := u.d.Runs.Get(c.Request().Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	p := &runPage{page: u.base(c, "Run "+rec.ID), Run: rec, Links: linksFor(rec, &u.cfg),
+		Live: !rec.Status.Terminal(), CanRerun: u.d.Rerun != nil && rec.Status.Terminal()}
+	for _, s := range rec.Steps {
+		p.Steps = append(p.Steps, stepRow{s, u.duration(s.StartedAt, s.FinishedAt)})
+	}
+	return p, nil
+}
+
+func (u *ui) run(c echo.Context) error {
+	p, err := u.runData(c)
+	if err != nil {
+		return u.runFailure(c, c.Param("id"), err)
+	}
+	if !p.Live {
+		if p.Logs, err = u.d.Logs.Read(c.Request().Context(), p.Run.ID); err != nil {
+			return u.runFailure(c, p.Run.ID, err)
+		}
+	}
+	return u.render(c, http.StatusOK, "run", "layout", p)
+}
+
+// summary is the run page's status and steps block alone; the page's
+// script fetches it while the run is live.
+func (u *ui) summary(c echo.Context) error {
+	p, err := u.runData(c)
+	if err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return c.String(http.StatusNotFound, "no such run")
+		}
+		return c.String(http.StatusServiceUnavailable, "queue unavailable")
+	}
+	return u.render(c, http.StatusOK, "run", "summary", p)
+}
+
+func (u *ui) stream(c echo.Context) error {
+	return u.d.Stream.Serve(c, c.Param("id"))
+}
+
+func (u *ui) cancel(c echo.Context) error {
+	id := c.Param("id")
+	if _, _, err := u.d.Runs.Get(c.Request().Context(), id); err != nil {
+		return u.runFailure(c, id, err)
+	}
+	if err := u.d.Cancel.Cancel(c.Request().Context(), id); err != nil {
+		if errors.Is(err, queue.ErrNotFound) {
+			return u.runFailure(c, id, err)
+		}
+		u.d.Logger.Info("ui: cancel refused", "run", id, "err", err)
+		return u.fail(c, http.StatusConflict, "The run could not be cancelled: "+err.Error())
+	}
+	u.d.Logger.Info("ui: cancel requested", "run", id)
+	return c.Redirect(http.StatusSeeOther, "/runs/"+id)
+}
+
+func (u *ui) rerun(c echo.Context) error {
+	id := c.Param("id")
+	if u.d.Rerun == nil {
+		return u.fail(c, http.StatusNotFound, "Re-running is not available on this server.")
+	}
+	if _, _, err := u.d.Runs.Get(c.Request().Context(), id); err != nil {
+		return u.runFailure(c, id, err)
+	}
+	nid, err := u.d.Rerun.Rerun(c.Request().Context(), id)
+	if err != nil {
+		u.d.Logger.Info("ui: re-run refused", "run", id, "err", err)
+		return u.fail(c, http.StatusConflict, "The run could not be re-run: "+err.Error())
+	}
+	u.d.Logger.Info("ui: re-run", "run", id, "new", nid)
+	return c.Redirect(http.StatusSeeOther, "/runs/"+url.PathEscape(nid))
+}
+
+// --- template helpers ---
+
+// duration is how long from start to end (to now while end is nil); ""
+// before start.
+func (u *ui) duration(start, end *time.Time) string {
+	if start == nil {
+		return ""
+	}
+	e := u.cfg.Now()
+	if end != nil {
+		e = *end
+	}
+	d := e.Sub(*start)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// clock is t in UTC to the second; "" for nil or zero.
+func clock(t any) string {
+	var v time.Time
+	switch x := t.(type) {
+	case time.Time:
+		v = x
+	case *time.Time:
+		if x != nil {
+			v = *x
+		}
+	}
+	if v.IsZero() {
+		return ""
+	}
+	return v.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// short is a commit SHA's first 8 characters.
+func short(s string) string {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+// statusCSS is the CSS class of a state.
+func statusCSS(s workflows.Status) string {
+	switch s {
+	case workflows.StatusSucceeded:
+		return "ok"
+	case workflows.StatusPartiallySucceeded:
+		return "partial"
+	case workflows.StatusFailed:
+		return "bad"
+	case workflows.StatusRunning:
+		return "live"
+	case workflows.StatusCancelled, workflows.StatusSkipped:
+		return "off"
+	}
+	return "wait"
+}
