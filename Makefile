@@ -33,6 +33,16 @@ tools: ## install the tools the checks need (staticcheck, busybox-static)
 		{ apt-get install -y -q busybox-static >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q busybox-static >/dev/null; }; } \
 		|| echo "WARNING: could not install busybox-static; Docker tests will fail to build their image"; }
 
+.PHONY: ui-tools
+ui-tools: ## install Debian's chromium for the web UI's browser test (TestUIBrowser) when it is missing
+	@command -v chromium >/dev/null || { echo "installing chromium (for the web UI's browser test)"; \
+		{ apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; } \
+		|| echo "!!! WARNING: could not install chromium; TestUIBrowser will SKIP !!!"; }
+
+.PHONY: screenshots
+screenshots: ui-tools ## regenerate docs/img/ui-*.png: TestUIBrowser drives a real `hookrun serve` in headless Chromium
+	HOOKRUN_UI_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestUIBrowser$$' -v ./cmd/hookrun
+
 .PHONY: test-image
 test-image: tools ## build the local Docker test image (no registry needed) when it is missing
 	@if ! docker info >/dev/null 2>&1; then \
@@ -46,7 +56,7 @@ vet: tools ## go vet, staticcheck and gofmt
 	$(STATICCHECK) ./...
 
 .PHONY: test
-test: vet test-image ## vet, staticcheck, all tests with -race (NATS and Docker integration included), brief fuzzing
+test: vet test-image ui-tools ## vet, staticcheck, all tests with -race (NATS, Docker and headless Chromium integration included), brief fuzzing
 	$(GO) test -race -count=1 -timeout 9m ./...
 	$(MAKE) --no-print-directory fuzz
 	@left=$$(docker ps -aq --filter label=hookrun.run 2>/dev/null || true); \

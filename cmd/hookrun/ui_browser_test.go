@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// uiWorkflow's second step waits for a gate file the test creates once it
+// has seen the run live in the browser, so that the page is known to show
+// a running run turn into a finished one.
+const uiWorkflow = `name: ui-demo
+on:
+  - event: pull_request
+    actions: [opened]
+steps:
+  - id: checkout
+    run: 'echo "reviewing: $HOOKRUN_PR_TITLE"'
+  - id: review
+    depends: [checkout]
+    run: |
+      i=0; while [ ! -e GATE ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+      echo "review finished after $i ticks"
+  - id: report
+    depends: [review]
+    run: echo "ui-demo done"
+report:
+  comment: sticky
+  body: "ui-demo: ${HOOKRUN_RUN_STATUS}"
+`
+
+// slowWorkflow is started through the API and cancelled from the browser.
+const slowWorkflow = `name: nightly-sweep
+steps:
+  - id: sweep
+    run: echo "sweeping"; sleep 60
+  - id: after
+    depends: [sweep]
+    run: echo never
+`
+
+// chromiumPath is Debian's chromium (make ui-tools installs it), or
+// another Chrome on PATH.
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestUIBrowser drives the web UI of a real `hookrun serve` (embedded NATS,
+// fake GitHub API) in headless Chromium: / sends it to the login form, the
+// API token logs it in, the runs list shows the run of a signed
+// pull_request delivery, and its page shows the run live (status running,
+// the cancel button, the first step's line streamed) and then finished
+// (succeeded, every step succeeded with a duration, the last log line,
+// links to the PR, the sticky comment and the commit) without a reload. A
+// second run, started through the API, is cancelled with the page's Cancel
+// button and ends cancelled. With HOOKRUN_UI_SCREENSHOTS=DIR it also writes
+// the screenshots of docs/ui.md there (make screenshots).
+func TestUIBrowser(t *testing.T) {
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("!!! SKIPPED: no chromium on PATH; `make ui-tools` installs Debian's chromium !!!")
+	}
+	const secret, ghToken, apiToken = "ui-secret", "gh-token-ui", "api-token-ui"
+	gh, ghSrv := newFakeGitHub(t, ghToken)
+	gh.context = "hookrun/ui-demo"
+	dir := t.TempDir()
+	gateDir, err := os.MkdirTemp("", "hookrun-ui-gate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(gateDir) })
+	if err := os.Chmod(gateDir, 0o755); err != nil { // the step user reads it
+		t.Fatal(err)
+	}
+	gate := filepath.Join(gateDir, "open")
+	writeFile(t, filepath.Join(dir, "workflows", "ui-demo.yaml"), strings.ReplaceAll(uiWorkflow, "GATE", gate))
+	writeFile(t, filepath.Join(dir, "workflows", "nightly-sweep.yaml"), slowWorkflow)
+	addr := freeAddr(t)
+	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
+listen: `+addr+`
+data_dir: `+filepath.Join(dir, "data")+`
+workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
+github: { webhook_secret: "${UI_SECRET}", token: "${UI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
+api: { token: "`+apiToken+`" }
+shutdown_grace: 5s
+`)
+	p := startHookrun(t, "serve", []string{"UI_SECRET=" + secret, "UI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	base := "http://" + addr
+	waitReady(t, p, base, 60*time.Second)
+
+	code, ans := postGitHub(t, base, secret, "pull_request", "ui-delivery-1", fixture(t, "github/pull_request/opened.payload.json"))
+	if code != http.StatusAccepted || len(ans.Runs) != 1 {
+		t.Fatalf("delivery: %d %+v", code, ans)
+	}
+	runID := ans.Runs[0].ID
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	if err := chromedp.Do(browser); err != nil { // starts the browser, without a deadline (see chromedp.Run)
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
+	defer cancel()
+	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			html, _ := chromedp.Run(browser, chromedp.OuterHTML("html"))
+			t.Fatalf("%s: %v\npage:\n%s", what, err, tail(html, 4000))
+		}
+	}
+	get := func(a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// Login: / goes to the form; a wrong token is refused; the right one
+	// lands on the runs list.
+	do("opening /", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#token"))
+	if loc := get(chromedp.Location()); loc != base+"/login?next=%2F" {
+		t.Fatalf("/ without a session went to %s", loc)
+	}
+	do("wrong token", chromedp.SendKeys("#token", "not-the-token"), chromedp.Submit("#login-form"), chromedp.WaitVisible("#login-error"))
+	do("logging in", chromedp.SendKeys("#token", apiToken), chromedp.Submit("#login-form"), chromedp.WaitVisible("#runs"))
+	if loc := get(chromedp.Location()); strings.Contains(loc, apiToken) || loc != base+"/" {
+		t.Fatalf("after login at %s", loc)
+	}
+	if list := get(chromedp.Text("#runs")); !strings.Contains(list, runID) || !strings.Contains(list, "Update the README with new information.") {
+		t.Fatalf("runs list lacks the run %s:\n%s", runID, list)
+	}
+
+	// The run page while the run waits at its gate.
+	do("opening the run", chromedp.Click(`a[href="/runs/`+runID+`"]`), chromedp.WaitVisible("#summary"),
+		chromedp.WaitVisible(`li[data-step="review"][data-status="running"]`))
+	if live := get(chromedp.Text("#live-state")); live != "live" {
+		t.Errorf("live marker %q, want live", live)
+	}
+	do("the first step's line streamed", chromedp.WaitVisible("#cancel"),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("log").textContent.includes("reviewing: Update the README with new information.")`,
+				chromedp.WithPollingTimeout(20*time.Second)))
+			return err
+		}))
+	shots := newShooter(t, ctx)
+	shots.take("ui-run-live-desktop.png")
+
+	// Let it finish: the page turns to succeeded by itself.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	do("the run finishing on the page", chromedp.WaitVisible(`body[data-run-ended="succeeded"]`))
+	if st := get(chromedp.Text("#run-status")); st != "succeeded" {
+		t.Errorf("status %q, want succeeded", st)
+	}
+	steps, err := chromedp.Run(ctx, chromedp.AttributesAll("li.step"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 3 {
+		t.Errorf("%d steps shown, want 3", len(steps))
+	}
+	for _, s := range steps {
+		if s["data-status"] != "succeeded" {
+			t.Errorf("step %s is %s on the page, want succeeded", s["data-step"], s["data-status"])
+		}
+	}
+	if meta := get(chromedp.Text(`li[data-step="review"] .step-meta`)); !strings.HasSuffix(meta, "s · exit 0") {
+		t.Errorf("review step meta %q: want a duration and exit 0", meta)
+	}
+	logText := get(chromedp.TextContent("#log"))
+	for _, want := range []string{"[checkout] reviewing: Update the README", "[review] review finished after", "[report] ui-demo done"} {
+		if !strings.Contains(logText, want) {
+			t.Errorf("log lacks %q:\n%s", want, logText)
+		}
+	}
+	if strings.Count(logText, "ui-demo done") != 1 {
+		t.Errorf("log lines repeated:\n%s", logText)
+	}
+	for sel, want := range map[string]string{
+		"#link-change":  "https://github.com/Codertocat/Hello-World/pull/2",
+		"#link-commit":  "https://github.com/Codertocat/Hello-World/commit/ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+		"#link-comment": "https://github.com/Codertocat/Hello-World/pull/2#issuecomment-1001",
+	} {
+		// The sticky comment's id reaches the record with the final report.
+		var got chromedp.AttributeResult
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			got, _ = chromedp.Run(ctx, chromedp.AttributeValue(sel, "href"))
+			if got.Value == want || time.Now().After(deadline) {
+				break
+			}
+			do("reloading", chromedp.Reload(), chromedp.WaitVisible("#summary"))
+		}
+		if got.Value != want {
+			t.Errorf("%s href %q, want %q", sel, got.Value, want)
+		}
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Nodes("#cancel", chromedp.AtLeast(0))); err != nil || len(n) != 0 {
+		t.Errorf("a finished run still offers cancel (%d, %v)", len(n), err)
+	}
+	shots.take("ui-run-desktop.png")
+
+	// Cancel from the browser: a run started through the API, running its
+	// 60 s step.
+	var started struct{ Run string }
+	if code := apiPost(t, base, apiToken, "/api/v1/workflows/nightly-sweep/runs", `{"repo": "Codertocat/Hello-World"}`, &started); code != http.StatusAccepted {
+		t.Fatalf("starting nightly-sweep: %d", code)
+	}
+	do("opening the slow run", chromedp.Navigate(base+"/runs/"+started.Run),
+		chromedp.WaitVisible(`li[data-step="sweep"][data-status="running"]`), chromedp.Click("#cancel"))
+	do("the cancelled run on the page", chromedp.WaitVisible(`body[data-run-ended="cancelled"]`))
+	if st := get(chromedp.Text("#run-status")); st != "cancelled" {
+		t.Errorf("status after Cancel %q, want cancelled", st)
+	}
+	var rec struct{ Status string }
+	if apiGet(t, base, apiToken, "/api/v1/runs/"+started.Run, &rec); rec.Status != "cancelled" {
+		t.Errorf("API says the cancelled run is %q", rec.Status)
+	}
+
+	// Filters: the list narrowed to the cancelled run's workflow.
+	do("filtering", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#filters"),
+		chromedp.SendKeys(`input[name="workflow"]`, "ui-demo"), chromedp.Submit("#filters"), chromedp.WaitVisible("#runs"))
+	if list := get(chromedp.Text("#runs")); !strings.Contains(list, runID) || strings.Contains(list, started.Run) {
+		t.Errorf("?workflow=ui-demo shows:\n%s", list)
+	}
+	do("all runs", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#runs"))
+	shots.take("ui-runs-desktop.png")
+	do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible("#runs"))
+	// Readable on a phone: nothing wider than the screen.
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); err != nil || wide {
+		t.Errorf("the runs list scrolls sideways on a 390 px screen (%v)", err)
+	}
+	shots.take("ui-runs-phone.png")
+	do("phone run page", chromedp.Navigate(base+"/runs/"+runID), chromedp.WaitVisible("#log"))
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); err != nil || wide {
+		t.Errorf("the run page scrolls sideways on a 390 px screen (%v)", err)
+	}
+	shots.take("ui-run-phone.png")
+
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.bad) > 0 {
+		t.Errorf("requests the real API would refuse: %v", gh.bad)
+	}
+}
+
+// shooter writes full-page PNGs to $HOOKRUN_UI_SCREENSHOTS, when set.
+type shooter struct {
+	t   *testing.T
+	ctx context.Context
+	dir string
+}
+
+func newShooter(t *testing.T, ctx context.Context) *shooter {
+	return &shooter{t: t, ctx: ctx, dir: os.Getenv("HOOKRUN_UI_SCREENSHOTS")}
+}
+
+func (s *shooter) take(name string) {
+	s.t.Helper()
+	if s.dir == "" {
+		return
+	}
+	png, err := chromedp.Run(s.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		s.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, name), png, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Logf("wrote %s (%d bytes)", filepath.Join(s.dir, name), len(png))
+}
+
+// apiPost posts a JSON body with the bearer token and decodes the answer
+// into v.
+func apiPost(t *testing.T, url, token, path, body string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(v)
+	return resp.StatusCode
+}
