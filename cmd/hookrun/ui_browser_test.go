@@ -228,7 +228,10 @@ shutdown_grace: 5s
 	}
 	do("opening the slow run", chromedp.Navigate(base+"/runs/"+started.Run),
 		chromedp.WaitVisible(`li[data-step="sweep"][data-status="running"]`), chromedp.Click("#cancel"))
-	do("the cancelled run on the page", chromedp.WaitVisible(`body[data-run-ended="cancelled"]`))
+	// The page after the post is live (the runner is still stopping the
+	// step, and the page turns by itself) or already rendered cancelled.
+	do("the cancelled run on the page", chromedp.WaitVisible(`#run-status[data-status="cancelled"]`),
+		chromedp.WaitVisible(`li[data-step="sweep"][data-status="cancelled"]`))
 	if st := get(chromedp.Text("#run-status")); st != "cancelled" {
 		t.Errorf("status after Cancel %q, want cancelled", st)
 	}
@@ -237,9 +240,11 @@ shutdown_grace: 5s
 		t.Errorf("API says the cancelled run is %q", rec.Status)
 	}
 
-	// Filters: the list narrowed to the cancelled run's workflow.
+	// Filters: the list narrowed to ui-demo through the form.
 	do("filtering", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#filters"),
-		chromedp.SendKeys(`input[name="workflow"]`, "ui-demo"), chromedp.Submit("#filters"), chromedp.WaitVisible("#runs"))
+		chromedp.SendKeys(`input[name="workflow"]`, "ui-demo"), chromedp.Submit("#filters"),
+		// the filtered page, not the one before it
+		chromedp.WaitNotPresent(`a[href="/runs/`+started.Run+`"]`), chromedp.WaitVisible(`a[href="/runs/`+runID+`"]`))
 	if list := get(chromedp.Text("#runs")); !strings.Contains(list, runID) || strings.Contains(list, started.Run) {
 		t.Errorf("?workflow=ui-demo shows:\n%s", list)
 	}
