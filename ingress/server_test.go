@@ -205,6 +205,39 @@ func TestDefaultAuthorize(t *testing.T) {
 	}
 }
 
+// TestCommentCommandLines: a comment with a command on each of two lines
+// (after prose, with a quoted and a fenced command that do not count) runs
+// the workflow once per line, each run with its own arguments; its
+// redelivery is a duplicate of both.
+func TestCommentCommandLines(t *testing.T) {
+	env := newEnv(t, Config{}, map[string]string{"review.yaml": reviewWorkflow})
+	text := "Thanks!\n> /review old\n```\n/review example\n```\n/review security\n/review docs\n/review security"
+	body := prComment(t, text, "MEMBER")
+	a := env.github(t, "issue_comment", "lines-1", body)
+	if a.Code != http.StatusAccepted || len(a.Runs) != 2 || a.Runs[0].ID == a.Runs[1].ID {
+		t.Fatalf("got %d %s, want 202 with two runs", a.Code, a.Raw)
+	}
+	reqs := streamRequests(t, env.q)
+	if len(reqs) != 2 {
+		t.Fatalf("stream holds %d runs, want 2", len(reqs))
+	}
+	args := map[string]string{}
+	for _, r := range reqs {
+		args[r.ID] = r.Event.CommandArgs
+	}
+	if args[a.Runs[0].ID] != "security" || args[a.Runs[1].ID] != "docs" {
+		t.Fatalf("command args by run %v (runs %+v), want security then docs", args, a.Runs)
+	}
+	again := env.github(t, "issue_comment", "lines-1", body)
+	if again.Code != http.StatusAccepted || !again.Duplicate || len(again.Runs) != 2 ||
+		again.Runs[0].ID != a.Runs[0].ID || again.Runs[1].ID != a.Runs[1].ID {
+		t.Fatalf("redelivery: got %d %s, want the same two runs as duplicates", again.Code, again.Raw)
+	}
+	if n := len(streamRequests(t, env.q)); n != 2 {
+		t.Fatalf("after the redelivery the stream holds %d runs, want 2", n)
+	}
+}
+
 func TestGitLabDeliveryKey(t *testing.T) {
 	body := []byte(`{"object_kind":"push"}`)
 	tests := []struct {

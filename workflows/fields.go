@@ -285,7 +285,7 @@ func (t *rawTrigger) fields() []field {
 			doc: "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"},
 		{key: "branches", to: &t.branches, form: formOneOrList, nonEmpty: true},
 		{key: "command", to: &t.command, pattern: commandWord,
-			doc: "the first line of a new comment starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS"},
+			doc: "a line of a new comment (outside code blocks and quotes) starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS; each such line is one run"},
 		{key: "labels", to: &t.labels, form: formOneOrList},
 		{key: "repos", to: &t.repos, form: formOneOrList, nonEmpty: true},
 		{key: "deleted", to: &t.deleted, def: false,

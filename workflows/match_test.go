@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,9 +80,12 @@ on:
 		{"command alone", prReview, comment(GitHub, "/deploy", true), true, "", "", 1},
 		{"command with spaces around and more lines", prReview, comment(GitLab, "  /deploy   prod  \nthanks!", true), true, "", "prod", 1},
 		{"command with a tab", prReview, comment(GitHub, "/deploy\tqa", true), true, "", "qa", 1},
-		{"longer word is not the command", prReview, comment(GitHub, "/deployx staging", true), false, "comment is not the command /deploy", "", 0},
-		{"command not on the first line", prReview, comment(GitHub, "please\n/deploy staging", true), false, "comment is not the command /deploy", "", 0},
-		{"command in the middle", prReview, comment(GitHub, "run /deploy", true), false, "comment is not the command /deploy", "", 0},
+		{"longer word is not the command", prReview, comment(GitHub, "/deployx staging", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command on a later line", prReview, comment(GitHub, "please\n/deploy staging", true), true, "", "staging", 1},
+		{"command in the middle of a line", prReview, comment(GitHub, "run /deploy", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in a fenced code block", prReview, comment(GitHub, "try:\n```\n/deploy staging\n```", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in a quote", prReview, comment(GitHub, "> /deploy staging\n\nnot yet", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in an indented code block", prReview, comment(GitHub, "like this:\n\n    /deploy staging", true), false, "no line of the comment is the command /deploy", "", 0},
 		{"if false: comment on an issue", prReview, comment(GitHub, "/deploy", false), false, `if "event.PullRequest != nil" is false`, "", 0},
 		{"no triggers", ``, ghPR("opened", "main", false), false, "workflow has no triggers", "", 0},
 		{"any action", "on: [{event: push}]", push(GitLab, "feature/x"), true, "", "", 0},
@@ -123,6 +127,64 @@ on:
 				t.Errorf("reason %q, want %q", m.Reason, c.reason)
 			}
 		})
+	}
+}
+
+// TestMatchCommandLines: each command line of a comment, outside code
+// blocks and quotes, is one match (one run), in comment order; a line
+// repeated word for word counts once; a line two triggers take counts once,
+// with the first trigger's reading.
+func TestMatchCommandLines(t *testing.T) {
+	w := mustParse(t, `
+on:
+  - event: comment
+    command: /deploy
+  - event: comment
+    command: /rollback`)
+	cases := []struct {
+		name, body string
+		want       []string
+	}{
+		{"one line", "/deploy staging", []string{"staging"}},
+		{"two lines", "/deploy staging\nthen\n/deploy prod", []string{"staging", "prod"}},
+		{"repeated line once", "/deploy staging\n/deploy staging", []string{"staging"}},
+		{"second trigger adds its lines", "/rollback web\n/deploy api", []string{"web", "api"}},
+		{"fence closes", "```sh\n/deploy no\n```\n/deploy yes", []string{"yes"}},
+		{"tilde fence, longer closing", "~~~\n/deploy no\n~~~~\n/deploy yes", []string{"yes"}},
+		{"backtick fence not closed by tildes", "```\n/deploy no\n~~~\n/deploy no2", nil},
+		{"quote among lines", "> /deploy old\n/deploy new", []string{"new"}},
+		{"CRLF", "hello\r\n/deploy staging\r\n", []string{"staging"}},
+		{"up to three spaces of indent", "   /deploy qa", []string{"qa"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := w.Match(comment(GitHub, c.body, false))
+			if c.want == nil {
+				if m.Matched {
+					t.Fatalf("matched %+v, want no match", m)
+				}
+				return
+			}
+			if !m.Matched || !slices.Equal(m.Commands, c.want) || m.CommandArgs != c.want[0] {
+				t.Fatalf("got %+v, want commands %q", m, c.want)
+			}
+		})
+	}
+	dup := mustParse(t, `
+on:
+  - event: comment
+    command: /deploy
+    if: 'event.Sender == "nobody"'
+  - event: comment
+    command: /deploy
+  - event: comment
+    command: /deploy`)
+	if m := dup.Match(comment(GitHub, "/deploy a\n/deploy b", false)); !m.Matched || m.Trigger != 1 || !slices.Equal(m.Commands, []string{"a", "b"}) {
+		t.Fatalf("two triggers taking the same lines: %+v", m)
+	}
+	plain := mustParse(t, "on: [{event: comment}]")
+	if m := plain.Match(comment(GitHub, "/deploy a\n/deploy b", false)); !m.Matched || m.Commands != nil {
+		t.Fatalf("a trigger without a command: %+v, want one match without commands", m)
 	}
 }
 
