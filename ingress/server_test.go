@@ -238,6 +238,72 @@ func TestCommentCommandLines(t *testing.T) {
 	}
 }
 
+// TestReviewCommentsAreComments: a GitHub review comment on a line of the
+// diff and a review's summary are comment events on the pull request: a
+// command on any of their lines runs, pinned to the head their payload
+// names (no lookup), with the file and line of a review comment in the
+// run's environment; a GitLab diff note likewise.
+func TestReviewCommentsAreComments(t *testing.T) {
+	deploy := "name: deploy\non:\n  - event: comment\n    command: /deploy\nsteps:\n  - id: d\n    run: echo \"$HOOKRUN_COMMAND_ARGS\"\n"
+	env := newEnv(t, Config{}, map[string]string{"review.yaml": reviewWorkflow, "deploy.yaml": deploy})
+	runEvent := func(t *testing.T, a answer, workflow string) workflows.Event {
+		t.Helper()
+		if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].Workflow != workflow {
+			t.Fatalf("got %d %s, want one run of %s", a.Code, a.Raw, workflow)
+		}
+		rec, _, err := env.q.Runs().Get(context.Background(), a.Runs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Event
+	}
+	vars := func(e workflows.Event) map[string]string {
+		m := map[string]string{}
+		for _, v := range e.Env() {
+			m[v.Name] = v.Value
+		}
+		return m
+	}
+
+	ev := runEvent(t, env.github(t, "pull_request_review_comment", "rc-1", readFile(t, "testdata/github/pull_request_review_comment/created.payload.json")), "review")
+	v := vars(ev)
+	if ev.Kind != workflows.KindComment || ev.CommandArgs != "security" || ev.HeadSHA() != "ec26c3e57ca3a959ca5aad62de7213c562f8c821" ||
+		v["HOOKRUN_COMMENT_PATH"] != "README.md" || v["HOOKRUN_COMMENT_LINE"] != "1" || v["HOOKRUN_PR_NUMBER"] != "2" {
+		t.Fatalf("review comment run: event %+v env %v", ev, v)
+	}
+
+	ev = runEvent(t, env.github(t, "pull_request_review", "rv-1", readFile(t, "testdata/github/pull_request_review/submitted.payload.json")), "deploy")
+	v = vars(ev)
+	if ev.Action != "created" || ev.CommandArgs != "staging" || v["HOOKRUN_COMMENT_PATH"] != "" || v["HOOKRUN_COMMENT_LINE"] != "" {
+		t.Fatalf("review run: event %+v env %v", ev, v)
+	}
+	if a := env.github(t, "pull_request_review", "rv-2", readFile(t, "testdata/github/pull_request_review/dismissed.payload.json")); a.Code != http.StatusAccepted || len(a.Runs) != 0 {
+		t.Fatalf("a dismissed review: got %d %s, want 202 without runs", a.Code, a.Raw)
+	}
+
+	note, err := Normalize(workflows.GitLab, "Note Hook", readFile(t, "testdata/gitlab/note_merge_request_diff.json"), "n-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mustWorkflow(t, env, "review").Match(note); !m.Matched || m.CommandArgs != "this line" {
+		t.Fatalf("diff note: %+v", m)
+	}
+	if v := vars(*note); v["HOOKRUN_COMMENT_PATH"] != "lib/gitlab.rb" || v["HOOKRUN_COMMENT_LINE"] != "9" {
+		t.Fatalf("diff note env %v", v)
+	}
+}
+
+func mustWorkflow(t *testing.T, env *testEnv, name string) *workflows.Workflow {
+	t.Helper()
+	for _, w := range env.srv.src.Workflows() {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("workflow %s is not loaded", name)
+	return nil
+}
+
 func TestGitLabDeliveryKey(t *testing.T) {
 	body := []byte(`{"object_kind":"push"}`)
 	tests := []struct {

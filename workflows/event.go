@@ -108,6 +108,12 @@ type Comment struct {
 	ID   int64  `json:"id"`
 	Body string `json:"body"` // untrusted text
 	URL  string `json:"url,omitempty"`
+	// Path and Line place a comment on a line of a pull/merge request's
+	// diff (a GitHub review comment, a GitLab diff note): the file, as the
+	// diff names it (untrusted text), and its line in the new version (the
+	// old one for a comment on a removed line); empty and 0 otherwise.
+	Path string `json:"path,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // Push is a push to a branch or tag.
@@ -207,6 +213,12 @@ func (e *Event) Env() []EnvVar {
 		{"HOOKRUN_BASE_REF", e.BaseRef()},
 		{"HOOKRUN_COMMENT_BODY", e.CommentBody()},
 		{"HOOKRUN_COMMAND_ARGS", e.CommandArgs},
+	}
+	if c := e.Comment; c != nil && c.Path != "" {
+		env = append(env, EnvVar{"HOOKRUN_COMMENT_PATH", c.Path})
+		if c.Line > 0 {
+			env = append(env, EnvVar{"HOOKRUN_COMMENT_LINE", strconv.Itoa(c.Line)})
+		}
 	}
 	if e.PullRequest != nil {
 		env = append(env,
