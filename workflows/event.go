@@ -75,6 +75,12 @@ type Event struct {
 	Comment     *Comment     `json:"comment,omitempty"`      // set for comment events
 	Push        *Push        `json:"push,omitempty"`         // set for push events
 
+	// Files are the files the pull request or push changes, for triggers
+	// with paths: ingress looks them up (ChangedFilesLookup, the push
+	// payload) only when a loaded workflow has such a trigger for the
+	// event; nil otherwise.
+	Files *ChangedFiles `json:"files,omitempty"`
+
 	Labels      []string `json:"labels,omitempty"`       // labels of the pull/merge request or issue
 	CommandArgs string   `json:"command_args,omitempty"` // filled per matched trigger: the rest of the command line
 
@@ -114,6 +120,21 @@ type Comment struct {
 	// old one for a comment on a removed line); empty and 0 otherwise.
 	Path string `json:"path,omitempty"`
 	Line int    `json:"line,omitempty"`
+}
+
+// ChangedFiles is what ingress learnt of the files a pull request or push
+// changes. The list itself stays in ingress (thousands of paths); a run
+// carries only whether it was complete.
+type ChangedFiles struct {
+	Paths []string `json:"-"` // repository-relative, as the forge names them
+	// Truncated: the forge lists no more (GitHub stops at 3,000 files of a
+	// pull request): a trigger with paths matches, and the run's comment
+	// says the list was cut.
+	Truncated bool `json:"truncated,omitempty"`
+	// Unknown says why the files could not be learnt (the API failed or
+	// is not configured): a trigger with paths matches rather than
+	// silently skipping a check.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // Push is a push to a branch or tag.

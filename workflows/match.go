@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/bmatcuk/doublestar/v4"
 	"path"
 	"reflect"
 	"slices"
@@ -161,6 +162,9 @@ func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason s
 	if len(t.Labels) > 0 && !slices.ContainsFunc(t.Labels, func(l string) bool { return slices.Contains(e.Labels, l) }) {
 		return nil, fmt.Sprintf("none of the labels %v", t.Labels)
 	}
+	if reason := t.matchPaths(e.Files); reason != "" {
+		return nil, reason
+	}
 	if len(t.Repos) > 0 && !anyGlob(t.Repos, e.Repo) {
 		return nil, fmt.Sprintf("repository %q not in %v", e.Repo, t.Repos)
 	}
@@ -226,6 +230,55 @@ func (plainStrings) Visit(node *ast.Node) {
 		return
 	}
 	ast.Patch(node, &ast.BuiltinNode{Name: "string", Arguments: []ast.Node{*node}})
+}
+
+// matchPaths applies paths and paths_ignore: a changed file counts when it
+// matches one of Paths (or there are none) and none of PathsIgnore; the
+// trigger needs one that counts. Files not looked up, unknown or truncated
+// match: a check that should have run is worse than one that ran for
+// nothing.
+func (t *Trigger) matchPaths(f *ChangedFiles) string {
+	if len(t.Paths) == 0 && len(t.PathsIgnore) == 0 {
+		return ""
+	}
+	if f == nil || f.Unknown != "" || f.Truncated {
+		return ""
+	}
+	for _, p := range f.Paths {
+		if (len(t.Paths) == 0 || anyDoublestar(t.Paths, p)) && !anyDoublestar(t.PathsIgnore, p) {
+			return ""
+		}
+	}
+	switch {
+	case len(f.Paths) == 0:
+		return "no changed files"
+	case len(t.Paths) == 0:
+		return fmt.Sprintf("every changed file is in paths_ignore %v", t.PathsIgnore)
+	case len(t.PathsIgnore) == 0:
+		return fmt.Sprintf("no changed file in paths %v", t.Paths)
+	}
+	return fmt.Sprintf("no changed file in paths %v outside paths_ignore %v", t.Paths, t.PathsIgnore)
+}
+
+// anyDoublestar reports whether any doublestar pattern matches the path.
+func anyDoublestar(patterns []string, p string) bool {
+	for _, g := range patterns {
+		if doublestar.MatchUnvalidated(g, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasPaths reports whether a trigger of w for events of kind k selects by
+// changed files: only then does ingress look them up.
+func (w *Workflow) HasPaths(k Kind) bool {
+	for i := range w.On {
+		if t := &w.On[i]; t.Event == k && (len(t.Paths) > 0 || len(t.PathsIgnore) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyGlob reports whether any path.Match pattern matches s. Patterns were

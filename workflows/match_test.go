@@ -497,3 +497,58 @@ func TestMatchDeletedPush(t *testing.T) {
 		t.Errorf("HeadSHA of a deleted push = %q, want none", sha)
 	}
 }
+
+// TestMatchPaths: paths and paths_ignore select by the changed files with
+// doublestar globs; files unknown or truncated match.
+func TestMatchPaths(t *testing.T) {
+	w := mustParse(t, `
+on:
+  - event: pull_request
+    paths: ["src/**/*.go", "go.mod"]
+    paths_ignore: ["src/**/*_test.go"]
+  - event: push
+    paths_ignore: ["docs/**", "**/*.md"]`)
+	pr := func(files *ChangedFiles) *Event {
+		e := ghPR("opened", "main", false)
+		e.Files = files
+		return e
+	}
+	ps := func(files *ChangedFiles) *Event {
+		e := push(GitHub, "main")
+		e.Files = files
+		return e
+	}
+	list := func(paths ...string) *ChangedFiles { return &ChangedFiles{Paths: paths} }
+	cases := []struct {
+		name    string
+		event   *Event
+		matched bool
+		reason  string
+	}{
+		{"deep go file", pr(list("README.md", "src/a/b/c.go")), true, ""},
+		{"go file at the top of src", pr(list("src/main.go")), true, ""},
+		{"go.mod", pr(list("go.mod")), true, ""},
+		{"only tests", pr(list("src/a/x_test.go", "README.md")), false, "no changed file in paths [src/**/*.go go.mod] outside paths_ignore [src/**/*_test.go]"},
+		{"nothing changed", pr(list()), false, "no changed files"},
+		{"truncated list matches", pr(&ChangedFiles{Paths: []string{"README.md"}, Truncated: true}), true, ""},
+		{"unknown files match", pr(&ChangedFiles{Unknown: "the API is down"}), true, ""},
+		{"not looked up matches", pr(nil), true, ""},
+		{"push of docs only", ps(list("docs/a/b.txt", "x/README.md")), false, "every changed file is in paths_ignore [docs/** **/*.md]"},
+		{"push with code", ps(list("docs/a.txt", "main.go")), true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := w.Match(c.event)
+			if m.Matched != c.matched || (!c.matched && m.Reason != c.reason) {
+				t.Fatalf("got %+v, want matched %v reason %q", m, c.matched, c.reason)
+			}
+		})
+	}
+	if !w.HasPaths(KindPullRequest) || !w.HasPaths(KindPush) || w.HasPaths(KindComment) {
+		t.Fatal("HasPaths")
+	}
+	if _, err := Parse("c.yaml", []byte("on: [{event: comment, paths: [a]}]\nsteps: [{id: a, run: x}]")); err == nil ||
+		!strings.Contains(err.Error(), "c.yaml:1:31: on: paths is only for event: pull_request or push") {
+		t.Fatalf("paths on a comment trigger: %v", err)
+	}
+}
