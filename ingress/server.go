@@ -472,6 +472,7 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 	}
 	var cands []candidate
 	matched := false
+	s.changedFiles(ctx, ev)
 	for _, w := range s.src.Workflows() {
 		m := w.Match(ev)
 		cands = append(cands, candidate{w: w, cmds: m.Commands, runs: m.Matched, reason: m.Reason})

@@ -50,7 +50,9 @@ type fakeGitHub struct {
 	issued    []string
 	template  map[string]any // a real comment object (from a webhook payload) used to shape answers
 	pulls     map[int]fakePull
-	prObject  map[string]any // a real pull request object (from a webhook payload) used to shape answers
+	prObject  map[string]any      // a real pull request object (from a webhook payload) used to shape answers
+	files     map[int][]string    // pull request → its changed files (GET .../pulls/{n}/files)
+	compares  map[string][]string // "base...head" → the files between them (GET .../compare/{basehead})
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
@@ -104,7 +106,8 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	}
 	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
 		nextID: 1000, tokens: map[string]time.Time{},
-		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest}
+		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest,
+		files: map[int][]string{}, compares: map[string][]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -175,6 +178,8 @@ var (
 	reAccessTokens  = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
 	reRepoInstall   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/installation$`)
 	rePull          = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`)
+	rePullFiles     = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/files$`)
+	reCompare       = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([0-9a-f]+\.\.\.[0-9a-f]+)$`)
 )
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
@@ -379,9 +384,77 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.json(w, 200, f.pullJSON(n, p))
 
+	case rePullFiles.MatchString(path) && r.Method == "GET":
+		m := rePullFiles.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		n, _ := strconv.Atoi(m[3])
+		f.mu.Lock()
+		all, ok := f.files[n]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		f.filesPage(w, r, all[:min(len(all), 3000)]) // GitHub lists at most 3,000 files
+
+	case reCompare.MatchString(path) && r.Method == "GET":
+		m := reCompare.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		f.mu.Lock()
+		all, ok := f.compares[m[3]]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		files := []map[string]any{}
+		for _, name := range all[:min(len(all), 300)] { // the compare API lists at most 300 files
+			files = append(files, fileJSON(name))
+		}
+		f.json(w, 200, map[string]any{"status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1, "files": files,
+			"commits": []any{}, "url": f.srv.URL + "/api/v3" + path})
+
 	default:
 		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
 	}
+}
+
+// fileJSON is one entry of a files list, as GitHub shapes it; "old => new"
+// is a rename.
+func fileJSON(name string) map[string]any {
+	if old, renamed, ok := strings.Cut(name, " => "); ok {
+		return map[string]any{"sha": "bbcd538c8e72b8c175046e27cc8f907076331401", "filename": renamed, "previous_filename": old,
+			"status": "renamed", "additions": 0, "deletions": 0, "changes": 0}
+	}
+	return map[string]any{"sha": "bbcd538c8e72b8c175046e27cc8f907076331401", "filename": name, "status": "modified",
+		"additions": 1, "deletions": 1, "changes": 2, "patch": "@@ -1 +1 @@\n-a\n+b"}
+}
+
+// filesPage answers a files list with GitHub's paging: per_page up to 100
+// (default 30), a Link header while more follow.
+func (f *fakeGitHub) filesPage(w http.ResponseWriter, r *http.Request, all []string) {
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 30
+	}
+	per = min(per, 100)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	if hi < len(all) {
+		next := fmt.Sprintf("%s%s?page=%d&per_page=%d", f.srv.URL, r.URL.Path, page+1, per)
+		w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
+	}
+	out := []map[string]any{}
+	for _, name := range all[lo:hi] {
+		out = append(out, fileJSON(name))
+	}
+	f.json(w, 200, out)
 }
 
 // pullJSON shapes a pull request answer like GitHub's: the real object from
