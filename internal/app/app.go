@@ -109,6 +109,7 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		if err := a.startIngress(ctx, forges, r); err != nil {
 			return nil, err
 		}
+		a.startRecovery(reloadCtx, forges)
 	}
 	return a, nil
 }
