@@ -44,6 +44,9 @@ type Config struct {
 	// Trust holds what pins comment-triggered runs to a head and looks up
 	// GitLab users' roles (trust.go).
 	Trust TrustConfig
+	// Files looks up the files a change touches for triggers with paths
+	// (files.go).
+	Files FilesConfig
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
@@ -78,6 +81,7 @@ func (c *Config) setDefaults() {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
 	c.Trust.setDefaults()
+	c.Files.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -101,7 +105,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
-	errs = append(errs, c.Trust.Validate())
+	errs = append(errs, c.Trust.Validate(), c.Files.Validate())
 	return errors.Join(errs...)
 }
 

@@ -10,7 +10,8 @@ import (
 
 // The GitHub payloads are decoded into these projections: only the fields
 // normalization reads, with the JSON names and Go types of go-github v62's
-// event types (PullRequestEvent, IssueCommentEvent, IssuesEvent,
+// event types (PullRequestEvent, IssueCommentEvent,
+// PullRequestReviewCommentEvent, PullRequestReviewEvent, IssuesEvent,
 // PushEvent), which remain the reference: FuzzGitHubProjection checks that
 // whatever go-github's ParseWebHook accepts normalizes identically through
 // these. Decoding the full go-github types was about 80 % of the ingress
@@ -82,6 +83,27 @@ type ghComment struct {
 	AuthorAssociation string `json:"author_association"`
 }
 
+// ghReviewComment is go-github's PullRequestComment: a comment on a line
+// of a pull request's diff.
+type ghReviewComment struct {
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+	Path              string `json:"path"`
+	Line              int    `json:"line"`
+	OriginalLine      int    `json:"original_line"`
+}
+
+// ghReview is go-github's PullRequestReview.
+type ghReview struct {
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+	State             string `json:"state"`
+}
+
 // ghCommon is what every handled event carries.
 type ghCommon struct {
 	Action       string         `json:"action"`
@@ -100,6 +122,18 @@ type ghIssueCommentEvent struct {
 	ghCommon
 	Issue   *ghIssue   `json:"issue"`
 	Comment *ghComment `json:"comment"`
+}
+
+type ghReviewCommentEvent struct {
+	ghCommon
+	PullRequest *ghPull          `json:"pull_request"`
+	Comment     *ghReviewComment `json:"comment"`
+}
+
+type ghReviewEvent struct {
+	ghCommon
+	PullRequest *ghPull   `json:"pull_request"`
+	Review      *ghReview `json:"review"`
 }
 
 type ghIssuesEvent struct {
@@ -137,6 +171,10 @@ func decodeGitHub(eventName string, body []byte) (any, error) {
 		p = new(ghPullRequestEvent)
 	case ghIssueComment:
 		p = new(ghIssueCommentEvent)
+	case ghPullReviewComment:
+		p = new(ghReviewCommentEvent)
+	case ghPullReview:
+		p = new(ghReviewEvent)
 	case ghIssues:
 		p = new(ghIssuesEvent)
 	case ghPush:

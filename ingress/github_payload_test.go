@@ -38,7 +38,7 @@ func referenceGitHub(t *testing.T, event string, body []byte) (*workflows.Event,
 // FuzzGitHubProjection: the projections decode every body go-github's
 // ParseWebHook accepts, and to the same Event.
 func FuzzGitHubProjection(f *testing.F) {
-	events := []string{ghPullRequest, ghIssueComment, ghIssues, ghPush}
+	events := []string{ghPullRequest, ghIssueComment, ghIssues, ghPush, ghPullReviewComment, ghPullReview}
 	for _, fx := range fixtures(f) {
 		for i, ev := range events {
 			if fx.forge == workflows.GitHub && ev == fx.event {

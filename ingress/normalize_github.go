@@ -9,11 +9,13 @@ import (
 
 // GitHub event names (X-GitHub-Event) that ingress handles.
 const (
-	ghPing         = "ping"
-	ghPullRequest  = "pull_request"
-	ghIssueComment = "issue_comment"
-	ghIssues       = "issues"
-	ghPush         = "push"
+	ghPing              = "ping"
+	ghPullRequest       = "pull_request"
+	ghIssueComment      = "issue_comment"
+	ghIssues            = "issues"
+	ghPullReviewComment = "pull_request_review_comment"
+	ghPullReview        = "pull_request_review"
+	ghPush              = "push"
 )
 
 // normalizeGitHub decodes a GitHub payload (github_payload.go) and maps it onto an
@@ -28,6 +30,14 @@ const (
 //     a pull request is conservatively marked Fork = true; with the default
 //     `allow_forks: false` only a trusted commenter triggers. HeadSHA is
 //     empty here; the server pins it once a workflow matched (trust.go).
+//   - pull_request_review_comment (a comment on a line of the diff) and
+//     pull_request_review (a review's summary): comment events on the pull
+//     request, with the commenter's or reviewer's author_association; their
+//     payload carries the whole pull request, so head, refs and Fork come
+//     from it as for pull_request (no pinning needed). A review comment has
+//     the file and line (Comment.Path, Comment.Line: the diff's line, else
+//     the original line of an outdated comment). A review's submitted,
+//     edited and dismissed are created, edited and deleted.
 //   - issues: the issue author's author_association.
 //   - push: COLLABORATOR (pushing needs write access to the repository).
 //     A push that deletes its branch (deleted: true, or after all zeros)
@@ -42,6 +52,10 @@ func normalizeGitHub(eventName string, body []byte) (*workflows.Event, error) {
 		return githubPullRequest(p)
 	case *ghIssueCommentEvent:
 		return githubIssueComment(p)
+	case *ghReviewCommentEvent:
+		return githubReviewComment(p)
+	case *ghReviewEvent:
+		return githubReview(p)
 	case *ghIssuesEvent:
 		return githubIssues(p)
 	case *ghPushEvent:
@@ -55,6 +69,7 @@ var (
 	errNoIssue       = errors.New("payload has no issue")
 	errNoComment     = errors.New("payload has no comment")
 	errNoRepository  = errors.New("payload has no repository")
+	errNoReview      = errors.New("payload has no review")
 )
 
 func githubBase(c *ghCommon) *workflows.Event {
@@ -78,6 +93,17 @@ func githubPullRequest(p *ghPullRequestEvent) (*workflows.Event, error) {
 	ev := githubBase(&p.ghCommon)
 	ev.Kind = workflows.KindPullRequest
 	ev.AuthorAssociation = pr.AuthorAssociation
+	ev.PullRequest = githubPull(pr, p.Repo)
+	if ev.PullRequest.Number == 0 {
+		ev.PullRequest.Number = p.Number
+	}
+	ev.Labels = githubLabels(pr.Labels)
+	return ev, nil
+}
+
+// githubPull maps a payload's pull request; repo is the payload's
+// repository, the base when the pull request does not name it.
+func githubPull(pr *ghPull, repo *ghRepository) *workflows.PullRequest {
 	head, base := pr.Head, pr.Base
 	var headRepo, baseRepo string
 	if head.Repo != nil {
@@ -87,9 +113,9 @@ func githubPullRequest(p *ghPullRequestEvent) (*workflows.Event, error) {
 		baseRepo = base.Repo.FullName
 	}
 	if baseRepo == "" {
-		baseRepo = p.Repo.FullName
+		baseRepo = repo.FullName
 	}
-	ev.PullRequest = &workflows.PullRequest{
+	return &workflows.PullRequest{
 		Number:  pr.Number,
 		Title:   pr.Title,
 		URL:     pr.HTMLURL,
@@ -100,9 +126,52 @@ func githubPullRequest(p *ghPullRequestEvent) (*workflows.Event, error) {
 		Draft:   pr.Draft,
 		Merged:  pr.Merged,
 	}
-	if ev.PullRequest.Number == 0 {
-		ev.PullRequest.Number = p.Number
+}
+
+func githubReviewComment(p *ghReviewCommentEvent) (*workflows.Event, error) {
+	pr, comment := p.PullRequest, p.Comment
+	switch {
+	case pr == nil:
+		return nil, malformed(workflows.GitHub, ghPullReviewComment, errNoPullRequest)
+	case comment == nil:
+		return nil, malformed(workflows.GitHub, ghPullReviewComment, errNoComment)
+	case p.Repo == nil:
+		return nil, malformed(workflows.GitHub, ghPullReviewComment, errNoRepository)
 	}
+	ev := githubBase(&p.ghCommon)
+	ev.Kind = workflows.KindComment
+	ev.AuthorAssociation = comment.AuthorAssociation
+	ev.PullRequest = githubPull(pr, p.Repo)
+	line := comment.Line
+	if line == 0 {
+		line = comment.OriginalLine
+	}
+	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL, Path: comment.Path, Line: line}
+	ev.Labels = githubLabels(pr.Labels)
+	return ev, nil
+}
+
+// reviewActions maps pull_request_review actions onto comment actions.
+var reviewActions = map[string]string{"submitted": "created", "edited": "edited", "dismissed": "deleted"}
+
+func githubReview(p *ghReviewEvent) (*workflows.Event, error) {
+	pr, review := p.PullRequest, p.Review
+	switch {
+	case pr == nil:
+		return nil, malformed(workflows.GitHub, ghPullReview, errNoPullRequest)
+	case review == nil:
+		return nil, malformed(workflows.GitHub, ghPullReview, errNoReview)
+	case p.Repo == nil:
+		return nil, malformed(workflows.GitHub, ghPullReview, errNoRepository)
+	}
+	ev := githubBase(&p.ghCommon)
+	ev.Kind = workflows.KindComment
+	if a, ok := reviewActions[p.Action]; ok {
+		ev.Action = a
+	}
+	ev.AuthorAssociation = review.AuthorAssociation
+	ev.PullRequest = githubPull(pr, p.Repo)
+	ev.Comment = &workflows.Comment{ID: review.ID, Body: review.Body, URL: review.HTMLURL}
 	ev.Labels = githubLabels(pr.Labels)
 	return ev, nil
 }

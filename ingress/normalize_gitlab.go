@@ -142,9 +142,25 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 			Draft:   mr.WorkInProgress,
 			Merged:  mr.State == "merged",
 		},
-		Comment: &workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL},
+		Comment: gitlabDiffNote(&workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL}, oa.Position),
 		Labels:  gitlabLabels(mr.Labels),
 	}
+}
+
+// gitlabDiffNote adds a diff note's place to its comment: the file and line
+// in the new version, or in the old one for a note on a removed line.
+func gitlabDiffNote(c *workflows.Comment, pos *gitlab.NotePosition) *workflows.Comment {
+	if pos == nil {
+		return c
+	}
+	c.Path, c.Line = pos.NewPath, int(pos.NewLine)
+	if pos.NewLine == 0 && pos.OldLine != 0 {
+		c.Path, c.Line = pos.OldPath, int(pos.OldLine)
+	}
+	if c.Path == "" {
+		c.Path = pos.OldPath
+	}
+	return c
 }
 
 func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {

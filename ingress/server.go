@@ -473,15 +473,16 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response) []*queue.RunRequest {
 	type candidate struct {
 		w      *workflows.Workflow
-		args   string
+		cmds   []string // a command trigger's command lines: one run each
 		runs   bool
 		reason string // why it does not run
 	}
 	var cands []candidate
 	matched := false
+	s.changedFiles(ctx, ev)
 	for _, w := range s.src.Workflows() {
 		m := w.Match(ev)
-		cands = append(cands, candidate{w: w, args: m.CommandArgs, runs: m.Matched, reason: m.Reason})
+		cands = append(cands, candidate{w: w, cmds: m.Commands, runs: m.Matched, reason: m.Reason})
 		matched = matched || m.Matched
 	}
 	if !matched {
@@ -516,9 +517,14 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
 			continue
 		}
-		req := s.newRunRequest(c.w, ev, c.args)
-		req.Refused = refused
-		reqs = append(reqs, req)
+		if len(c.cmds) == 0 {
+			c.cmds = []string{""}
+		}
+		for n, args := range c.cmds {
+			req := s.newRunRequest(c.w, ev, args)
+			req.Refused, req.Command = refused, n
+			reqs = append(reqs, req)
+		}
 	}
 	return reqs
 }

@@ -205,6 +205,105 @@ func TestDefaultAuthorize(t *testing.T) {
 	}
 }
 
+// TestCommentCommandLines: a comment with a command on each of two lines
+// (after prose, with a quoted and a fenced command that do not count) runs
+// the workflow once per line, each run with its own arguments; its
+// redelivery is a duplicate of both.
+func TestCommentCommandLines(t *testing.T) {
+	env := newEnv(t, Config{}, map[string]string{"review.yaml": reviewWorkflow})
+	text := "Thanks!\n> /review old\n```\n/review example\n```\n/review security\n/review docs\n/review security"
+	body := prComment(t, text, "MEMBER")
+	a := env.github(t, "issue_comment", "lines-1", body)
+	if a.Code != http.StatusAccepted || len(a.Runs) != 2 || a.Runs[0].ID == a.Runs[1].ID {
+		t.Fatalf("got %d %s, want 202 with two runs", a.Code, a.Raw)
+	}
+	reqs := streamRequests(t, env.q)
+	if len(reqs) != 2 {
+		t.Fatalf("stream holds %d runs, want 2", len(reqs))
+	}
+	args := map[string]string{}
+	for _, r := range reqs {
+		args[r.ID] = r.Event.CommandArgs
+	}
+	if args[a.Runs[0].ID] != "security" || args[a.Runs[1].ID] != "docs" {
+		t.Fatalf("command args by run %v (runs %+v), want security then docs", args, a.Runs)
+	}
+	again := env.github(t, "issue_comment", "lines-1", body)
+	if again.Code != http.StatusAccepted || !again.Duplicate || len(again.Runs) != 2 ||
+		again.Runs[0].ID != a.Runs[0].ID || again.Runs[1].ID != a.Runs[1].ID {
+		t.Fatalf("redelivery: got %d %s, want the same two runs as duplicates", again.Code, again.Raw)
+	}
+	if n := len(streamRequests(t, env.q)); n != 2 {
+		t.Fatalf("after the redelivery the stream holds %d runs, want 2", n)
+	}
+}
+
+// TestReviewCommentsAreComments: a GitHub review comment on a line of the
+// diff and a review's summary are comment events on the pull request: a
+// command on any of their lines runs, pinned to the head their payload
+// names (no lookup), with the file and line of a review comment in the
+// run's environment; a GitLab diff note likewise.
+func TestReviewCommentsAreComments(t *testing.T) {
+	deploy := "name: deploy\non:\n  - event: comment\n    command: /deploy\nsteps:\n  - id: d\n    run: echo \"$HOOKRUN_COMMAND_ARGS\"\n"
+	env := newEnv(t, Config{}, map[string]string{"review.yaml": reviewWorkflow, "deploy.yaml": deploy})
+	runEvent := func(t *testing.T, a answer, workflow string) workflows.Event {
+		t.Helper()
+		if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].Workflow != workflow {
+			t.Fatalf("got %d %s, want one run of %s", a.Code, a.Raw, workflow)
+		}
+		rec, _, err := env.q.Runs().Get(context.Background(), a.Runs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Event
+	}
+	vars := func(e workflows.Event) map[string]string {
+		m := map[string]string{}
+		for _, v := range e.Env() {
+			m[v.Name] = v.Value
+		}
+		return m
+	}
+
+	ev := runEvent(t, env.github(t, "pull_request_review_comment", "rc-1", readFile(t, "testdata/github/pull_request_review_comment/created.payload.json")), "review")
+	v := vars(ev)
+	if ev.Kind != workflows.KindComment || ev.CommandArgs != "security" || ev.HeadSHA() != "ec26c3e57ca3a959ca5aad62de7213c562f8c821" ||
+		v["HOOKRUN_COMMENT_PATH"] != "README.md" || v["HOOKRUN_COMMENT_LINE"] != "1" || v["HOOKRUN_PR_NUMBER"] != "2" {
+		t.Fatalf("review comment run: event %+v env %v", ev, v)
+	}
+
+	ev = runEvent(t, env.github(t, "pull_request_review", "rv-1", readFile(t, "testdata/github/pull_request_review/submitted.payload.json")), "deploy")
+	v = vars(ev)
+	if ev.Action != "created" || ev.CommandArgs != "staging" || v["HOOKRUN_COMMENT_PATH"] != "" || v["HOOKRUN_COMMENT_LINE"] != "" {
+		t.Fatalf("review run: event %+v env %v", ev, v)
+	}
+	if a := env.github(t, "pull_request_review", "rv-2", readFile(t, "testdata/github/pull_request_review/dismissed.payload.json")); a.Code != http.StatusAccepted || len(a.Runs) != 0 {
+		t.Fatalf("a dismissed review: got %d %s, want 202 without runs", a.Code, a.Raw)
+	}
+
+	note, err := Normalize(workflows.GitLab, "Note Hook", readFile(t, "testdata/gitlab/note_merge_request_diff.json"), "n-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mustWorkflow(t, env, "review").Match(note); !m.Matched || m.CommandArgs != "this line" {
+		t.Fatalf("diff note: %+v", m)
+	}
+	if v := vars(*note); v["HOOKRUN_COMMENT_PATH"] != "lib/gitlab.rb" || v["HOOKRUN_COMMENT_LINE"] != "9" {
+		t.Fatalf("diff note env %v", v)
+	}
+}
+
+func mustWorkflow(t *testing.T, env *testEnv, name string) *workflows.Workflow {
+	t.Helper()
+	for _, w := range env.srv.src.Workflows() {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("workflow %s is not loaded", name)
+	return nil
+}
+
 func TestGitLabDeliveryKey(t *testing.T) {
 	body := []byte(`{"object_kind":"push"}`)
 	tests := []struct {

@@ -451,7 +451,7 @@ func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger
 	if delivery == "" {
 		delivery = req.ID
 	}
-	e, err := q.delKV.Get(ctx, deliveryKVKey(req.Event.Forge, delivery, req.Workflow))
+	e, err := q.delKV.Get(ctx, deliveryKVKey(req.Event.Forge, delivery, req.dedupeName()))
 	switch {
 	case err == nil:
 		if id := string(e.Value()); id != req.ID && checkID(id) == nil {

@@ -52,6 +52,21 @@ type RunRequest struct {
 	// than the field would run without the body, so upgrade runners
 	// before ingress.
 	Body string `json:"body,omitempty"`
+	// Command tells apart the runs of one workflow that one delivery
+	// started: a comment with several command lines runs the workflow once
+	// per line, and the n-th line's run (n ≥ 1, counting from 0) has
+	// Command n. Zero, and omitted, for every other run.
+	Command int `json:"command,omitempty"`
+}
+
+// dedupeName is the workflow part of the request's delivery key: the
+// workflow name, with the command's place after a "~" (which no workflow
+// name has) for a comment's second command line and later.
+func (r *RunRequest) dedupeName() string {
+	if r.Command == 0 {
+		return r.Workflow
+	}
+	return r.Workflow + "~" + strconv.Itoa(r.Command)
 }
 
 // decodeRunRequest parses a message body and checks its version.
@@ -156,8 +171,8 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 		if delivery == "" {
 			delivery = req.ID
 		}
-		ws[i] = &runWrite{req: req, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.Workflow),
-			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.Workflow)}
+		ws[i] = &runWrite{req: req, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.dedupeName()),
+			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.dedupeName())}
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()

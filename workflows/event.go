@@ -75,6 +75,12 @@ type Event struct {
 	Comment     *Comment     `json:"comment,omitempty"`      // set for comment events
 	Push        *Push        `json:"push,omitempty"`         // set for push events
 
+	// Files are the files the pull request or push changes, for triggers
+	// with paths: ingress looks them up (ChangedFilesLookup, the push
+	// payload) only when a loaded workflow has such a trigger for the
+	// event; nil otherwise.
+	Files *ChangedFiles `json:"files,omitempty"`
+
 	Labels      []string `json:"labels,omitempty"`       // labels of the pull/merge request or issue
 	CommandArgs string   `json:"command_args,omitempty"` // filled per matched trigger: the rest of the command line
 
@@ -108,6 +114,27 @@ type Comment struct {
 	ID   int64  `json:"id"`
 	Body string `json:"body"` // untrusted text
 	URL  string `json:"url,omitempty"`
+	// Path and Line place a comment on a line of a pull/merge request's
+	// diff (a GitHub review comment, a GitLab diff note): the file, as the
+	// diff names it (untrusted text), and its line in the new version (the
+	// old one for a comment on a removed line); empty and 0 otherwise.
+	Path string `json:"path,omitempty"`
+	Line int    `json:"line,omitempty"`
+}
+
+// ChangedFiles is what ingress learnt of the files a pull request or push
+// changes. The list itself stays in ingress (thousands of paths); a run
+// carries only whether it was complete.
+type ChangedFiles struct {
+	Paths []string `json:"-"` // repository-relative, as the forge names them
+	// Truncated: the forge lists no more (GitHub stops at 3,000 files of a
+	// pull request): a trigger with paths matches, and the run's comment
+	// says the list was cut.
+	Truncated bool `json:"truncated,omitempty"`
+	// Unknown says why the files could not be learnt (the API failed or
+	// is not configured): a trigger with paths matches rather than
+	// silently skipping a check.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // Push is a push to a branch or tag.
@@ -207,6 +234,12 @@ func (e *Event) Env() []EnvVar {
 		{"HOOKRUN_BASE_REF", e.BaseRef()},
 		{"HOOKRUN_COMMENT_BODY", e.CommentBody()},
 		{"HOOKRUN_COMMAND_ARGS", e.CommandArgs},
+	}
+	if c := e.Comment; c != nil && c.Path != "" {
+		env = append(env, EnvVar{"HOOKRUN_COMMENT_PATH", c.Path})
+		if c.Line > 0 {
+			env = append(env, EnvVar{"HOOKRUN_COMMENT_LINE", strconv.Itoa(c.Line)})
+		}
 	}
 	if e.PullRequest != nil {
 		env = append(env,

@@ -31,7 +31,7 @@ import (
 // interval_sec, max_interval or max_interval_sec; a root working_dir inside
 // the workspace in server mode; an expected re: that compiles; a step id or a name that is one; prompt_mode flag needs
 // prompt_flag; the actions of each event kind; command only for comments; no
-// branches for issues, no labels for pushes; with.provider and, but in a
+// branches for issues, no labels for pushes, paths only for pull requests and pushes; with.provider and, but in a
 // fallback, with.prompt required; at least one step), the names of
 // harnesses and of with's flags, the fields marked own, and the rules JSON
 // Schema cannot say (parserOnly in schema_test.go, listed in
@@ -285,11 +285,15 @@ func (t *rawTrigger) fields() []field {
 			doc: "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"},
 		{key: "branches", to: &t.branches, form: formOneOrList, nonEmpty: true},
 		{key: "command", to: &t.command, pattern: commandWord,
-			doc: "the first line of a new comment starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS"},
+			doc: "a line of a new comment (outside code blocks and quotes) starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS; each such line is one run"},
 		{key: "labels", to: &t.labels, form: formOneOrList},
 		{key: "repos", to: &t.repos, form: formOneOrList, nonEmpty: true},
 		{key: "deleted", to: &t.deleted, def: false,
 			doc: "push only: true matches pushes that delete the branch or tag (and only those); false, pushes that do not"},
+		{key: "paths", to: &t.paths, form: formOneOrList, nonEmpty: true,
+			doc: "pull_request and push only: globs (** crosses directories) of which at least one changed file must match"},
+		{key: "paths_ignore", to: &t.ignore, form: formOneOrList, nonEmpty: true,
+			doc: "pull_request and push only: globs of changed files that do not count; no other changed file, no run"},
 		{key: "if", to: &t.ifExpr, pattern: nonBlank, doc: "expr-lang expression over `event`"},
 	}
 }

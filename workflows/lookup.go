@@ -33,3 +33,13 @@ type HeadLookup interface {
 type AssociationLookup interface {
 	AuthorAssociation(ctx context.Context, projectID, userID int64) (string, error)
 }
+
+// ChangedFilesLookup asks a forge's API which files an event's change
+// touches: a pull/merge request's files (GitHub stops at 3,000: the answer
+// is then Truncated), or for a push whose payload lists only its first
+// commits, the files between e.Push.Before and e.Push.After. Ingress
+// consumes it for triggers with paths; providers/github and
+// providers/gitlab implement it. Callers bound ctx.
+type ChangedFilesLookup interface {
+	ChangedFiles(ctx context.Context, e *Event) (ChangedFiles, error)
+}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/bmatcuk/doublestar/v4"
 	"path"
 	"reflect"
 	"slices"
@@ -16,8 +17,14 @@ import (
 type Match struct {
 	Matched     bool   // some trigger matched
 	Reason      string // why nothing matched; empty when Matched
-	CommandArgs string // with a `command:` trigger: the rest of the comment's first line, trimmed
-	Trigger     int    // index into Workflow.On of the trigger that matched
+	CommandArgs string // with a `command:` trigger: Commands[0]
+	// Commands holds, with a `command:` trigger, the arguments of each
+	// command line of the comment (commandLines: any line, outside code
+	// blocks and quotes) that one of the workflow's matching command
+	// triggers takes, in comment order; a line repeated word for word counts
+	// once. Each is one run. Nil for a trigger without a command.
+	Commands []string
+	Trigger  int // index into Workflow.On of the first trigger that matched
 }
 
 // Match reports whether any trigger of w matches e; the first matching
@@ -28,8 +35,8 @@ type Match struct {
 // actions (empty: any; with a command: DefaultCommandActions, so only a new
 // comment) contain e.Action; one of its branches globs matches
 // e.BaseRef() (an event without a branch never matches a trigger with
-// branches); the first line of the comment, trimmed, equals its command or
-// starts with the command and a space or tab; e carries one of its labels; one
+// branches); a line of the comment (commandLines), trimmed, equals its
+// command or starts with the command and a space or tab; e carries one of its labels; one
 // of its repos globs matches e.Repo; its `if:` expression is true. Before
 // all that, a push that deletes its branch (Push.Deleted) matches only a
 // trigger with `deleted: true`, and such a trigger only such a push.
@@ -40,22 +47,66 @@ func (w *Workflow) Match(e *Event) Match {
 	if len(w.On) == 0 {
 		return Match{Reason: "workflow has no triggers"}
 	}
+	var lines []string
+	if e.Kind == KindComment {
+		lines = commandLines(e.CommentBody())
+	}
 	var reasons []string
 	for i := range w.On {
 		t := &w.On[i]
 		if t.Event != e.Kind {
 			continue
 		}
-		args, reason := t.match(e)
-		if reason == "" {
-			return Match{Matched: true, CommandArgs: args, Trigger: i}
+		args, reason := t.match(e, lines)
+		if reason != "" {
+			reasons = append(reasons, reason)
+			continue
 		}
-		reasons = append(reasons, reason)
+		m := Match{Matched: true, Trigger: i}
+		if t.Command != "" {
+			m.Commands = w.commands(e, lines, i, args)
+			m.CommandArgs = m.Commands[0]
+		}
+		return m
 	}
 	if len(reasons) == 0 {
 		return Match{Reason: fmt.Sprintf("no trigger for event %q", e.Kind)}
 	}
 	return Match{Reason: strings.Join(reasons, "; ")}
+}
+
+// commands gathers the command lines that the matching command triggers
+// from w.On[first] on take (first took args, indexed by line), each line
+// with the arguments of the first trigger that takes it, in comment order,
+// a line repeated word for word once.
+func (w *Workflow) commands(e *Event, lines []string, first int, args map[int]string) []string {
+	taken := args
+	for j := first + 1; j < len(w.On); j++ {
+		t := &w.On[j]
+		if t.Event != e.Kind || t.Command == "" {
+			continue
+		}
+		more, reason := t.match(e, lines)
+		if reason != "" {
+			continue
+		}
+		for n, a := range more {
+			if _, ok := taken[n]; !ok {
+				taken[n] = a
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for n, line := range lines {
+		a, ok := taken[n]
+		if !ok || seen[line] {
+			continue
+		}
+		seen[line] = true
+		out = append(out, a)
+	}
+	return out
 }
 
 // Listens reports whether one of the workflow's triggers is for events of
@@ -70,50 +121,60 @@ func (w *Workflow) Listens(k Kind) bool {
 	return false
 }
 
-// match checks everything but the kind. It returns the command arguments, or
-// why the trigger does not match.
-func (t *Trigger) match(e *Event) (args, reason string) {
+// match checks everything but the kind. It returns, for a command trigger,
+// the arguments of each of the comment's command lines (by index into
+// lines) that is its command, or why the trigger does not match.
+func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason string) {
 	if e.Push != nil && e.Push.Deleted != t.Deleted {
 		if e.Push.Deleted {
-			return "", "push deletes the branch (only a trigger with deleted: true matches it)"
+			return nil, "push deletes the branch (only a trigger with deleted: true matches it)"
 		}
-		return "", "push does not delete the branch (the trigger has deleted: true)"
+		return nil, "push does not delete the branch (the trigger has deleted: true)"
 	}
 	if actions := t.actions(); len(actions) > 0 && !slices.Contains(actions, e.Action) {
 		if len(t.Actions) == 0 {
-			return "", fmt.Sprintf("action %q not in %v (a command trigger without actions: matches new comments only)", e.Action, actions)
+			return nil, fmt.Sprintf("action %q not in %v (a command trigger without actions: matches new comments only)", e.Action, actions)
 		}
-		return "", fmt.Sprintf("action %q not in %v", e.Action, actions)
+		return nil, fmt.Sprintf("action %q not in %v", e.Action, actions)
 	}
 	if len(t.Branches) > 0 {
 		branch := e.BaseRef()
 		if branch == "" {
-			return "", fmt.Sprintf("event has no branch to match %v", t.Branches)
+			return nil, fmt.Sprintf("event has no branch to match %v", t.Branches)
 		}
 		if !anyGlob(t.Branches, branch) {
-			return "", fmt.Sprintf("branch %q not in %v", branch, t.Branches)
+			return nil, fmt.Sprintf("branch %q not in %v", branch, t.Branches)
 		}
 	}
 	if t.Command != "" {
-		var ok bool
-		args, ok = matchCommand(t.Command, e.CommentBody())
-		if !ok {
-			return "", fmt.Sprintf("comment is not the command %s", t.Command)
+		for n, line := range lines {
+			if a, ok := matchCommand(t.Command, line); ok {
+				if args == nil {
+					args = map[int]string{}
+				}
+				args[n] = a
+			}
+		}
+		if args == nil {
+			return nil, fmt.Sprintf("no line of the comment is the command %s", t.Command)
 		}
 	}
 	if len(t.Labels) > 0 && !slices.ContainsFunc(t.Labels, func(l string) bool { return slices.Contains(e.Labels, l) }) {
-		return "", fmt.Sprintf("none of the labels %v", t.Labels)
+		return nil, fmt.Sprintf("none of the labels %v", t.Labels)
+	}
+	if reason := t.matchPaths(e.Files); reason != "" {
+		return nil, reason
 	}
 	if len(t.Repos) > 0 && !anyGlob(t.Repos, e.Repo) {
-		return "", fmt.Sprintf("repository %q not in %v", e.Repo, t.Repos)
+		return nil, fmt.Sprintf("repository %q not in %v", e.Repo, t.Repos)
 	}
 	if t.If != "" {
 		ok, err := t.eval(e)
 		if err != nil {
-			return "", fmt.Sprintf("evaluating if %q: %v", t.If, err)
+			return nil, fmt.Sprintf("evaluating if %q: %v", t.If, err)
 		}
 		if !ok {
-			return "", fmt.Sprintf("if %q is false", t.If)
+			return nil, fmt.Sprintf("if %q is false", t.If)
 		}
 	}
 	return args, ""
@@ -171,23 +232,53 @@ func (plainStrings) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.BuiltinNode{Name: "string", Arguments: []ast.Node{*node}})
 }
 
-// matchCommand checks whether the first line of body, trimmed, is command or
-// starts with command followed by blank space, and returns the rest of the
-// line, trimmed.
-func matchCommand(command, body string) (string, bool) {
-	line, _, _ := strings.Cut(body, "\n")
-	line = strings.TrimSpace(line)
-	rest, ok := strings.CutPrefix(line, command)
-	if !ok {
-		return "", false
+// matchPaths applies paths and paths_ignore: a changed file counts when it
+// matches one of Paths (or there are none) and none of PathsIgnore; the
+// trigger needs one that counts. Files not looked up, unknown or truncated
+// match: a check that should have run is worse than one that ran for
+// nothing.
+func (t *Trigger) matchPaths(f *ChangedFiles) string {
+	if len(t.Paths) == 0 && len(t.PathsIgnore) == 0 {
+		return ""
 	}
-	if rest == "" {
-		return "", true
+	if f == nil || f.Unknown != "" || f.Truncated {
+		return ""
 	}
-	if rest[0] != ' ' && rest[0] != '\t' {
-		return "", false // "/deployx" is not "/deploy"
+	for _, p := range f.Paths {
+		if (len(t.Paths) == 0 || anyDoublestar(t.Paths, p)) && !anyDoublestar(t.PathsIgnore, p) {
+			return ""
+		}
 	}
-	return strings.TrimSpace(rest), true
+	switch {
+	case len(f.Paths) == 0:
+		return "no changed files"
+	case len(t.Paths) == 0:
+		return fmt.Sprintf("every changed file is in paths_ignore %v", t.PathsIgnore)
+	case len(t.PathsIgnore) == 0:
+		return fmt.Sprintf("no changed file in paths %v", t.Paths)
+	}
+	return fmt.Sprintf("no changed file in paths %v outside paths_ignore %v", t.Paths, t.PathsIgnore)
+}
+
+// anyDoublestar reports whether any doublestar pattern matches the path.
+func anyDoublestar(patterns []string, p string) bool {
+	for _, g := range patterns {
+		if doublestar.MatchUnvalidated(g, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasPaths reports whether a trigger of w for events of kind k selects by
+// changed files: only then does ingress look them up.
+func (w *Workflow) HasPaths(k Kind) bool {
+	for i := range w.On {
+		if t := &w.On[i]; t.Event == k && (len(t.Paths) > 0 || len(t.PathsIgnore) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // anyGlob reports whether any path.Match pattern matches s. Patterns were

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,9 +80,12 @@ on:
 		{"command alone", prReview, comment(GitHub, "/deploy", true), true, "", "", 1},
 		{"command with spaces around and more lines", prReview, comment(GitLab, "  /deploy   prod  \nthanks!", true), true, "", "prod", 1},
 		{"command with a tab", prReview, comment(GitHub, "/deploy\tqa", true), true, "", "qa", 1},
-		{"longer word is not the command", prReview, comment(GitHub, "/deployx staging", true), false, "comment is not the command /deploy", "", 0},
-		{"command not on the first line", prReview, comment(GitHub, "please\n/deploy staging", true), false, "comment is not the command /deploy", "", 0},
-		{"command in the middle", prReview, comment(GitHub, "run /deploy", true), false, "comment is not the command /deploy", "", 0},
+		{"longer word is not the command", prReview, comment(GitHub, "/deployx staging", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command on a later line", prReview, comment(GitHub, "please\n/deploy staging", true), true, "", "staging", 1},
+		{"command in the middle of a line", prReview, comment(GitHub, "run /deploy", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in a fenced code block", prReview, comment(GitHub, "try:\n```\n/deploy staging\n```", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in a quote", prReview, comment(GitHub, "> /deploy staging\n\nnot yet", true), false, "no line of the comment is the command /deploy", "", 0},
+		{"command in an indented code block", prReview, comment(GitHub, "like this:\n\n    /deploy staging", true), false, "no line of the comment is the command /deploy", "", 0},
 		{"if false: comment on an issue", prReview, comment(GitHub, "/deploy", false), false, `if "event.PullRequest != nil" is false`, "", 0},
 		{"no triggers", ``, ghPR("opened", "main", false), false, "workflow has no triggers", "", 0},
 		{"any action", "on: [{event: push}]", push(GitLab, "feature/x"), true, "", "", 0},
@@ -123,6 +127,64 @@ on:
 				t.Errorf("reason %q, want %q", m.Reason, c.reason)
 			}
 		})
+	}
+}
+
+// TestMatchCommandLines: each command line of a comment, outside code
+// blocks and quotes, is one match (one run), in comment order; a line
+// repeated word for word counts once; a line two triggers take counts once,
+// with the first trigger's reading.
+func TestMatchCommandLines(t *testing.T) {
+	w := mustParse(t, `
+on:
+  - event: comment
+    command: /deploy
+  - event: comment
+    command: /rollback`)
+	cases := []struct {
+		name, body string
+		want       []string
+	}{
+		{"one line", "/deploy staging", []string{"staging"}},
+		{"two lines", "/deploy staging\nthen\n/deploy prod", []string{"staging", "prod"}},
+		{"repeated line once", "/deploy staging\n/deploy staging", []string{"staging"}},
+		{"second trigger adds its lines", "/rollback web\n/deploy api", []string{"web", "api"}},
+		{"fence closes", "```sh\n/deploy no\n```\n/deploy yes", []string{"yes"}},
+		{"tilde fence, longer closing", "~~~\n/deploy no\n~~~~\n/deploy yes", []string{"yes"}},
+		{"backtick fence not closed by tildes", "```\n/deploy no\n~~~\n/deploy no2", nil},
+		{"quote among lines", "> /deploy old\n/deploy new", []string{"new"}},
+		{"CRLF", "hello\r\n/deploy staging\r\n", []string{"staging"}},
+		{"up to three spaces of indent", "   /deploy qa", []string{"qa"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := w.Match(comment(GitHub, c.body, false))
+			if c.want == nil {
+				if m.Matched {
+					t.Fatalf("matched %+v, want no match", m)
+				}
+				return
+			}
+			if !m.Matched || !slices.Equal(m.Commands, c.want) || m.CommandArgs != c.want[0] {
+				t.Fatalf("got %+v, want commands %q", m, c.want)
+			}
+		})
+	}
+	dup := mustParse(t, `
+on:
+  - event: comment
+    command: /deploy
+    if: 'event.Sender == "nobody"'
+  - event: comment
+    command: /deploy
+  - event: comment
+    command: /deploy`)
+	if m := dup.Match(comment(GitHub, "/deploy a\n/deploy b", false)); !m.Matched || m.Trigger != 1 || !slices.Equal(m.Commands, []string{"a", "b"}) {
+		t.Fatalf("two triggers taking the same lines: %+v", m)
+	}
+	plain := mustParse(t, "on: [{event: comment}]")
+	if m := plain.Match(comment(GitHub, "/deploy a\n/deploy b", false)); !m.Matched || m.Commands != nil {
+		t.Fatalf("a trigger without a command: %+v, want one match without commands", m)
 	}
 }
 
@@ -433,5 +495,60 @@ func TestMatchDeletedPush(t *testing.T) {
 	}
 	if sha := deleted(GitHub, "main").HeadSHA(); sha != "" {
 		t.Errorf("HeadSHA of a deleted push = %q, want none", sha)
+	}
+}
+
+// TestMatchPaths: paths and paths_ignore select by the changed files with
+// doublestar globs; files unknown or truncated match.
+func TestMatchPaths(t *testing.T) {
+	w := mustParse(t, `
+on:
+  - event: pull_request
+    paths: ["src/**/*.go", "go.mod"]
+    paths_ignore: ["src/**/*_test.go"]
+  - event: push
+    paths_ignore: ["docs/**", "**/*.md"]`)
+	pr := func(files *ChangedFiles) *Event {
+		e := ghPR("opened", "main", false)
+		e.Files = files
+		return e
+	}
+	ps := func(files *ChangedFiles) *Event {
+		e := push(GitHub, "main")
+		e.Files = files
+		return e
+	}
+	list := func(paths ...string) *ChangedFiles { return &ChangedFiles{Paths: paths} }
+	cases := []struct {
+		name    string
+		event   *Event
+		matched bool
+		reason  string
+	}{
+		{"deep go file", pr(list("README.md", "src/a/b/c.go")), true, ""},
+		{"go file at the top of src", pr(list("src/main.go")), true, ""},
+		{"go.mod", pr(list("go.mod")), true, ""},
+		{"only tests", pr(list("src/a/x_test.go", "README.md")), false, "no changed file in paths [src/**/*.go go.mod] outside paths_ignore [src/**/*_test.go]"},
+		{"nothing changed", pr(list()), false, "no changed files"},
+		{"truncated list matches", pr(&ChangedFiles{Paths: []string{"README.md"}, Truncated: true}), true, ""},
+		{"unknown files match", pr(&ChangedFiles{Unknown: "the API is down"}), true, ""},
+		{"not looked up matches", pr(nil), true, ""},
+		{"push of docs only", ps(list("docs/a/b.txt", "x/README.md")), false, "every changed file is in paths_ignore [docs/** **/*.md]"},
+		{"push with code", ps(list("docs/a.txt", "main.go")), true, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := w.Match(c.event)
+			if m.Matched != c.matched || (!c.matched && m.Reason != c.reason) {
+				t.Fatalf("got %+v, want matched %v reason %q", m, c.matched, c.reason)
+			}
+		})
+	}
+	if !w.HasPaths(KindPullRequest) || !w.HasPaths(KindPush) || w.HasPaths(KindComment) {
+		t.Fatal("HasPaths")
+	}
+	if _, err := Parse("c.yaml", []byte("on: [{event: comment, paths: [a]}]\nsteps: [{id: a, run: x}]")); err == nil ||
+		!strings.Contains(err.Error(), "c.yaml:1:31: on: paths is only for event: pull_request or push") {
+		t.Fatalf("paths on a comment trigger: %v", err)
 	}
 }

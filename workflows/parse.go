@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bmatcuk/doublestar/v4"
 	"io"
 	"os"
 	"path/filepath"
@@ -517,14 +518,16 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 	for _, rt := range raws {
 		r.checkFields(rt.node, scope{"on", ": "}, rt.fields())
 		t := Trigger{
-			Event:    Kind(rt.event.v),
-			Actions:  texts(rt.actions),
-			Branches: texts(rt.branches),
-			Command:  rt.command.v,
-			Labels:   texts(rt.labels),
-			Repos:    texts(rt.repos),
-			Deleted:  rt.deleted.v,
-			If:       rt.ifExpr.v,
+			Event:       Kind(rt.event.v),
+			Actions:     texts(rt.actions),
+			Branches:    texts(rt.branches),
+			Command:     rt.command.v,
+			Labels:      texts(rt.labels),
+			Repos:       texts(rt.repos),
+			Deleted:     rt.deleted.v,
+			Paths:       texts(rt.paths),
+			PathsIgnore: texts(rt.ignore),
+			If:          rt.ifExpr.v,
 		}
 		known := rt.event.set() && rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
 		if known {
@@ -543,6 +546,19 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 		}
 		if len(rt.labels.v) > 0 && known && t.Event == KindPush {
 			r.errf(rt.labels.v[0].n, "on: push events carry no labels; remove labels")
+		}
+		for _, ps := range []struct {
+			l    list[string]
+			what string
+		}{{rt.paths, "paths"}, {rt.ignore, "paths_ignore"}} {
+			for _, g := range ps.l.v {
+				if g.v != "" && !doublestar.ValidatePattern(g.v) {
+					r.errf(g.n, "on: %s pattern %q is malformed", ps.what, g.v)
+				}
+			}
+			if len(ps.l.v) > 0 && known && t.Event != KindPullRequest && t.Event != KindPush {
+				r.errf(ps.l.v[0].n, "on: %s is only for event: pull_request or push (the files a change touches)", ps.what)
+			}
 		}
 		if rt.deleted.set() && rt.deleted.v && known && t.Event != KindPush {
 			r.errf(rt.deleted.n, "on: deleted is only for event: push")

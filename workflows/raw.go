@@ -61,6 +61,8 @@ type rawTrigger struct {
 	labels   list[string]
 	repos    list[string]
 	deleted  val[bool]
+	paths    list[string]
+	ignore   list[string] // paths_ignore
 	ifExpr   val[string]
 }
 

@@ -195,6 +195,10 @@ func schemaDoc() obj {
 			"if":   obj{"properties": obj{"event": obj{"const": string(KindPush)}}, "required": strs("event")},
 			"then": obj{"not": obj{"required": strs("labels")}},
 		},
+		obj{ // changed files only for pull requests and pushes
+			"if":   obj{"properties": obj{"event": obj{"not": obj{"enum": strs(string(KindPullRequest), string(KindPush))}}}, "required": strs("event")},
+			"then": obj{"allOf": []any{obj{"not": obj{"required": strs("paths")}}, obj{"not": obj{"required": strs("paths_ignore")}}}},
+		},
 		obj{ // deleted: true only for pushes
 			"if":   obj{"properties": obj{"event": obj{"not": obj{"const": string(KindPush)}}}, "required": strs("event")},
 			"then": obj{"properties": obj{"deleted": obj{"const": false}}},

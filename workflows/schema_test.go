@@ -193,6 +193,7 @@ var parserOnly = []struct{ rule, file, src string }{
 		"secrets: [KEY]\nharnesses: {s: {binary: sbx, prefix_args: [-e, KEY]}}\nsteps: [{id: a, run: x}]"},
 	{"if: compiles", "a.yaml", "on: [{event: push, if: 'event.Nope'}]\nsteps: [{id: a, run: x}]"},
 	{"globs are well formed", "a.yaml", "on: [{event: push, branches: ['[a']}]\nsteps: [{id: a, run: x}]"},
+	{"paths globs are well formed", "a.yaml", "on: [{event: push, paths: ['src/{a']}]\nsteps: [{id: a, run: x}]"},
 	{"max_interval not shorter than interval", "a.yaml", "steps: [{id: a, run: x, retry_policy: {interval: 10s, max_interval: 5s}}]"},
 	{"a name from the file name is a name", "Not A Name!.yaml", "steps: [{id: a, run: x}]"},
 	{"with.prompt not empty", "a.yaml", "steps: [{id: a, action: harness.run, with: {provider: claude, prompt: ''}}]"},

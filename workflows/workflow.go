@@ -64,11 +64,18 @@ type Trigger struct {
 	Event    Kind     `json:"event"`              // pull_request | comment | issue | push
 	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command: DefaultCommandActions
 	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
-	Command  string   `json:"command,omitempty"`  // comment's first line starts with it; the rest becomes CommandArgs
+	Command  string   `json:"command,omitempty"`  // a line of the comment starts with it; the rest becomes CommandArgs (one run per line)
 	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
 	Repos    []string `json:"repos,omitempty"`    // path.Match globs on Event.Repo
 	Deleted  bool     `json:"deleted,omitempty"`  // push: match pushes that delete the branch (only those); false: only the others
-	If       string   `json:"if,omitempty"`       // expr-lang expression over `event`, compiled at load time
+	// Paths and PathsIgnore select pull requests and pushes by the files
+	// they change (doublestar globs: ** crosses directories): a changed
+	// file counts when it matches one of Paths (or Paths is empty) and
+	// none of PathsIgnore, and the trigger needs one file that counts.
+	// Event.Files says which files changed; see Trigger.matchPaths.
+	Paths       []string `json:"paths,omitempty"`
+	PathsIgnore []string `json:"paths_ignore,omitempty"`
+	If          string   `json:"if,omitempty"` // expr-lang expression over `event`, compiled at load time
 
 	program any // compiled If (*vm.Program); set by the parser
 }

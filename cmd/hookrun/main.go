@@ -35,6 +35,7 @@ func commands() []command {
 		{"ingress", "run the webhook ingress and API against an external NATS", cmdIngress},
 		{"runner", "run a runner against an external NATS", cmdRunner},
 		{"run", "run one workflow once on this machine, without a server", cmdRun},
+		{"recover", "ask GitHub to redeliver webhook deliveries that failed while hookrun was down", cmdRecover},
 		{"bench", "measure ingest, dispatch, engine overhead and memory against their floors", cmdBench},
 		{"version", "print the version", cmdVersion},
 	}

@@ -112,6 +112,7 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		if err := a.startIngress(ctx, forges, r); err != nil {
 			return nil, err
 		}
+		a.startRecovery(reloadCtx, forges)
 	}
 	return a, nil
 }
@@ -194,6 +195,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
+		Files:            forges.Files(),
 		Collectors:       a.outboxCollectors(),
 	}, a.queue, a.set, a.logger)
 	if err != nil {

@@ -71,6 +71,29 @@ type GitHubConfig struct {
 	AppID          int64    `yaml:"app_id"`           // GitHub App id (instead of token)
 	PrivateKeyFile string   `yaml:"private_key_file"` // GitHub App private key (PEM)
 	APIURL         string   `yaml:"api_url"`          // GitHub Enterprise Server: https://HOST/api/v3/
+	// Recover gets back deliveries that failed while hookrun was down
+	// (`hookrun recover`, and `serve` every Interval when set).
+	Recover RecoverConfig `yaml:"recover"`
+}
+
+// RecoverConfig says which webhooks' deliveries `hookrun recover` reads
+// and how often `serve` and `ingress` do it on their own.
+type RecoverConfig struct {
+	// Interval: how often serve and ingress look for failed deliveries;
+	// 0 (default) = never on their own, only `hookrun recover`.
+	Interval time.Duration `yaml:"interval"`
+	// Since: how far back each look goes; default 6h, at most 72h (what
+	// GitHub keeps).
+	Since time.Duration `yaml:"since"`
+	// Hooks are repository webhooks (Settings → Webhooks: the id is in the
+	// hook's URL). An App's own webhook is read whenever app_id is set.
+	Hooks []RecoverHook `yaml:"hooks"`
+}
+
+// RecoverHook names one repository webhook.
+type RecoverHook struct {
+	Repo string `yaml:"repo"` // owner/name
+	ID   int64  `yaml:"id"`
 }
 
 // GitLabConfig enables the GitLab webhook and reporter.
@@ -297,6 +320,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
+	}
+	if r := c.GitHub.Recover; r.Interval < 0 {
+		bad("github.recover.interval", "must not be negative, got %v", r.Interval)
+	} else if r.Interval > 0 {
+		if err := c.RecoverConfig(false).Validate(); err != nil {
+			bad("github.recover", "%v", err)
+		}
+	}
+	for i, h := range c.GitHub.Recover.Hooks {
+		if !strings.Contains(h.Repo, "/") || h.ID <= 0 {
+			bad(fmt.Sprintf("github.recover.hooks[%d]", i), "want repo: owner/name and id: the webhook's id, got %q and %d", h.Repo, h.ID)
+		}
 	}
 	for i, p := range c.AllowRepos {
 		if err := workflows.CheckRepoPattern(p); err != nil {

@@ -19,3 +19,18 @@ func (f *Forges) Trust() ingress.TrustConfig {
 	}
 	return t
 }
+
+// Files gives ingress the forge API clients that list the files a pull
+// request or push changes, for triggers with paths (the reporters, with
+// their credentials); a forge without API credentials has none, and such
+// triggers then match.
+func (f *Forges) Files() ingress.FilesConfig {
+	var c ingress.FilesConfig
+	if f.GitHub != nil {
+		c.GitHub = f.GitHub
+	}
+	if f.GitLab != nil {
+		c.GitLab = f.GitLab
+	}
+	return c
+}

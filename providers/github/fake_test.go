@@ -50,7 +50,11 @@ type fakeGitHub struct {
 	issued    []string
 	template  map[string]any // a real comment object (from a webhook payload) used to shape answers
 	pulls     map[int]fakePull
-	prObject  map[string]any // a real pull request object (from a webhook payload) used to shape answers
+	prObject  map[string]any           // a real pull request object (from a webhook payload) used to shape answers
+	files     map[int][]string         // pull request → its changed files (GET .../pulls/{n}/files)
+	compares  map[string][]string      // "base...head" → the files between them (GET .../compare/{basehead})
+	hookDels  map[int64][]fakeDelivery // webhook id (0: the App's) → its deliveries, newest first
+	redone    []string                 // "hook/delivery" ids asked to be redelivered
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
@@ -72,6 +76,16 @@ type fakeStatus struct {
 type fakeReaction struct {
 	Comment int64
 	Content string
+}
+
+// fakeDelivery is one attempt at delivering to a webhook.
+type fakeDelivery struct {
+	ID     int64
+	GUID   string
+	Event  string
+	Code   int
+	At     time.Time
+	Redone bool
 }
 
 // fakePull is the head and base of one pull request the fake serves.
@@ -104,7 +118,8 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	}
 	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
 		nextID: 1000, tokens: map[string]time.Time{},
-		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest}
+		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest,
+		files: map[int][]string{}, compares: map[string][]string{}, hookDels: map[int64][]fakeDelivery{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -168,13 +183,17 @@ func (f *fakeGitHub) allRequests() []stickytest.Request { return f.reqs.All() }
 func (f *fakeGitHub) count(method, pathRE string) int { return f.reqs.Count(method, pathRE) }
 
 var (
-	reIssueComments = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
-	reComment       = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$`)
-	reReactions     = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)/reactions$`)
-	reStatuses      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})$`)
-	reAccessTokens  = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
-	reRepoInstall   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/installation$`)
-	rePull          = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`)
+	reIssueComments  = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$`)
+	reComment        = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$`)
+	reReactions      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)/reactions$`)
+	reStatuses       = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/statuses/([0-9a-f]{40})$`)
+	reAccessTokens   = regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`)
+	reRepoInstall    = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/installation$`)
+	rePull           = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`)
+	reAppDeliveries  = regexp.MustCompile(`^/app/hook/deliveries(?:/(\d+)/attempts)?$`)
+	reHookDeliveries = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/hooks/(\d+)/deliveries(?:/(\d+)/attempts)?$`)
+	rePullFiles      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/files$`)
+	reCompare        = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([0-9a-f]+\.\.\.[0-9a-f]+)$`)
 )
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
@@ -196,6 +215,13 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// App endpoints take the JWT.
+	if m := reAppDeliveries.FindStringSubmatch(path); m != nil {
+		if !f.checkJWT(w, r) {
+			return
+		}
+		f.deliveries(w, r, 0, m[1])
+		return
+	}
 	if m := reAccessTokens.FindStringSubmatch(path); m != nil || path == "/app" || reRepoInstall.MatchString(path) {
 		if !f.checkJWT(w, r) {
 			return
@@ -379,9 +405,144 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.json(w, 200, f.pullJSON(n, p))
 
+	case reHookDeliveries.MatchString(path):
+		m := reHookDeliveries.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		hook, _ := strconv.ParseInt(m[3], 10, 64)
+		f.deliveries(w, r, hook, m[4])
+
+	case rePullFiles.MatchString(path) && r.Method == "GET":
+		m := rePullFiles.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		n, _ := strconv.Atoi(m[3])
+		f.mu.Lock()
+		all, ok := f.files[n]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		f.filesPage(w, r, all[:min(len(all), 3000)]) // GitHub lists at most 3,000 files
+
+	case reCompare.MatchString(path) && r.Method == "GET":
+		m := reCompare.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		f.mu.Lock()
+		all, ok := f.compares[m[3]]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		files := []map[string]any{}
+		for _, name := range all[:min(len(all), 300)] { // the compare API lists at most 300 files
+			files = append(files, fileJSON(name))
+		}
+		f.json(w, 200, map[string]any{"status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1, "files": files,
+			"commits": []any{}, "url": f.srv.URL + "/api/v3" + path})
+
 	default:
 		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
 	}
+}
+
+// deliveries answers a webhook's deliveries list (GET, cursor pages of
+// per_page, newest first, as GitHub pages them) and redelivery requests
+// (POST .../{id}/attempts: 202).
+func (f *fakeGitHub) deliveries(w http.ResponseWriter, r *http.Request, hook int64, attempt string) {
+	f.mu.Lock()
+	all, ok := f.hookDels[hook]
+	f.mu.Unlock()
+	if !ok {
+		f.fail(w, 404, "Not Found", fmt.Sprintf("no webhook %d", hook))
+		return
+	}
+	if attempt != "" {
+		if r.Method != "POST" {
+			f.fail(w, 404, "Not Found", "")
+			return
+		}
+		id, _ := strconv.ParseInt(attempt, 10, 64)
+		if !slices.ContainsFunc(all, func(d fakeDelivery) bool { return d.ID == id }) {
+			f.fail(w, 404, "Not Found", "no delivery "+attempt)
+			return
+		}
+		f.mu.Lock()
+		f.redone = append(f.redone, fmt.Sprintf("%d/%d", hook, id))
+		f.mu.Unlock()
+		f.json(w, 202, map[string]any{})
+		return
+	}
+	if r.Method != "GET" {
+		f.fail(w, 404, "Not Found", "")
+		return
+	}
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 || per > 100 {
+		per = 30
+	}
+	per = min(per, f.pageSz)
+	start := 0
+	if c := q.Get("cursor"); c != "" {
+		start, _ = strconv.Atoi(strings.TrimPrefix(c, "v1_"))
+	}
+	lo, hi := min(start, len(all)), min(start+per, len(all))
+	if hi < len(all) {
+		next := fmt.Sprintf("%s%s?per_page=%d&cursor=v1_%d", f.srv.URL, r.URL.Path, per, hi)
+		w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
+	}
+	out := []map[string]any{}
+	for _, d := range all[lo:hi] {
+		status := "OK"
+		if d.Code < 200 || d.Code > 299 {
+			status = "Invalid HTTP Response: " + strconv.Itoa(d.Code)
+		}
+		out = append(out, map[string]any{"id": d.ID, "guid": d.GUID, "delivered_at": d.At.UTC().Format(time.RFC3339), "redelivery": d.Redone,
+			"duration": 0.27, "status": status, "status_code": d.Code, "event": d.Event, "action": "opened",
+			"installation_id": nil, "repository_id": 1296269, "throttled_at": nil})
+	}
+	f.json(w, 200, out)
+}
+
+// fileJSON is one entry of a files list, as GitHub shapes it; "old => new"
+// is a rename.
+func fileJSON(name string) map[string]any {
+	if old, renamed, ok := strings.Cut(name, " => "); ok {
+		return map[string]any{"sha": "bbcd538c8e72b8c175046e27cc8f907076331401", "filename": renamed, "previous_filename": old,
+			"status": "renamed", "additions": 0, "deletions": 0, "changes": 0}
+	}
+	return map[string]any{"sha": "bbcd538c8e72b8c175046e27cc8f907076331401", "filename": name, "status": "modified",
+		"additions": 1, "deletions": 1, "changes": 2, "patch": "@@ -1 +1 @@\n-a\n+b"}
+}
+
+// filesPage answers a files list with GitHub's paging: per_page up to 100
+// (default 30), a Link header while more follow.
+func (f *fakeGitHub) filesPage(w http.ResponseWriter, r *http.Request, all []string) {
+	q := r.URL.Query()
+	per, _ := strconv.Atoi(q.Get("per_page"))
+	if per <= 0 {
+		per = 30
+	}
+	per = min(per, 100)
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	if hi < len(all) {
+		next := fmt.Sprintf("%s%s?page=%d&per_page=%d", f.srv.URL, r.URL.Path, page+1, per)
+		w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
+	}
+	out := []map[string]any{}
+	for _, name := range all[lo:hi] {
+		out = append(out, fileJSON(name))
+	}
+	f.json(w, 200, out)
 }
 
 // pullJSON shapes a pull request answer like GitHub's: the real object from

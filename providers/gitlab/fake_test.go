@@ -39,6 +39,8 @@ type fakeGitLab struct {
 	current  map[string]string // sha + name → state (GitLab refuses same-state transitions)
 	members  map[int64]fakeMember
 	mrs      map[int64]fakeMR
+	diffs    map[int64][]string  // merge request → its changed files ("old => new": a rename)
+	compares map[string][]string // "from...to" → the files between them
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered 429
@@ -75,7 +77,8 @@ type fakeMR struct {
 
 func newFakeGitLab(t *testing.T) *fakeGitLab {
 	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", projID: 5, token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
-		pageSz: 3, nextID: 2000, current: map[string]string{}, members: map[int64]fakeMember{}, mrs: map[int64]fakeMR{}}
+		pageSz: 3, nextID: 2000, current: map[string]string{}, members: map[int64]fakeMember{}, mrs: map[int64]fakeMR{},
+		diffs: map[int64][]string{}, compares: map[string][]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -131,6 +134,8 @@ var (
 	reStatuses = regexp.MustCompile(`^/projects/([^/]+)/statuses/([0-9a-f]{40})$`)
 	reMember   = regexp.MustCompile(`^/projects/([^/]+)/members/all/(\d+)$`)
 	reMR       = regexp.MustCompile(`^/projects/([^/]+)/merge_requests/(\d+)$`)
+	reMRDiffs  = regexp.MustCompile(`^/projects/([^/]+)/merge_requests/(\d+)/diffs$`)
+	reCompare  = regexp.MustCompile(`^/projects/([^/]+)/repository/compare$`)
 )
 
 func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
@@ -325,6 +330,61 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 			"web_url":   fmt.Sprintf("http://example.com/%s/-/merge_requests/%d", f.project, iid),
 			"diff_refs": map[string]any{"base_sha": strings.Repeat("1", 40), "head_sha": mr.SHA, "start_sha": strings.Repeat("1", 40)}})
 
+	case reMRDiffs.MatchString(path) && r.Method == "GET":
+		m := reMRDiffs.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		iid, _ := strconv.ParseInt(m[2], 10, 64)
+		f.mu.Lock()
+		all, ok := f.diffs[iid]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "404 Not found", "")
+			return
+		}
+		q := r.URL.Query()
+		per, _ := strconv.Atoi(q.Get("per_page"))
+		if per <= 0 {
+			per = 20
+		}
+		per = min(per, 100)
+		page, _ := strconv.Atoi(q.Get("page"))
+		page = max(page, 1)
+		lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+		next := ""
+		if hi < len(all) {
+			next = strconv.Itoa(page + 1)
+		}
+		w.Header().Set("X-Next-Page", next)
+		w.Header().Set("X-Page", strconv.Itoa(page))
+		w.Header().Set("X-Per-Page", strconv.Itoa(per))
+		out := []map[string]any{}
+		for _, name := range all[lo:hi] {
+			out = append(out, diffJSON(name))
+		}
+		f.json(w, 200, out)
+
+	case reCompare.MatchString(path) && r.Method == "GET":
+		m := reCompare.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		q := r.URL.Query()
+		f.mu.Lock()
+		all, ok := f.compares[q.Get("from")+"..."+q.Get("to")]
+		f.mu.Unlock()
+		if !ok {
+			f.fail(w, 404, "404 Not found", "")
+			return
+		}
+		out := []map[string]any{}
+		for _, name := range all {
+			out = append(out, diffJSON(name))
+		}
+		f.json(w, 200, map[string]any{"commit": nil, "commits": []any{}, "diffs": out, "compare_timeout": false, "compare_same_ref": false,
+			"web_url": "http://example.com/" + f.project + "/-/compare/" + q.Get("from") + "..." + q.Get("to")})
+
 	default:
 		f.fail(w, 404, "404 Not Found", "no route "+r.Method+" "+path)
 	}
@@ -406,3 +466,14 @@ func (f *fakeGitLab) fail(w http.ResponseWriter, code int, msg, why string) {
 }
 
 func (f *fakeGitLab) failJSON(w http.ResponseWriter, code int, v any) { f.json(w, code, v) }
+
+// diffJSON is one file of a diff list as GitLab shapes it; "old => new" is
+// a rename.
+func diffJSON(name string) map[string]any {
+	oldPath, newPath, renamed := strings.Cut(name, " => ")
+	if !renamed {
+		newPath = oldPath
+	}
+	return map[string]any{"diff": "@@ -1 +1 @@\n-a\n+b\n", "old_path": oldPath, "new_path": newPath, "a_mode": "100644", "b_mode": "100644",
+		"new_file": false, "renamed_file": renamed, "deleted_file": false, "generated_file": false}
+}

@@ -88,6 +88,9 @@ func Comment(r *contract.RunReport, o Options) string {
 		fmt.Fprintf(&b, " · commit `%s`", short(r.HeadSHA))
 	}
 	b.WriteString("\n")
+	if note := filesNote(r.Event); note != "" {
+		b.WriteString("\n" + note + "\n")
+	}
 	if len(r.Steps) > 0 {
 		b.WriteString("\n")
 		for _, s := range r.Steps {
@@ -112,6 +115,22 @@ func Comment(r *contract.RunReport, o Options) string {
 		body = "\n" + strings.TrimRight(r.Body, "\n") + "\n"
 	}
 	return fit(head, body, o.Limit)
+}
+
+// filesNote says when the run's paths trigger matched without the full
+// list of changed files: the forge cut the list (GitHub lists at most 3,000
+// files of a pull request), or it could not be read.
+func filesNote(e *workflows.Event) string {
+	if e == nil || e.Files == nil {
+		return ""
+	}
+	switch {
+	case e.Files.Truncated:
+		return "> [!NOTE]\n> The forge listed only part of the changed files, so `paths` could not be checked against all of them: the workflow ran."
+	case e.Files.Unknown != "":
+		return "> [!NOTE]\n> The changed files could not be read (" + oneLine(e.Files.Unknown) + "), so `paths` was not checked: the workflow ran."
+	}
+	return ""
 }
 
 // delivery is the comment's section on the agent's commits (sandbox.push):

@@ -48,6 +48,16 @@ func TestComment(t *testing.T) {
 			workflows.StepState{ID: "lint", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(3200 * time.Millisecond), ExitCode: code(0)},
 			workflows.StepState{ID: "review", Status: workflows.StatusRunning, StartedAt: at(4 * time.Second)}),
 			Options{RunURL: "https://hookrun.example/runs/01JDQ4V6RZ3M8W1K9T2XGQY7PA"}},
+		{"start-files-truncated", func() *contract.RunReport {
+			r := report(contract.PhaseStart, workflows.StatusRunning, workflows.StepState{ID: "test", Status: workflows.StatusPending})
+			r.Event.Files = &workflows.ChangedFiles{Truncated: true}
+			return r
+		}(), Options{}},
+		{"start-files-unknown", func() *contract.RunReport {
+			r := report(contract.PhaseStart, workflows.StatusRunning, workflows.StepState{ID: "test", Status: workflows.StatusPending})
+			r.Event.Files = &workflows.ChangedFiles{Unknown: "the github API did not list them"}
+			return r
+		}(), Options{}},
 		{"final-success", func() *contract.RunReport {
 			r := report(contract.PhaseFinal, workflows.StatusSucceeded,
 				workflows.StepState{ID: "lint", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(3200 * time.Millisecond), ExitCode: code(0)},
