@@ -121,9 +121,7 @@ func (q *Queue) readState(ctx context.Context, durable string) (queueState, erro
 	for range keys.Keys() {
 		n++
 	}
-	if err := keys.Stop(); err != nil {
-		return s, err
-	}
+	// The lister stops itself once its channel is drained.
 	s.outbox = float64(n)
 	return s, nil
 }
