@@ -68,7 +68,7 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		}
 	}()
 	if c.Tracing == nil {
-		if c.Tracing, err = telemetry.Setup(ctx, m.Name, os.Getenv, logger); err != nil {
+		if c.Tracing, err = telemetry.Setup(ctx, m.Name, logger); err != nil {
 			return nil, fmt.Errorf("configuring tracing: %w", err)
 		}
 	}

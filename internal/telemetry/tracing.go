@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -85,14 +86,16 @@ func Enabled(getenv func(string) string) (bool, error) {
 	}
 }
 
-// Setup builds the tracing of a process from the environment (getenv,
-// os.Getenv in production): Off when Enabled says so, else an SDK tracer
+// Setup builds the tracing of a process from its environment (the OTLP
+// exporter reads its OTEL_EXPORTER_OTLP_* variables there itself): Off
+// when Enabled says so, else an SDK tracer
 // provider exporting in batches over OTLP/HTTP (protobuf), sampled as
 // OTEL_TRACES_SAMPLER says (default: parent-based, always on), with the
 // resource service.name "hookrun-<component>" unless OTEL_SERVICE_NAME or
 // OTEL_RESOURCE_ATTRIBUTES name another. Export errors are logged at Warn.
 // No request is made here.
-func Setup(ctx context.Context, component string, getenv func(string) string, logger *slog.Logger) (*Tracing, error) {
+func Setup(ctx context.Context, component string, logger *slog.Logger) (*Tracing, error) {
+	getenv := os.Getenv
 	on, err := Enabled(getenv)
 	if err != nil || !on {
 		return Off(), err
