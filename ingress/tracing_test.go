@@ -47,7 +47,7 @@ func TestDeliveryTrace(t *testing.T) {
 	}
 	mustContain(t, env.logs.String(), "trace_id="+traceID)
 	for _, kv := range receive.Attributes {
-		if strings.Contains(kv.Value.Emit(), "Update the README") {
+		if strings.Contains(kv.Value.String(), "Update the README") {
 			t.Errorf("receive attribute %s carries the title", kv.Key)
 		}
 	}

@@ -162,7 +162,7 @@ func TestTransportSpans(t *testing.T) {
 		attrs := map[string]string{}
 		var code int64
 		for _, kv := range s.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 			if kv.Key == AttrHTTPStatus {
 				code = kv.Value.AsInt64()
 			}
