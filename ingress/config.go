@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
+	// Tracer, when set, gives each delivery a trace: a "receive" span
+	// with "verify" and "publish" children, whose context the run
+	// messages carry to the runners. nil: no spans at all (tracing off).
+	Tracer trace.TracerProvider
 }
 
 // GitHubConfig configures the GitHub webhook receiver.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
@@ -62,7 +63,8 @@ type Server struct {
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
-	assoc   *assocCache // GitLab associations looked up (trust.go)
+	assoc   *assocCache  // GitLab associations looked up (trust.go)
+	tracer  trace.Tracer // nil: tracing off (tracing.go)
 
 	githubSecrets [][]byte
 	gitlabTokens  [][sha256.Size]byte
@@ -97,6 +99,9 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	}
 	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger, cfg.Collectors...), now: time.Now,
 		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
+	if cfg.Tracer != nil {
+		s.tracer = newTracer(cfg.Tracer)
+	}
 	for _, sec := range cfg.GitHub.Secrets {
 		s.githubSecrets = append(s.githubSecrets, []byte(sec))
 	}
@@ -305,8 +310,11 @@ func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, ev
 
 func (s *Server) handleGitHub(c echo.Context) error {
 	const forge = workflows.GitHub
+	event := c.Request().Header.Get(headerGitHubEvent)
+	if s.tracer != nil {
+		defer s.traceReceive(c, forge, event)()
+	}
 	req := c.Request()
-	event := req.Header.Get(headerGitHubEvent)
 	body, ok, answered := s.receive(c, forge, s.cfg.GitHub.Enabled, event)
 	if !ok {
 		return answered
@@ -314,7 +322,7 @@ func (s *Server) handleGitHub(c echo.Context) error {
 	defer putBody(body)
 	if len(s.githubSecrets) == 0 {
 		s.logger.Warn("accepting an unverified github delivery (--insecure-no-verify)", "remote", c.RealIP())
-	} else if !verifyGitHub(s.githubSecrets, req.Header.Get(headerGitHubSignature), body) {
+	} else if !endVerify(s.startVerify(c), verifyGitHub(s.githubSecrets, req.Header.Get(headerGitHubSignature), body)) {
 		s.logger.Debug("github delivery refused: signature check failed", "remote", c.RealIP())
 		s.count(forge, "", outcomeUnauthorized)
 		return c.JSON(http.StatusUnauthorized, errUnauthorized)
@@ -333,8 +341,11 @@ func (s *Server) handleGitHub(c echo.Context) error {
 
 func (s *Server) handleGitLab(c echo.Context) error {
 	const forge = workflows.GitLab
+	event := c.Request().Header.Get(headerGitLabEvent)
+	if s.tracer != nil {
+		defer s.traceReceive(c, forge, event)()
+	}
 	req := c.Request()
-	event := req.Header.Get(headerGitLabEvent)
 	body, ok, answered := s.receive(c, forge, s.cfg.GitLab.Enabled, event)
 	if !ok {
 		return answered
@@ -342,7 +353,7 @@ func (s *Server) handleGitLab(c echo.Context) error {
 	defer putBody(body)
 	if len(s.gitlabTokens) == 0 {
 		s.logger.Warn("accepting an unverified gitlab delivery (--insecure-no-verify)", "remote", c.RealIP())
-	} else if !verifyGitLab(s.gitlabTokens, req.Header.Get(headerGitLabToken)) {
+	} else if !endVerify(s.startVerify(c), verifyGitLab(s.gitlabTokens, req.Header.Get(headerGitLabToken))) {
 		s.logger.Debug("gitlab delivery refused: token check failed", "remote", c.RealIP())
 		s.count(forge, "", outcomeUnauthorized)
 		return c.JSON(http.StatusUnauthorized, errUnauthorized)
@@ -371,6 +382,7 @@ func gitlabDeliveryKey(h http.Header, body []byte) string {
 // dispatch normalizes a verified delivery, matches and authorizes it against
 // every workflow, publishes one run request per match and answers.
 func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
+	log := s.deliveryLogger(c, delivery)
 	ev, drift, err := normalizeTolerant(forge, event, body, delivery)
 	switch {
 	case errors.Is(err, ErrUnhandledEvent):
@@ -378,7 +390,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{},
 			Reason: fmt.Sprintf("event %s is not handled", event)})
 	case err != nil:
-		s.logger.Debug("delivery refused: malformed payload", "forge", forge, "event", event, "delivery", delivery, "err", err)
+		log.Debug("delivery refused: malformed payload", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeMalformed)
 		return c.JSON(http.StatusBadRequest, errorBody{"malformed payload"})
 	case len(drift) > 0:
@@ -388,7 +400,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		// Before anything else reads or writes state: such a delivery
 		// leaves no trace but the log line and the counter.
 		s.count(forge, event, outcomeNotAllowed)
-		s.logger.Info("delivery ignored: repository not allowed", "forge", forge, "event", event, "delivery", delivery, "repo", ev.Repo)
+		log.Info("delivery ignored: repository not allowed", "forge", forge, "event", event, "delivery", delivery, "repo", ev.Repo)
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
 	}
 
@@ -401,7 +413,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		headWritten()
 		resp.Reason = noRunReason(resp.Skipped)
 		s.count(forge, event, outcomeNoRun)
-		s.logger.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
+		log.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
 		return c.JSON(http.StatusAccepted, resp)
 	}
 
@@ -410,11 +422,11 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), s.cfg.PublishTimeout)
 	defer cancel()
 	start := time.Now()
-	results, err := s.publishAll(ctx, reqs)
+	results, err := s.tracedPublish(ctx, reqs)
 	s.metrics.publish.Observe(time.Since(start).Seconds())
 	headWritten()
 	if err != nil {
-		s.logger.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
+		log.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
 		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
 	}
@@ -427,7 +439,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		}
 	}
 	s.count(forge, event, outcomeAccepted)
-	s.logger.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
+	log.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
 		"runs", len(resp.Runs), "duplicate", resp.Duplicate)
 	return c.JSON(http.StatusAccepted, resp)
 }

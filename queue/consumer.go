@@ -57,6 +57,20 @@ type ConsumerConfig struct {
 	// FetchWait is how long one pull request waits for messages; Close
 	// waits at most this long for the fetch loop. Default 1s.
 	FetchWait time.Duration
+	// Observer, when set, is told of every delivery and of every run the
+	// consumer gives up on (metrics); nil: nobody is.
+	Observer ConsumerObserver
+}
+
+// ConsumerObserver hears what a Consumer does with messages, for metrics.
+// Its methods must be quick and safe for concurrent use.
+type ConsumerObserver interface {
+	// Delivered is called once per message handed to the handler (n is
+	// its delivery count: above 1 it is a redelivery).
+	Delivered(workflow string, n uint64)
+	// GaveUp is called when the consumer marks a run failed itself
+	// (MaxDeliver reached, a Term, an unreadable body).
+	GaveUp(workflow string)
 }
 
 func (c *ConsumerConfig) setDefaults() {
@@ -325,8 +339,14 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		_ = msg.TermWithReason("undecodable run request")
 		return
 	}
+	// The delivery's trace (ingress's span) is the parent of what the
+	// handler does with it.
+	hctx := extractTrace(c.handlerCtx, msg.Headers())
 	log := c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", md.NumDelivered)
-	if err := c.q.reconcile(c.handlerCtx, req, log); err != nil {
+	if tid := traceIDOf(hctx); tid != "" {
+		log = log.With("trace_id", tid)
+	}
+	if err := c.q.reconcile(hctx, req, log); err != nil {
 		if errors.Is(context.Cause(c.handlerCtx), ErrShuttingDown) {
 			_ = msg.Nak()
 			return
@@ -340,7 +360,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		// Read like the handler's own failures are retried: a body not
 		// found may be a lagging replica's answer, or expired for good,
 		// which the last delivery then says.
-		if err := c.q.loadBody(c.handlerCtx, req); err != nil {
+		if err := c.q.loadBody(hctx, req); err != nil {
 			if md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
 				actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
 				c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, err))
@@ -353,8 +373,11 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(c.handlerCtx)
+	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
+	if c.cfg.Observer != nil {
+		c.cfg.Observer.Delivered(req.Workflow, md.NumDelivered)
+	}
 	hbDone := make(chan struct{})
 	go func() {
 		t := time.NewTicker(c.cfg.Heartbeat)
@@ -496,14 +519,23 @@ func (c *Consumer) backoff(n uint64) time.Duration {
 // giveUp marks the run failed and terms the message; if the record cannot
 // be written the message is nak'ed so that the failure is not lost.
 func (c *Consumer) giveUp(ctx context.Context, log *slog.Logger, msg jetstream.Msg, req *RunRequest, reason string) {
-	if err := c.q.runs.fail(ctx, req, reason); err != nil {
+	ended, err := c.q.runs.fail(ctx, req, reason)
+	if err != nil {
 		log.Error("marking run failed; handing it back", "reason", reason, "err", err)
 		_ = msg.NakWithDelay(c.backoff(uint64(c.cfg.MaxDeliver)))
 		return
 	}
+	c.gaveUp(req.Workflow, ended)
 	log.Warn("run failed for good", "reason", reason)
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
 		log.Warn("terminating run request", "err", err)
+	}
+}
+
+// gaveUp tells the observer of a run the consumer ended failed.
+func (c *Consumer) gaveUp(workflow string, ended bool) {
+	if ended && c.cfg.Observer != nil {
+		c.cfg.Observer.GaveUp(workflow)
 	}
 }
 
@@ -547,10 +579,12 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
 		} else {
 			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)
-			if err := c.q.runs.fail(ctx, req, reason); err != nil {
+			ended, err := c.q.runs.fail(ctx, req, reason)
+			if err != nil {
 				log.Error("marking run failed after max deliveries", "run", req.ID, "err", err)
 				return
 			}
+			c.gaveUp(req.Workflow, ended)
 			log.Warn("run failed for good", "run", req.ID, "reason", reason)
 		}
 		if err := c.q.runsS.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {

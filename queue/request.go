@@ -151,6 +151,7 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 		return nil, nil
 	}
 	ws := make([]*runWrite, len(reqs))
+	traceID := traceIDOf(ctx)
 	for i, req := range reqs {
 		if req.ID == "" {
 			req.ID = NewRunID()
@@ -171,7 +172,7 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 		if delivery == "" {
 			delivery = req.ID
 		}
-		ws[i] = &runWrite{req: req, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.dedupeName()),
+		ws[i] = &runWrite{req: req, traceID: traceID, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.dedupeName()),
 			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.dedupeName())}
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
@@ -208,6 +209,7 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 // runWrite is what PublishDelivery knows of one run of the delivery.
 type runWrite struct {
 	req         *RunRequest
+	traceID     string // the trace of the caller's span, for the record; "" without one
 	delivery    string // the delivery id (the run id when the event has none)
 	dkey, kvKey string
 	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
@@ -260,7 +262,7 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
 
 	recWs := make([]*pendingWrite, len(ws))
 	for i, w := range ws {
-		rec, err := encodeRecord(q.runs.queued(w.req))
+		rec, err := encodeRecord(q.runs.queued(w.req, w.traceID))
 		if err != nil {
 			return fmt.Errorf("publishing run %s: encoding record: %w", w.req.ID, err)
 		}
@@ -314,6 +316,7 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		m := nats.NewMsg(runsSubjectPrefix + w.req.Workflow)
 		m.Data = data
 		m.Header.Set(jetstream.MsgIDHeader, w.dkey)
+		injectTrace(ctx, m.Header)
 		msgs[i] = m
 	}
 	var pw *pendingWrite

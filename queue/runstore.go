@@ -43,6 +43,7 @@ type RunRecord struct {
 	HeartbeatAt      time.Time             `json:"heartbeat_at,omitzero"`       // claimant's last sign of life
 	CancelRequested  bool                  `json:"cancel_requested,omitempty"`  // POST .../cancel was called
 	ConcurrencyGroup string                `json:"concurrency_group,omitempty"` // resolved concurrency group
+	TraceID          string                `json:"trace_id,omitempty"`          // OpenTelemetry trace of its delivery (ingress's, else the first claim's); "" when tracing is off
 	CreatedAt        time.Time             `json:"created_at"`
 	StartedAt        *time.Time            `json:"started_at,omitempty"`
 	FinishedAt       *time.Time            `json:"finished_at,omitempty"`

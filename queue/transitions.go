@@ -117,14 +117,20 @@ func newRecord(req *RunRequest, now time.Time) *RunRecord {
 // queued is the first transition: the record of a run just accepted.
 // Publish writes it create-only beside the run's message (createAsync);
 // enqueue creates it when no write of Publish's landed.
-func (s *RunStore) queued(req *RunRequest) *RunRecord { return newRecord(req, s.now()) }
+// traceID is the trace of the delivery ("" without one).
+func (s *RunStore) queued(req *RunRequest, traceID string) *RunRecord {
+	rec := newRecord(req, s.now())
+	rec.TraceID = traceID
+	return rec
+}
 
 // enqueue creates the queued record of req unless one exists.
+// The record takes the trace of ctx's span (the message's).
 func (s *RunStore) enqueue(ctx context.Context, req *RunRequest) error {
 	if _, _, err := s.Get(ctx, req.ID); !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if _, err := s.Create(ctx, s.queued(req)); err != nil && !errors.Is(err, ErrConflict) {
+	if _, err := s.Create(ctx, s.queued(req, traceIDOf(ctx))); err != nil && !errors.Is(err, ErrConflict) {
 		return err
 	}
 	return nil
@@ -161,6 +167,9 @@ type ClaimSpec struct {
 	Refuse bool
 	// Group is the run's resolved concurrency group, recorded by the claim.
 	Group string
+	// TraceID is the trace the claim is made in: recorded when the
+	// record has none yet (ingress traced nothing), else kept.
+	TraceID string
 }
 
 // ClaimOutcome is what Claim found and did.
@@ -233,6 +242,9 @@ func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (Cla
 		r.Error = ""
 		r.Steps = nil
 		r.ConcurrencyGroup = c.Group
+		if r.TraceID == "" {
+			r.TraceID = c.TraceID
+		}
 		res.Outcome = Claimed
 		if r.CancelRequested {
 			r.Status = workflows.StatusCancelled
@@ -379,13 +391,16 @@ func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, er
 
 // fail ends a run failed with reason unless it already ended, whoever
 // holds it: the queue gives up on it (a Term, MaxDeliver exhausted). A
-// missing record is created from req.
-func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) error {
+// missing record is created from req. ended says whether this call ended
+// it (false: it had ended already).
+func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) (ended bool, _ error) {
 	now := s.now()
 	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, func(r *RunRecord) (bool, error) {
+		ended = false
 		if r.Status.Terminal() {
 			return false, nil
 		}
+		ended = true
 		r.Status = workflows.StatusFailed
 		r.Error = reason
 		r.FinishedAt = &now
@@ -393,7 +408,7 @@ func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) err
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("marking run %s failed: %w", req.ID, err)
+		return false, fmt.Errorf("marking run %s failed: %w", req.ID, err)
 	}
-	return nil
+	return ended, nil
 }

@@ -288,7 +288,7 @@ func TestStoreClock(t *testing.T) {
 	}
 	req := testRequest("clock")
 	req.ID = NewRunID()
-	if err := q.Runs().fail(ctx, req, "gave up"); err != nil {
+	if _, err := q.Runs().fail(ctx, req, "gave up"); err != nil {
 		t.Fatal(err)
 	}
 	rec, _, err = q.Runs().Get(ctx, req.ID)

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -29,11 +33,15 @@ type stepOutcome struct {
 	exit     *int   // exit code of the last attempt; nil when none ran
 	attempts int    // how many attempts ran
 	err      string // why it failed or stopped; "" when it succeeded
+	executor string // where it ran (executorName); "none" when it could not be routed
 }
 
 // execStep runs one step (idx in x.states) with its retry policy and
 // timeout, and records its state.
 func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, extra []workflows.EnvVar) {
+	ctx, span := x.e.tracer.Start(ctx, "step", trace.WithAttributes(
+		telemetry.AttrWorkflow.String(x.wf.Name), telemetry.AttrStepID.String(st.ID)))
+	defer span.End()
 	started := x.now()
 	x.mu.Lock()
 	x.states[idx].Status = workflows.StatusRunning
@@ -55,6 +63,33 @@ func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, ex
 	s.Error = x.red.String(out.err)
 	x.mu.Unlock()
 	x.changed()
+
+	// The error text stays in the record: it may quote the step's output.
+	span.SetAttributes(telemetry.AttrExecutor.String(out.executor), telemetry.AttrStatus.String(string(out.status)),
+		telemetry.AttrAttempts.Int(out.attempts))
+	if out.exit != nil {
+		span.SetAttributes(telemetry.AttrExitCode.Int(*out.exit))
+	}
+	if out.status == workflows.StatusFailed {
+		span.SetStatus(codes.Error, "step failed")
+	}
+	x.e.cfg.Metrics.stepFinished(x.wf.Name, out.executor, finished.Sub(started))
+}
+
+// executorName is where a step routed to r runs, for metrics and spans:
+// host, container (its own), root_container, sbx, or none.
+func (x *execution) executorName(st *workflows.Step, r route) string {
+	switch {
+	case r.err != nil:
+		return "none"
+	case st.Container != nil:
+		return "container"
+	case r.place == placeSandbox:
+		return "sbx"
+	case r.place == placeContainer:
+		return "root_container"
+	}
+	return "host"
 }
 
 // runnable says why a step routed to r cannot run on this runner, or nil.
@@ -76,6 +111,13 @@ func (x *execution) runnable(st *workflows.Step, r route) error {
 // attempts runs the step until it succeeds or its retry policy gives up.
 func (x *execution) attempts(ctx context.Context, st *workflows.Step, extra []workflows.EnvVar) stepOutcome {
 	r := x.routeFor(st, x.primaryHarness(st))
+	out := x.attemptsOn(ctx, st, r, extra)
+	out.executor = x.executorName(st, r)
+	return out
+}
+
+// attemptsOn is attempts on the route of the step's first attempt.
+func (x *execution) attemptsOn(ctx context.Context, st *workflows.Step, r route, extra []workflows.EnvVar) stepOutcome {
 	if err := x.runnable(st, r); err != nil {
 		x.stepSysf(st.ID, "%s", err)
 		return stepOutcome{status: workflows.StatusFailed, err: err.Error()}

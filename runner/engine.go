@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -55,6 +59,11 @@ type EngineConfig struct {
 	DefaultTimeout time.Duration
 	ReportTimeout  time.Duration    // bound for one Reporter call; default 30s
 	Now            func() time.Time // clock; default time.Now
+	// Tracer starts a "step" span per step and a "report" span per
+	// Reporter call, in the trace of the run's context; default a no-op.
+	Tracer trace.TracerProvider
+	// Metrics counts step durations and report failures; nil: none.
+	Metrics *Metrics
 }
 
 func (c *EngineConfig) setDefaults() {
@@ -76,6 +85,9 @@ func (c *EngineConfig) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
 }
 
 // Validate reports a configuration the engine cannot work with.
@@ -95,7 +107,8 @@ func (c *EngineConfig) Validate() error {
 // Engine executes one validated Workflow for one Event in a prepared
 // workspace. It is safe for concurrent use by several runs.
 type Engine struct {
-	cfg EngineConfig
+	cfg    EngineConfig
+	tracer trace.Tracer
 }
 
 // NewEngine returns an engine for cfg.
@@ -104,7 +117,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg}, nil
+	return &Engine{cfg: cfg, tracer: telemetry.Tracer(cfg.Tracer)}, nil
 }
 
 // RunSpec is one run to execute.

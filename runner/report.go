@@ -6,6 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -166,7 +170,14 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	x := p.x
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout)
 	defer cancel()
+	rctx, span := x.e.tracer.Start(rctx, "report", trace.WithAttributes(telemetry.AttrReportPhase.String(string(r.Phase)),
+		telemetry.AttrForge.String(string(x.ev.Forge)), telemetry.AttrWorkflow.String(x.wf.Name)))
 	ref, err := x.e.cfg.Reporter.Report(rctx, r)
+	if err != nil {
+		span.SetStatus(codes.Error, "report failed")
+		x.e.cfg.Metrics.reportFailed(x.ev.Forge, string(r.Phase))
+	}
+	span.End()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = time.Now()

@@ -11,6 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -88,6 +94,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Tracer starts a "run" span per delivery handled (the child of the
+	// delivery's "publish" span that its message carries) and its
+	// "claim" child. Default a no-op.
+	Tracer trace.TracerProvider
+	// Metrics counts finished runs and their durations, deliveries and
+	// redeliveries (as the consumer's observer); nil: none.
+	Metrics *Metrics
 }
 
 func (c *Config) setDefaults() {
@@ -128,7 +141,13 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Tracer == nil {
+		c.Tracer = noop.NewTracerProvider()
+	}
 	c.Consumer.Concurrency = c.Concurrency
+	if c.Consumer.Observer == nil && c.Metrics != nil {
+		c.Consumer.Observer = c.Metrics
+	}
 }
 
 // Validate reports a configuration the runner cannot work with.
@@ -170,9 +189,10 @@ type Deps struct {
 
 // Runner claims run requests from the queue and executes them.
 type Runner struct {
-	cfg  Config
-	deps Deps
-	log  *slog.Logger
+	cfg    Config
+	deps   Deps
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	mu     sync.Mutex
 	active map[string]context.CancelCauseFunc // runs executing in this process
@@ -187,7 +207,8 @@ func New(cfg Config, deps Deps) (*Runner, error) {
 	if deps.Runs == nil || deps.Workflows == nil || deps.Workspaces == nil || deps.Engine == nil || deps.Groups == nil {
 		return nil, errors.New("creating runner: runs, workflows, workspaces, engine and groups are required")
 	}
-	return &Runner{cfg: cfg, deps: deps, log: cfg.Logger.With("runner", cfg.ID), active: map[string]context.CancelCauseFunc{}}, nil
+	return &Runner{cfg: cfg, deps: deps, log: cfg.Logger.With("runner", cfg.ID), tracer: telemetry.Tracer(cfg.Tracer),
+		active: map[string]context.CancelCauseFunc{}}, nil
 }
 
 // ID is the claimant name this runner writes into run records.
@@ -243,31 +264,28 @@ func (r *Runner) storeCtx(ctx context.Context) (context.Context, context.CancelF
 }
 
 // Handle executes one delivery; it is the queue.Handler of Start.
-func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
+//
+// Its span "run" is a child of the delivery's (the message carries it);
+// "claim" covers admitting and claiming, the engine's "step" and "report"
+// spans follow under "run".
+func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 	req := d.Request
-	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
-	wf, refusal := r.admit(d)
-	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
-		Resume: !r.isActive(req.ID), Refuse: refusal != nil}
-	var lock *queue.GroupLock
-	if wf != nil {
-		spec.Group = concurrencyGroup(wf, &req.Event)
-		if refusal == nil && spec.Group != "" && !wf.Concurrency.CancelInProgress {
-			lock = &queue.GroupLock{Group: spec.Group, RunID: req.ID, Claimant: r.cfg.ID, TTL: r.cfg.StaleAfter}
-			if err := r.acquireGroup(ctx, lock, log); err != nil {
-				return err
-			}
+	ctx, span := r.tracer.Start(ctx, "run", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		telemetry.AttrWorkflow.String(req.Workflow), telemetry.AttrRunID.String(req.ID),
+		telemetry.AttrNumDelivered.Int64(int64(d.NumDelivered))))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "handed back or failed")
 		}
+		span.End()
+	}()
+	log := r.log.With("run", req.ID, "workflow", req.Workflow, "delivery", d.NumDelivered)
+	traceID := telemetry.TraceID(ctx)
+	if traceID != "" {
+		log = log.With("trace_id", traceID)
 	}
-	res, err := r.deps.Runs.Claim(ctx, req, spec)
-	if lock != nil && (err != nil || res.Outcome != queue.Claimed) {
-		// Not ours to run now: the group goes to the next run (a claim
-		// that failed is retried and keeps its place).
-		_ = r.releaseGroup(ctx, lock, err != nil, log) // logged; the lock expires
-	}
-	if errors.Is(err, queue.ErrConflict) {
-		return queue.Retry(err, time.Second)
-	} else if err != nil {
+	res, lock, refusal, wf, err := r.claim(ctx, d, traceID, log)
+	if err != nil {
 		return err
 	}
 	rec := res.Record
@@ -301,6 +319,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		return nil
 	}
 	log = log.With("attempt", rec.Attempt)
+	span.SetAttributes(telemetry.AttrAttempt.Int(rec.Attempt))
 	log.Info("claimed run")
 	err = r.execute(ctx, req, wf, rec, lock, log)
 	if lock != nil {
@@ -313,6 +332,51 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) error {
 		}
 	}
 	return err
+}
+
+// claim admits d and claims its run, within a "claim" span: the claim's
+// result, the group lock it holds (nil: none), the refusal the claim was
+// made with, and the run's workflow; or the error to hand d back with.
+func (r *Runner) claim(ctx context.Context, d *queue.Delivery, traceID string, log *slog.Logger) (_ queue.ClaimResult, _ *queue.GroupLock, refusal error, _ *workflows.Workflow, err error) {
+	req := d.Request
+	ctx, span := r.tracer.Start(ctx, "claim")
+	defer span.End()
+	wf, refusal := r.admit(d)
+	spec := queue.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
+		Resume: !r.isActive(req.ID), Refuse: refusal != nil, TraceID: traceID}
+	var lock *queue.GroupLock
+	if wf != nil {
+		spec.Group = concurrencyGroup(wf, &req.Event)
+		if refusal == nil && spec.Group != "" && !wf.Concurrency.CancelInProgress {
+			lock = &queue.GroupLock{Group: spec.Group, RunID: req.ID, Claimant: r.cfg.ID, TTL: r.cfg.StaleAfter}
+			if err := r.acquireGroup(ctx, lock, log); err != nil {
+				span.SetAttributes(attribute.String("hookrun.claim.outcome", "waiting"))
+				return queue.ClaimResult{}, nil, refusal, wf, err
+			}
+		}
+	}
+	res, err := r.deps.Runs.Claim(ctx, req, spec)
+	if lock != nil && (err != nil || res.Outcome != queue.Claimed) {
+		// Not ours to run now: the group goes to the next run (a claim
+		// that failed is retried and keeps its place).
+		_ = r.releaseGroup(ctx, lock, err != nil, log) // logged; the lock expires
+		lock = nil
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "claim failed")
+		if errors.Is(err, queue.ErrConflict) {
+			err = queue.Retry(err, time.Second)
+		}
+		return queue.ClaimResult{}, nil, refusal, wf, err
+	}
+	span.SetAttributes(attribute.String("hookrun.claim.outcome", claimOutcomes[res.Outcome]))
+	return res, lock, refusal, wf, nil
+}
+
+// claimOutcomes name queue.ClaimOutcome values in spans.
+var claimOutcomes = map[queue.ClaimOutcome]string{
+	queue.Claimed: "claimed", queue.ClaimFinished: "finished", queue.ClaimHeld: "held",
+	queue.ClaimRefused: "refused", queue.ClaimCancelled: "cancelled",
 }
 
 // acquireGroup takes the lock of a serialized concurrency group for a run
@@ -417,7 +481,7 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		OnChange:  c.hb.setSteps,
 	})
 	c.stopHeartbeat()
-	return r.outcome(ctx, c, req.ID, res, ws.HeadSHA, log)
+	return r.outcome(ctx, c, req, res, ws.HeadSHA, log)
 }
 
 // claimed is a run this runner executes: its context (cancelled by a
@@ -473,7 +537,7 @@ func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequ
 	if c.hb.lost.Load() {
 		return nil
 	}
-	return r.finish(ctx, req.ID, res, "", log)
+	return r.finish(ctx, req, res, "", log)
 }
 
 // prepareFailed decides what a workspace that could not be prepared means:
@@ -497,7 +561,8 @@ func (r *Runner) prepareFailed(ctx context.Context, c *claimed, id string, err e
 
 // outcome writes how an executed run ended: not at all when another runner
 // took it over, handed back when it was abandoned, else its result.
-func (r *Runner) outcome(ctx context.Context, c *claimed, id string, res *Result, headSHA string, log *slog.Logger) error {
+func (r *Runner) outcome(ctx context.Context, c *claimed, req *queue.RunRequest, res *Result, headSHA string, log *slog.Logger) error {
+	id := req.ID
 	switch {
 	case c.hb.lost.Load():
 		log.Warn("another runner took this run over; dropping our result", "status", res.Status)
@@ -506,7 +571,7 @@ func (r *Runner) outcome(ctx context.Context, c *claimed, id string, res *Result
 		r.release(ctx, id, "", log)
 		return fmt.Errorf("running %s: %w", id, ErrAbandoned)
 	}
-	if err := r.finish(ctx, id, res, headSHA, log); err != nil {
+	if err := r.finish(ctx, req, res, headSHA, log); err != nil {
 		return err
 	}
 	log.Info("run finished", "status", res.Status, "duration", res.Duration().Round(time.Millisecond))
@@ -514,7 +579,9 @@ func (r *Runner) outcome(ctx context.Context, c *claimed, id string, res *Result
 }
 
 // finish writes the run's outcome, unless the run was taken over.
-func (r *Runner) finish(ctx context.Context, id string, res *Result, headSHA string, log *slog.Logger) error {
+// A result written is counted (Metrics) and is the "run" span's status.
+func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *Result, headSHA string, log *slog.Logger) error {
+	id := req.ID
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
 	err := r.deps.Runs.Finish(sctx, id, queue.FinishSpec{
@@ -532,6 +599,14 @@ func (r *Runner) finish(ctx context.Context, id string, res *Result, headSHA str
 	if errors.Is(err, queue.ErrClaimLost) {
 		log.Warn("run record no longer ours; not writing the result", "err", err)
 		return nil
+	}
+	if err == nil {
+		r.cfg.Metrics.runFinished(req.Workflow, res.Status, res.Duration())
+		span := trace.SpanFromContext(ctx)
+		span.SetAttributes(telemetry.AttrStatus.String(string(res.Status)))
+		if res.Status == workflows.StatusFailed {
+			span.SetStatus(codes.Error, "run failed")
+		}
 	}
 	return err
 }

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/ingress/ui"
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/providers/sbx"
@@ -35,6 +37,9 @@ type App struct {
 	consumer   *queue.Consumer // nil without a runner
 	srv        *ingress.Server // nil without ingress
 	outbox     *runner.Outbox  // nil without a runner
+	metrics    *runner.Metrics // nil without a runner
+	metricsSrv *metricsServer  // runner.metrics_listen of `hookrun runner`; nil without
+	tracing    *telemetry.Tracing
 	// closers are closed last, in reverse order: the executors, then the
 	// queue.
 	closers closers
@@ -65,6 +70,14 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 			_ = a.Shutdown(sctx)
 		}
 	}()
+	if c.Tracing == nil {
+		if c.Tracing, err = telemetry.Setup(ctx, m.Name, logger); err != nil {
+			return nil, fmt.Errorf("configuring tracing: %w", err)
+		}
+	}
+	a.tracing = c.Tracing
+	// Closed last of all: the spans of runs shut down are flushed.
+	a.closers = append(a.closers, a.tracing)
 	if m.Runner || c.NATS.URL == "" {
 		if err := secureDataDir(c.DataDir); err != nil {
 			return nil, err
@@ -113,6 +126,10 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 			return nil, err
 		}
 		a.startRecovery(reloadCtx, forges)
+	} else if c.Runner.MetricsListen != "" {
+		if a.metricsSrv, err = startMetricsServer(ctx, c.Runner.MetricsListen, a.collectors(), logger); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }
@@ -147,7 +164,10 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	outbox.Start() // also what an earlier process left undelivered
 	a.closers = append(a.closers, outbox)
 	a.outbox = outbox
+	a.metrics = runner.NewMetrics()
 	engine, err := runner.NewEngine(runner.EngineConfig{
+		Tracer:    a.tracing.Provider,
+		Metrics:   a.metrics,
 		Providers: execs.Providers,
 		Logs:      a.queue.Logs(),
 		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
@@ -170,6 +190,8 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending, MaxDeliver: c.Runner.MaxDeliver},
 		Admit:             admitRepos(c.AllowRepos),
 		Logger:            a.logger,
+		Tracer:            a.tracing.Provider,
+		Metrics:           a.metrics,
 	}, runner.Deps{
 		Runs:       a.queue.Runs(),
 		Workflows:  a.set,
@@ -196,7 +218,8 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
 		Files:            forges.Files(),
-		Collectors:       a.outboxCollectors(),
+		Collectors:       a.collectors(),
+		Tracer:           a.ingressTracer(),
 	}, a.queue, a.set, a.logger)
 	if err != nil {
 		return fmt.Errorf("configuring ingress: %w", err)
@@ -255,13 +278,27 @@ func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller, r *ru
 	return nil
 }
 
-// outboxCollectors are the metrics of this process's report outbox; none
-// without a runner.
-func (a *App) outboxCollectors() []prometheus.Collector {
-	if a.outbox == nil {
+// collectors are the metrics this process serves beside ingress's own
+// (docs/operations.md lists them all): the queue's state, and with a
+// runner its families and its report outbox's.
+func (a *App) collectors() []prometheus.Collector {
+	cs := []prometheus.Collector{a.queue.Collector("")}
+	if a.metrics != nil {
+		cs = append(cs, a.metrics.Collectors()...)
+	}
+	if a.outbox != nil {
+		cs = append(cs, a.outbox.Collectors()...)
+	}
+	return cs
+}
+
+// ingressTracer is the provider ingress traces deliveries with; nil (no
+// spans, not even no-op ones) with tracing off.
+func (a *App) ingressTracer() trace.TracerProvider {
+	if !a.tracing.Enabled {
 		return nil
 	}
-	return a.outbox.Collectors()
+	return a.tracing.Provider
 }
 
 // recordCanceller cancels through the run record alone (for `hookrun
@@ -307,6 +344,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	if a.consumer != nil {
 		errs = append(errs, a.consumer.Close(ctx))
+	}
+	if a.metricsSrv != nil {
+		errs = append(errs, a.metricsSrv.shutdown(ctx))
 	}
 	a.stopReload()
 	cl := a.closers

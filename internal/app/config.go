@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -32,6 +33,11 @@ type Config struct {
 	// ingress (a delivery for any other repository is ignored); a runner
 	// that has it fails runs for other repositories before their checkout.
 	AllowRepos []string `yaml:"allow_repos"`
+
+	// Tracing is the process's OpenTelemetry tracing; nil: Start builds it
+	// from the OTEL_* environment (telemetry.Setup). Tests set it; never
+	// from a file.
+	Tracing *telemetry.Tracing `yaml:"-"`
 
 	// InsecureNoVerify accepts webhooks without a configured secret (flag
 	// --insecure-no-verify only; never from a file).
@@ -153,6 +159,11 @@ type RunnerConfig struct {
 	// ReportOutbox tunes how final reports the forge did not take in time
 	// are retried from the hookrun_outbox bucket.
 	ReportOutbox ReportOutboxConfig `yaml:"report_outbox"`
+	// MetricsListen is where `hookrun runner` serves GET /metrics (the
+	// runner's, the queue's and the outbox's families, Go and process
+	// metrics), host:port; default "": none. serve and ingress serve them
+	// on listen's /metrics and ignore it.
+	MetricsListen string `yaml:"metrics_listen"`
 }
 
 // ReportOutboxConfig tunes the outbox of final reports (runner.OutboxConfig
@@ -245,6 +256,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Runner.MetricsListen != "" && !strings.Contains(c.Runner.MetricsListen, ":") {
+		bad("runner.metrics_listen", "want host:port, got %q", c.Runner.MetricsListen)
 	}
 	if !strings.Contains(c.Listen, ":") {
 		bad("listen", "want host:port, got %q", c.Listen)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 
+	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/runner/contract"
@@ -25,7 +27,8 @@ type Forges struct {
 func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 	var f Forges
 	if cfg.GitHub.Token != "" || cfg.GitHub.AppID != 0 {
-		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger}
+		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger,
+			WrapTransport: tracedTransport(cfg, "github")}
 		if cfg.GitHub.PrivateKeyFile != "" {
 			key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
 			if err != nil {
@@ -40,7 +43,8 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		f.GitHub = rep
 	}
 	if cfg.GitLab.Token != "" {
-		rep, err := gitlab.New(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger})
+		rep, err := gitlab.New(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger,
+			WrapTransport: tracedTransport(cfg, "gitlab")})
 		if err != nil {
 			return nil, fmt.Errorf("configuring gitlab reporter: %w", err)
 		}
@@ -50,6 +54,16 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
 	}
 	return &f, nil
+}
+
+// tracedTransport gives each API call of a forge's client a span
+// (telemetry.Transport) when tracing is on; nil otherwise.
+func tracedTransport(cfg *Config, forge string) func(http.RoundTripper) http.RoundTripper {
+	if cfg.Tracing == nil || !cfg.Tracing.Enabled {
+		return nil
+	}
+	tp := cfg.Tracing.Provider
+	return func(base http.RoundTripper) http.RoundTripper { return telemetry.Transport(base, tp, forge) }
 }
 
 // Report sends a run's report to the reporter of its event's forge.

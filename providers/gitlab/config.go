@@ -39,6 +39,9 @@ type Config struct {
 	// Transport sends the HTTP requests; nil = a clone of
 	// http.DefaultTransport that waits at most 30 s for response headers.
 	Transport http.RoundTripper
+	// WrapTransport, when set, wraps Transport (its default included)
+	// once: internal/app gives each API call a trace span with it.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Logger receives retries and fallbacks (never the token); nil = slog.Default().
 	Logger *slog.Logger
 }
@@ -48,6 +51,9 @@ func (c *Config) setDefaults() {
 		c.BaseURL = DefaultBaseURL
 	}
 	ratelimit.ConfigDefaults(&c.MaxWait, &c.Backoff, &c.Transport, &c.Logger)
+	if c.WrapTransport != nil {
+		c.Transport, c.WrapTransport = c.WrapTransport(c.Transport), nil
+	}
 }
 
 // Validate reports what is wrong with c (after defaults are set). Errors

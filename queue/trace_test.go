@@ -1,0 +1,168 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// runHeaders returns the headers of the last run message of a workflow.
+func runHeaders(t *testing.T, q *Queue, workflow string) nats.Header {
+	t.Helper()
+	m, err := q.runsS.GetLastMsgForSubject(testCtx(t, 10*time.Second), runsSubjectPrefix+workflow)
+	if err != nil {
+		t.Fatalf("reading the run message of %s: %v", workflow, err)
+	}
+	return m.Header
+}
+
+// TestPublishCarriesTheTraceContext: a delivery published within a span
+// has the span's W3C trace context in every run message's headers and
+// its trace id in every record; the consumer hands the handler a context
+// whose remote parent is that span. Without a span there is no header and
+// no trace id.
+func TestPublishCarriesTheTraceContext(t *testing.T) {
+	q := openTest(t, Config{})
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	ctx, span := tp.Tracer("test").Start(testCtx(t, 30*time.Second), "publish")
+	reqs := []*RunRequest{testRequest("one"), testRequest("two")}
+	reqs[1].Event.DeliveryID = reqs[0].Event.DeliveryID
+	if _, err := q.PublishDelivery(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	span.End()
+	sc := span.SpanContext()
+	for _, r := range reqs {
+		rec, _, err := q.Runs().Get(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.TraceID != sc.TraceID().String() {
+			t.Errorf("record %s trace_id = %q, want %s", r.ID, rec.TraceID, sc.TraceID())
+		}
+	}
+	for _, w := range []string{"one", "two"} {
+		tp0 := runHeaders(t, q, w).Get("traceparent")
+		if !strings.Contains(tp0, sc.TraceID().String()) || !strings.Contains(tp0, sc.SpanID().String()) {
+			t.Fatalf("traceparent header of %s %q, want trace %s span %s", w, tp0, sc.TraceID(), sc.SpanID())
+		}
+	}
+
+	got := make(chan trace.SpanContext, 2)
+	c, err := q.Consume(ctx, ConsumerConfig{Durable: "trace-test", FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
+		got <- trace.SpanContextFromContext(ctx)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for range reqs {
+		select {
+		case h := <-got:
+			if !h.IsRemote() || h.TraceID() != sc.TraceID() || h.SpanID() != sc.SpanID() {
+				t.Errorf("handler's span context %+v, want the publish span as remote parent", h)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no delivery")
+		}
+	}
+
+	// Without a span: no header, no trace id.
+	plain := testRequest("three")
+	if _, err := q.PublishDelivery(testCtx(t, 10*time.Second), []*RunRequest{plain}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := q.Runs().Get(ctx, plain.ID)
+	if err != nil || rec.TraceID != "" {
+		t.Fatalf("record without a span: trace_id %q, err %v; want none", rec.TraceID, err)
+	}
+	if h := runHeaders(t, q, "three").Get("traceparent"); h != "" {
+		t.Errorf("a run published without a span has traceparent %q", h)
+	}
+}
+
+// TestStateCollector: the queue's gauges follow the stream and the outbox
+// (pending runs before and after a consumer exists, reports kept), read
+// at most once per stateMaxAge.
+func TestStateCollector(t *testing.T) {
+	q := openTest(t, Config{})
+	ctx := testCtx(t, 30*time.Second)
+	col := q.Collector("state-test").(*stateCollector)
+	if _, err := q.readState(ctx, "state-test"); err != nil {
+		t.Fatalf("reading the queue's state: %v", err)
+	}
+	gauges := func(fresh bool) string {
+		if fresh {
+			col.mu.Lock()
+			col.at = time.Time{} // no caching between the test's readings
+			col.mu.Unlock()
+		}
+		if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
+			t.Fatalf("lint: %v %v", probs, err)
+		}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(col)
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, f := range fams {
+			fmt.Fprintf(&b, "%s=%g ", f.GetName(), f.GetMetric()[0].GetGauge().GetValue())
+		}
+		return b.String()
+	}
+	if got, want := gauges(true), "hookrun_queue_ack_pending_runs=0 hookrun_queue_pending_runs=0 hookrun_report_outbox_reports=0 "; got != want {
+		t.Fatalf("empty queue: %s, want %s", got, want)
+	}
+	for _, w := range []string{"a", "b"} {
+		if _, err := q.Publish(ctx, testRequest(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Outbox().Put(ctx, &OutboxEntry{Key: OutboxKey("01J0000000000000000000000A", "final"), RunID: "01J0000000000000000000000A", Report: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gauges(true), "hookrun_queue_ack_pending_runs=0 hookrun_queue_pending_runs=2 hookrun_report_outbox_reports=1 "; got != want {
+		t.Fatalf("before any consumer: %s, want %s", got, want)
+	}
+	hold := make(chan struct{})
+	started := make(chan struct{}, 2)
+	c, err := q.Consume(ctx, ConsumerConfig{Durable: "state-test", Concurrency: 1, FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
+		started <- struct{}{}
+		<-hold
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	defer close(hold) // before Close waits for the handler
+	<-started
+	if got, want := gauges(true), "hookrun_queue_ack_pending_runs=1 hookrun_queue_pending_runs=1 hookrun_report_outbox_reports=1 "; got != want {
+		t.Fatalf("one run in a handler: %s, want %s", got, want)
+	}
+
+	// Cached: a reading within stateMaxAge is served again.
+	before := gauges(true)
+	if err := q.Outbox().Put(ctx, &OutboxEntry{Key: OutboxKey("01J0000000000000000000000B", "final"), RunID: "01J0000000000000000000000B", Report: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if after := gauges(false); after != before {
+		t.Errorf("a scrape within %s read again: %s → %s", stateMaxAge, before, after)
+	}
+	if after := gauges(true); !strings.Contains(after, "hookrun_report_outbox_reports=2 ") {
+		t.Errorf("a fresh reading: %s, want 2 reports in the outbox", after)
+	}
+}

@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Metrics are the runner's and the engine's Prometheus families. Their
+// labels are bounded: workflow names (the loaded files), final statuses,
+// executors, forges and report phases; never a run id, a repository or a
+// user. A nil *Metrics counts nothing. Build one per process with
+// NewMetrics and register Collectors once (internal/app).
+type Metrics struct {
+	runsFinished   *prometheus.CounterVec   // workflow, status
+	runDuration    *prometheus.HistogramVec // workflow
+	stepDuration   *prometheus.HistogramVec // workflow, executor
+	deliveries     *prometheus.CounterVec   // workflow
+	redeliveries   *prometheus.CounterVec   // workflow
+	reportFailures *prometheus.CounterVec   // forge, phase
+}
+
+// Buckets of the duration histograms: steps and runs take seconds to
+// an hour (runner.default_timeout).
+var (
+	stepBuckets = []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	runBuckets  = []float64{.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+)
+
+// NewMetrics returns the families, zero.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrun_runs_finished_total",
+			Help: "Runs that reached a final status (succeeded, partially_succeeded, failed, cancelled, skipped), by workflow and status.",
+		}, []string{"workflow", "status"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookrun_run_duration_seconds",
+			Help:    "Wall time of finished runs from claim to final state, by workflow.",
+			Buckets: runBuckets,
+		}, []string{"workflow"}),
+		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookrun_step_duration_seconds",
+			Help:    "Wall time of steps (all their attempts), by workflow and executor (host, container, root_container, sbx, none).",
+			Buckets: stepBuckets,
+		}, []string{"workflow", "executor"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrun_queue_deliveries_total",
+			Help: "Run requests handed to this runner by the queue, by workflow (redeliveries included).",
+		}, []string{"workflow"}),
+		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrun_queue_redeliveries_total",
+			Help: "Run requests delivered again (a nak, a runner that died or missed AckWait), by workflow.",
+		}, []string{"workflow"}),
+		reportFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrun_report_failures_total",
+			Help: "Reports (start, progress, final) the forge did not take, after rate-limit retries, by forge and phase.",
+		}, []string{"forge", "phase"}),
+	}
+}
+
+// Collectors are the families, for one Prometheus registry.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.redeliveries, m.reportFailures}
+}
+
+func (m *Metrics) runFinished(workflow string, status workflows.Status, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.runsFinished.WithLabelValues(workflow, string(status)).Inc()
+	m.runDuration.WithLabelValues(workflow).Observe(d.Seconds())
+}
+
+func (m *Metrics) stepFinished(workflow, executor string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.stepDuration.WithLabelValues(workflow, executor).Observe(d.Seconds())
+}
+
+func (m *Metrics) reportFailed(forge workflows.Forge, phase string) {
+	if m == nil {
+		return
+	}
+	f := string(forge)
+	if f == "" {
+		f = "none"
+	}
+	m.reportFailures.WithLabelValues(f, phase).Inc()
+}
+
+// Delivered counts a delivery, and a redelivery when n > 1
+// (queue.ConsumerObserver).
+func (m *Metrics) Delivered(workflow string, n uint64) {
+	if m == nil {
+		return
+	}
+	m.deliveries.WithLabelValues(workflow).Inc()
+	if n > 1 {
+		m.redeliveries.WithLabelValues(workflow).Inc()
+	}
+}
+
+// GaveUp counts a run the queue failed itself (queue.ConsumerObserver):
+// it finished failed without a result of the runner's.
+func (m *Metrics) GaveUp(workflow string) {
+	if m == nil {
+		return
+	}
+	m.runsFinished.WithLabelValues(workflow, string(workflows.StatusFailed)).Inc()
+}
+
+var _ queue.ConsumerObserver = (*Metrics)(nil)
