@@ -171,6 +171,16 @@ func (plainStrings) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.BuiltinNode{Name: "string", Arguments: []ast.Node{*node}})
 }
 
+// CommandOf reports whether e is a new comment whose first line is command
+// (the rule of a command trigger without `actions:`), and returns the rest
+// of that line. Server commands such as /retry use it.
+func CommandOf(command string, e *Event) (args string, ok bool) {
+	if e == nil || e.Kind != KindComment || !slices.Contains(DefaultCommandActions, e.Action) {
+		return "", false
+	}
+	return matchCommand(command, e.CommentBody())
+}
+
 // matchCommand checks whether the first line of body, trimmed, is command or
 // starts with command followed by blank space, and returns the rest of the
 // line, trimmed.
