@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
@@ -124,13 +125,16 @@ func (s *Server) pullRequestRuns(ctx context.Context, forge workflows.Forge, rep
 	return out, nil
 }
 
-// failedRuns are the runs a /retry re-runs: of each workflow, the latest
-// run on the pull request, if it failed.
-func failedRuns(recs []*queue.RunRecord) []*queue.RunRecord {
+// failedRuns are the runs the /retry comment delivery trigger re-runs: of
+// each workflow, the latest run on the pull request, if it failed. The
+// re-runs trigger itself queued (seen again on its redelivery) do not
+// count, so that the redelivery asks for the same re-runs, which its
+// delivery keys then dedupe.
+func failedRuns(recs []*queue.RunRecord, trigger string) []*queue.RunRecord {
 	seen := map[string]bool{}
 	var out []*queue.RunRecord
 	for _, r := range recs { // newest first
-		if seen[r.Workflow] {
+		if seen[r.Workflow] || r.Event.DeliveryID == queue.RerunDelivery(queue.OriginOf(r), "", trigger) {
 			continue
 		}
 		seen[r.Workflow] = true
@@ -158,7 +162,7 @@ func (s *Server) retries(ctx context.Context, ev *workflows.Event, resp *respons
 	if err != nil {
 		return nil, err
 	}
-	failed := failedRuns(recs)
+	failed := failedRuns(recs, ev.DeliveryID)
 	if len(failed) == 0 {
 		resp.Skipped = append(resp.Skipped, skipped{cmd, fmt.Sprintf("no failed run on %s#%d to re-run", ev.Repo, ev.PullRequest.Number)})
 		return nil, nil
@@ -304,4 +308,12 @@ func rerunNames(reqs []*queue.RunRequest) string {
 		}
 	}
 	return strings.Join(ids, ",")
+}
+
+// receivedTTL is how long deliveries are stored, for messages.
+func (s *Server) receivedTTL() string {
+	if t, ok := s.deliveries.(interface{ TTL() time.Duration }); ok {
+		return t.TTL().String()
+	}
+	return "a limited time"
 }
