@@ -191,6 +191,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
+		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry},
 		Collectors:       a.outboxCollectors(),
 	}, a.queue, a.set, a.logger)
 	if err != nil {
