@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -173,5 +174,37 @@ func TestRerunLinksBothWays(t *testing.T) {
 	data, _ := json.Marshal(n)
 	if !strings.Contains(string(data), `"rerun_of":"`+res.RunID+`"`) {
 		t.Errorf("record JSON lacks rerun_of: %s", data)
+	}
+}
+
+// BenchmarkDeliveryStored measures a delivery of one run with a 28 KiB
+// body (a GitHub pull_request payload's size) published alone
+// (PublishDelivery) and with the delivery stored beside it
+// (AcceptDelivery): what storing deliveries for replay adds to ingest.
+func BenchmarkDeliveryStored(b *testing.B) {
+	body := bigBody(28 << 10)
+	for _, store := range []bool{false, true} {
+		name := "publish"
+		if store {
+			name = "accept"
+		}
+		b.Run(name, func(b *testing.B) {
+			q := openTest(b, Config{})
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				req := testRequest("bench")
+				req.Event.Raw = body
+				var err error
+				if store {
+					_, err = q.AcceptDelivery(ctx, &Received{Forge: workflows.GitHub, ID: req.Event.DeliveryID, Event: "pull_request", Raw: body}, []*RunRequest{req})
+				} else {
+					_, err = q.PublishDelivery(ctx, []*RunRequest{req})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
