@@ -79,7 +79,8 @@ func (s *Server) rerunRequest(ctx context.Context, rec *queue.RunRecord, trigger
 	}
 	ev := rec.Event
 	origin := queue.OriginOf(rec)
-	if s.deliveries != nil && origin != "" {
+	// A run started through the API (no event kind) has no delivery.
+	if s.deliveries != nil && origin != "" && ev.Kind != "" {
 		d, err := s.deliveries.Get(ctx, ev.Forge, origin)
 		switch {
 		case err == nil:

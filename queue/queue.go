@@ -59,10 +59,10 @@ type Queue struct {
 	// Config.InlineBodyMax, at most half the server's max_payload.
 	inlineMax int
 
-	runs   *RunStore
-	heads  *HeadStore
-	groups *GroupStore
-	logs   *LogStore
+	runs     *RunStore
+	heads    *HeadStore
+	groups   *GroupStore
+	logs     *LogStore
 	outbox   *OutboxStore
 	received *ReceivedStore
 
