@@ -273,3 +273,28 @@ func TestReplayDelivery(t *testing.T) {
 		t.Errorf("replay-1 on gitlab: %d", code)
 	}
 }
+
+// A run started through the API is re-run with its params (the record
+// keeps them) and without a stored delivery to look for.
+func TestAPIRerunKeepsParams(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{}, map[string]string{"deploy.yaml": paramsWorkflow})
+	code, b := apiPost(t, env.http.URL+"/api/v1/workflows/deploy/runs", testAPIToken, `{"repo": "octo/demo", "params": {"TARGET": "prod $(id)"}}`)
+	var started struct {
+		Run string `json:"run"`
+	}
+	if code != http.StatusAccepted || json.Unmarshal([]byte(b), &started) != nil {
+		t.Fatalf("start: %d %s", code, b)
+	}
+	setStatus(t, env.q, started.Run, workflows.StatusFailed, 0)
+	code, b = apiDo(t, env, http.MethodPost, "/api/v1/runs/"+started.Run+"/rerun", testAPIToken)
+	var ans rerunAnswer
+	if code != http.StatusAccepted || json.Unmarshal([]byte(b), &ans) != nil {
+		t.Fatalf("re-run: %d %s", code, b)
+	}
+	if msg := streamRequest(t, env.q, ans.Run); msg.Params["TARGET"] != "prod $(id)" || msg.RerunOf != started.Run || msg.Event.Repo != "octo/demo" {
+		t.Fatalf("re-run request %+v", msg)
+	}
+	if strings.Contains(env.logs.String(), "no longer stored") {
+		t.Errorf("looked for the stored delivery of an API run:\n%s", env.logs)
+	}
+}

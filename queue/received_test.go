@@ -179,27 +179,29 @@ func TestRerunLinksBothWays(t *testing.T) {
 
 // BenchmarkDeliveryStored measures a delivery of one run with a 28 KiB
 // body (a GitHub pull_request payload's size) published alone
-// (PublishDelivery) and with the delivery stored beside it
-// (AcceptDelivery): what storing deliveries for replay adds to ingest.
+// (PublishDelivery, what ingress did before deliveries were stored) and
+// with the delivery stored beside it (AcceptDelivery), and a delivery
+// without runs stored alone (before: no write at all): what storing
+// deliveries for replay adds to ingest.
 func BenchmarkDeliveryStored(b *testing.B) {
 	body := bigBody(28 << 10)
-	for _, store := range []bool{false, true} {
-		name := "publish"
-		if store {
-			name = "accept"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{"publish", "accept", "accept-no-runs"} {
+		b.Run(mode, func(b *testing.B) {
 			q := openTest(b, Config{})
 			ctx := context.Background()
 			b.ResetTimer()
 			for b.Loop() {
 				req := testRequest("bench")
 				req.Event.Raw = body
+				d := &Received{Forge: workflows.GitHub, ID: req.Event.DeliveryID, Event: "pull_request", Raw: body}
 				var err error
-				if store {
-					_, err = q.AcceptDelivery(ctx, &Received{Forge: workflows.GitHub, ID: req.Event.DeliveryID, Event: "pull_request", Raw: body}, []*RunRequest{req})
-				} else {
+				switch mode {
+				case "publish":
 					_, err = q.PublishDelivery(ctx, []*RunRequest{req})
+				case "accept":
+					_, err = q.AcceptDelivery(ctx, d, []*RunRequest{req})
+				default:
+					_, err = q.AcceptDelivery(ctx, d, nil)
 				}
 				if err != nil {
 					b.Fatal(err)
