@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -237,5 +239,44 @@ func TestCLICommandTree(t *testing.T) {
 	t.Setenv("HOOKRUN_SERVER", "http://127.0.0.1:1")
 	if code, _, errs := runCLI(t, "runs", "list"); code != 1 || !strings.Contains(errs, "connecting to http://127.0.0.1:1") {
 		t.Errorf("no server: %d %q", code, errs)
+	}
+}
+
+// TestCLIListPaging: `runs list` passes every filter to the API (a server
+// with the paged list contract), prints the next page's cursor, and reads
+// an answer with or without next_cursor; the token goes only into the
+// Authorization header.
+func TestCLIListPaging(t *testing.T) {
+	const token = "paging-token"
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/api/v1/runs" || r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, `{"error":"unexpected request"}`, http.StatusBadRequest)
+			return
+		}
+		seen = append(seen, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("cursor") == "" {
+			_, _ = io.WriteString(w, `{"runs":[{"id":"01A","workflow":"w","status":"failed","repo":"o/r","event":{"kind":"pull_request","action":"opened","pull_request":{"number":7}}}],"next_cursor":"c2"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"runs":[{"id":"01B","workflow":"w","status":"succeeded","repo":"o/r","event":{"pull_request":{"number":7}}}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("HOOKRUN_API_TOKEN", token)
+	code, out, errs := runCLIWithin(t, 10*time.Second, "runs", "list", "--server", srv.URL, "--workflow", "w", "--repo", "o/r", "--status", "failed", "--pr", "7", "--limit", "1")
+	if code != 0 || !strings.Contains(out, "01A") || !strings.Contains(errs, "more runs: --cursor c2") {
+		t.Fatalf("first page: %d %q %q", code, out, errs)
+	}
+	code, out, errs = runCLIWithin(t, 10*time.Second, "runs", "list", "--server", srv.URL, "--pr", "7", "--cursor", "c2")
+	if code != 0 || !strings.Contains(out, "01B") || strings.Contains(errs, "more runs") {
+		t.Fatalf("last page: %d %q %q", code, out, errs)
+	}
+	want := []string{"limit=1&pr=7&repo=o%2Fr&status=failed&workflow=w", "cursor=c2&pr=7"}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("queries %q, want %q", seen, want)
+	}
+	if strings.Contains(out+errs, token) {
+		t.Error("the token was printed")
 	}
 }
