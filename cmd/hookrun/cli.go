@@ -87,12 +87,12 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
+		return exitUsage
 	case strings.HasPrefix(err.Error(), "unknown command"):
 		fmt.Fprintf(stderr, "hookrun: unknown command %q\n\n", args[0])
 		usage(stderr)
-		return exitUsage
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
@@ -108,4 +108,14 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// groupRunE is the RunE of a command group (runs, deliveries): an unknown
+// subcommand is a usage error, none prints the group's help and exits 2.
+func groupRunE(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unknown command %q (see '%s --help')", args[0], c.CommandPath())}
+	}
+	_ = c.Help()
+	return exitError{exitUsage}
 }

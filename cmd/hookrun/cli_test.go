@@ -226,13 +226,15 @@ func TestCLICommandTree(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"runs", "get"}, "want a run id"},
+		{[]string{"runs", "nope"}, `unknown command "nope"`},
+		{[]string{"deliveries"}, "replay"},
 		{[]string{"runs", "rerun", "a", "b"}, "want a run id, got 2"},
 		{[]string{"runs", "list", "--limit", "x"}, "invalid argument"},
 		{[]string{"runs", "list", "--server", "ftp://x"}, "is not an http(s) URL"},
 		{[]string{"runs", "list", "--token-file", "/nonexistent/token"}, "reading --token-file"},
 	} {
-		code, _, errs := runCLI(t, tc.args...)
-		if code != exitUsage || !strings.Contains(errs, tc.msg) {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(out+errs, tc.msg) {
 			t.Errorf("%v: %d %q, want %d and %q", tc.args, code, errs, exitUsage, tc.msg)
 		}
 	}

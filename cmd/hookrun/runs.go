@@ -24,6 +24,7 @@ func newRunsCommand() *cobra.Command {
 		Short: "list, inspect, follow, cancel and re-run runs through the API",
 		Long: "Talk to a hookrun server's API (/api/v1): --server or " + envServer + " names it (default " + defaultServer + "),\n" +
 			envToken + " (or --token-file) holds its api.token. Tables for people, --json for scripts.",
+		RunE: groupRunE,
 	}
 	f.register(c)
 	c.AddCommand(runsList(&f), runsGet(&f), runsLogs(&f), runsCancel(&f), runsRerun(&f))
@@ -360,6 +361,7 @@ func newDeliveriesCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "deliveries",
 		Short: "replay a stored webhook delivery through the API",
+		RunE:  groupRunE,
 	}
 	f.register(c)
 	var forge string
