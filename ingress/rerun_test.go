@@ -298,3 +298,48 @@ func TestAPIRerunKeepsParams(t *testing.T) {
 		t.Errorf("looked for the stored delivery of an API run:\n%s", env.logs)
 	}
 }
+
+// A re-run of a delivery whose body was too large to travel inside its run
+// request reaches the runner with that body whole (read back from
+// hookrun_bodies by the stored delivery and stored again for the re-run).
+func TestAPIRerunLargeBody(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow})
+	body := patchJSON(t, "testdata/github/pull_request/opened.payload.json", func(m map[string]any) {
+		m["padding"] = strings.Repeat("x", 300<<10)
+	})
+	a := env.github(t, "pull_request", "rerun-large-1", body)
+	if a.Code != http.StatusAccepted || len(a.Runs) != 1 {
+		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
+	}
+	orig := a.Runs[0].ID
+	setStatus(t, env.q, orig, workflows.StatusFailed, 0)
+	code, b := apiDo(t, env, http.MethodPost, "/api/v1/runs/"+orig+"/rerun", testAPIToken)
+	var ans rerunAnswer
+	if code != http.StatusAccepted || json.Unmarshal([]byte(b), &ans) != nil {
+		t.Fatalf("re-run: %d %s", code, b)
+	}
+	if msg := streamRequest(t, env.q, ans.Run); msg.Body == "" || len(msg.Event.Raw) != 0 {
+		t.Fatalf("re-run message: body %q, %d bytes inline; want the body referenced", msg.Body, len(msg.Event.Raw))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := make(chan []byte, 2)
+	c, err := env.q.Consume(ctx, queue.ConsumerConfig{AckWait: 10 * time.Second, FetchWait: 200 * time.Millisecond}, func(_ context.Context, d *queue.Delivery) error {
+		if d.Request.ID == ans.Run {
+			got <- d.Request.Event.Raw
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(context.Background()) }()
+	select {
+	case raw := <-got:
+		if string(raw) != string(body) {
+			t.Fatalf("re-run's payload: %d bytes, want the delivery's %d", len(raw), len(body))
+		}
+	case <-ctx.Done():
+		t.Fatal("the re-run never reached a handler")
+	}
+}
