@@ -343,3 +343,51 @@ func TestAPIRerunLargeBody(t *testing.T) {
 		t.Fatal("the re-run never reached a handler")
 	}
 }
+
+// On GitLab, /retry is authorized by the note author's role in the project,
+// looked up as for a note trigger: an Owner's re-runs the failed run of the
+// merge request, a non-member's is refused with the reason.
+func TestRetryCommandGitLab(t *testing.T) {
+	members := &fakeMembers{roles: map[[2]int64]string{{1, 51}: "MEMBER", {5, 1}: "OWNER", {5, 2}: "NONE"}, calls: map[[2]int64]int{}}
+	env := newTrustEnv(t, Config{Trust: TrustConfig{GitLabMembers: members}}, nil, map[string]string{"mr.yaml": `name: mr-check
+on:
+  - event: pull_request
+    actions: [opened]
+steps:
+  - id: check
+    run: make check
+`})
+	env.srv.RegisterAPI(APIConfig{Token: testAPIToken}, env.q.Runs(), env.q.Logs(), storeCanceller{env.q.Runs()})
+	mr := patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+		obj(m, "project")["path_with_namespace"] = "gitlab-org/gitlab-test"
+	})
+	a := env.gitlab(t, "Merge Request Hook", nil, mr)
+	if a.Code != http.StatusAccepted || len(a.Runs) != 1 {
+		t.Fatalf("merge request: %d %s", a.Code, a.Raw)
+	}
+	orig := a.Runs[0].ID
+	setStatus(t, env.q, orig, workflows.StatusFailed, 0)
+	note := func(author int) []byte {
+		return patchJSON(t, "testdata/gitlab/note_merge_request.json", func(m map[string]any) {
+			obj(m, "object_attributes")["note"] = "/retry"
+			obj(m, "object_attributes")["author_id"] = author
+		})
+	}
+	h := http.Header{}
+	h.Set("X-Gitlab-Event-UUID", "note-by-2")
+	a = env.gitlab(t, "Note Hook", h, note(2))
+	if a.Code != http.StatusAccepted || len(a.Runs) != 0 || !strings.Contains(a.Raw, "/retry refused: author association NONE") {
+		t.Fatalf("non-member's /retry: %d %s", a.Code, a.Raw)
+	}
+	h.Set("X-Gitlab-Event-UUID", "note-by-1")
+	a = env.gitlab(t, "Note Hook", h, note(1))
+	if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].RerunOf != orig {
+		t.Fatalf("owner's /retry: %d %s", a.Code, a.Raw)
+	}
+	if re := getRecord(t, env.q, a.Runs[0].ID); re.RerunOf != orig || re.Event.Forge != workflows.GitLab || re.Event.Kind != workflows.KindPullRequest {
+		t.Fatalf("re-run record %+v", re)
+	}
+	if members.count(5, 1) != 1 || members.count(5, 2) != 1 {
+		t.Errorf("role lookups %v, want one per note author", members.calls)
+	}
+}
