@@ -54,7 +54,13 @@ type APIConfig struct {
 // the run ends), POST /api/v1/runs/:id/cancel, and POST
 // /api/v1/workflows/:name/runs, which queues a run of a loaded workflow
 // ({"params": {"NAME": "value"}}: values for its params, untrusted text that
-// reaches steps only as environment variables).
+// reaches steps only as environment variables); POST
+// /api/v1/runs/:id/rerun (a new run of the same workflow, loaded now, on
+// the same event, linked both ways and reusing the sticky comment) and
+// POST /api/v1/deliveries/:id/replay (?forge=github|gitlab; a stored
+// delivery matched again against the workflows loaded now). The bearer
+// token is an operator's: a re-run through the API is not subject to the
+// workflow's `authorize` policy (the /retry comment is).
 func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Canceller) {
 	if cfg.Token == "" {
 		s.logger.Warn("api.token is empty: the /api/v1 routes are disabled")
@@ -67,6 +73,8 @@ func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Ca
 	g.GET("/runs/:id", a.get)
 	g.GET("/runs/:id/logs", a.logsHandler)
 	g.POST("/runs/:id/cancel", a.cancelHandler)
+	g.POST("/runs/:id/rerun", a.rerunHandler)
+	g.POST("/deliveries/:id/replay", a.replayHandler)
 	g.POST("/workflows/:name/runs", a.startRun)
 }
 
@@ -235,4 +243,72 @@ func (a *api) startRun(c echo.Context) error {
 	}
 	a.srv.logger.Info("run queued through the API", "workflow", wf.Name, "run", res.RunID)
 	return c.JSON(http.StatusAccepted, map[string]string{"run": res.RunID, "workflow": wf.Name})
+}
+
+// rerunAnswer is the body of POST /api/v1/runs/:id/rerun.
+type rerunAnswer struct {
+	Run      string `json:"run"`
+	Workflow string `json:"workflow"`
+	RerunOf  string `json:"rerun_of"`
+	// WorkflowChanged: the workflow loaded now has another digest than
+	// the one the original run ran (the re-run runs the one loaded now).
+	WorkflowChanged bool `json:"workflow_changed,omitempty"`
+}
+
+// rerunHandler re-runs a finished run (rerun.go).
+func (a *api) rerunHandler(c echo.Context) error {
+	ctx := c.Request().Context()
+	rec, _, err := a.runs.Get(ctx, c.Param("id"))
+	if err != nil {
+		return runError(c, err)
+	}
+	if !rec.Status.Terminal() {
+		return c.JSON(http.StatusConflict, map[string]string{"error": fmt.Sprintf("run %s is %s: only a finished run can be re-run (cancel it first)", rec.ID, rec.Status)})
+	}
+	req, err := a.srv.rerunRequest(ctx, rec, "")
+	if errors.Is(err, errWorkflowGone) {
+		return c.JSON(http.StatusConflict, map[string]string{"error": fmt.Sprintf("workflow %q of run %s is no longer loaded", rec.Workflow, rec.ID)})
+	}
+	if err != nil {
+		a.srv.logger.Error("re-running a run", "run", rec.ID, "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "re-running: queue unavailable"})
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.srv.cfg.PublishTimeout)
+	defer cancel()
+	reqs := []*queue.RunRequest{req}
+	results, err := a.srv.publishAll(pctx, reqs)
+	if err != nil {
+		a.srv.logger.Error("publishing a re-run", "run", rec.ID, "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queueing re-run: queue unavailable"})
+	}
+	a.srv.linkReruns(pctx, reqs, results)
+	a.srv.logger.Info("run re-run through the API", "workflow", req.Workflow, "run", rec.ID, "rerun", results[0].RunID)
+	return c.JSON(http.StatusAccepted, rerunAnswer{Run: results[0].RunID, Workflow: req.Workflow, RerunOf: rec.ID,
+		WorkflowChanged: rec.WorkflowDigest != "" && rec.WorkflowDigest != req.WorkflowDigest})
+}
+
+// replayHandler replays a stored delivery (rerun.go).
+func (a *api) replayHandler(c echo.Context) error {
+	forge := workflows.Forge(c.QueryParam("forge"))
+	if forge == "" {
+		forge = workflows.GitHub
+	}
+	if forge != workflows.GitHub && forge != workflows.GitLab {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab, got %q", forge)})
+	}
+	id := c.Param("id")
+	ans, err := a.srv.replay(c.Request().Context(), forge, id)
+	switch {
+	case errors.Is(err, queue.ErrNotReceived):
+		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stored %s delivery %q (deliveries are kept for %s)", forge, id, a.srv.receivedTTL())})
+	case errors.Is(err, ErrUnhandledEvent) || errors.Is(err, ErrMalformedPayload):
+		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
+	case err != nil:
+		a.srv.logger.Error("replaying a delivery", "forge", forge, "delivery", id, "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "replaying: queue unavailable"})
+	}
+	if len(ans.Runs) == 0 {
+		return c.JSON(http.StatusOK, ans)
+	}
+	return c.JSON(http.StatusAccepted, ans)
 }

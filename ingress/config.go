@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,8 @@ type Config struct {
 	// Files looks up the files a change touches for triggers with paths
 	// (files.go).
 	Files FilesConfig
+	// Commands are the names of the server's own comment commands.
+	Commands CommandsConfig
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
@@ -75,7 +78,30 @@ type GitLabConfig struct {
 	Tokens []string
 }
 
+// CommandsConfig names the comment commands the server itself acts on.
+type CommandsConfig struct {
+	// Retry is the name of the command that re-runs a pull request's
+	// failed runs (a new comment whose first line is /NAME, by a user
+	// each run's workflow `authorize` policy admits). Default "retry";
+	// "-" turns the command off.
+	Retry string
+}
+
+// DefaultRetryCommand is CommandsConfig.Retry's default.
+const DefaultRetryCommand = "retry"
+
+// retryCommand is the comment line that asks for a re-run, "" when off.
+func (c CommandsConfig) retryCommand() string {
+	if c.Retry == "-" {
+		return ""
+	}
+	return "/" + c.Retry
+}
+
 func (c *Config) setDefaults() {
+	if c.Commands.Retry == "" {
+		c.Commands.Retry = DefaultRetryCommand
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -108,11 +134,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("checking allowed repositories: entry %d: %w", i, err))
 		}
 	}
+	if r := c.Commands.Retry; r != "-" && !retryName.MatchString(r) {
+		errs = append(errs, fmt.Errorf("checking commands: retry %q must be a name of letters, digits, - and _ (without the slash), or - to turn it off", r))
+	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
 	errs = append(errs, c.Trust.Validate(), c.Files.Validate())
 	return errors.Join(errs...)
 }
+
+var retryName = regexp.MustCompile(`^[A-Za-z0-9][-_A-Za-z0-9]*$`)
 
 func checkSecrets(forge, what string, enabled bool, secrets []string, insecure bool) error {
 	for i, s := range secrets {

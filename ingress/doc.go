@@ -8,7 +8,11 @@
 // the live log both serve). The
 // workflows come from a WorkflowSource (a workflows.WorkflowSet, which the
 // composition root, internal/app, keeps reloading). Forge payload types stop
-// here.
+// here. Every accepted delivery is also stored (queue.AcceptDelivery), so
+// that POST /api/v1/deliveries/{id}/replay can match it again; a re-run
+// (POST /api/v1/runs/{id}/rerun, or a /retry comment by a user the
+// workflow's authorize policy admits) is a new run on the stored event,
+// linked both ways and reusing the sticky comment (rerun.go).
 //
 // Answers: 202 {"delivery", "runs": [{"id", "workflow"}], "skipped":
 // [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a GitHub ping;

@@ -66,6 +66,14 @@ type Server struct {
 	assoc   *assocCache  // GitLab associations looked up (trust.go)
 	tracer  trace.Tracer // nil: tracing off (tracing.go)
 
+	// Beside a publisher that has them (*queue.Queue; rerun.go): the run
+	// records re-runs read and link, the stored deliveries, and the
+	// publish that stores each delivery. Nil otherwise: no /retry, no
+	// replays, deliveries not stored.
+	records    RunRecords
+	deliveries Deliveries
+	acceptor   deliveryAcceptor
+
 	githubSecrets [][]byte
 	gitlabTokens  [][sha256.Size]byte
 
@@ -102,6 +110,8 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	if cfg.Tracer != nil {
 		s.tracer = newTracer(cfg.Tracer)
 	}
+	s.records, s.deliveries = storesOf(pub)
+	s.acceptor, _ = pub.(deliveryAcceptor)
 	for _, sec := range cfg.GitHub.Secrets {
 		s.githubSecrets = append(s.githubSecrets, []byte(sec))
 	}
@@ -207,6 +217,7 @@ type response struct {
 type runRef struct {
 	ID       string `json:"id"`
 	Workflow string `json:"workflow"`
+	RerunOf  string `json:"rerun_of,omitempty"` // a /retry's re-run: the run it re-runs
 }
 
 type skipped struct {
@@ -409,30 +420,44 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	headWritten := s.rememberHead(c.Request().Context(), ev)
 	resp := response{Delivery: delivery, Runs: []runRef{}}
 	reqs := s.decide(c.Request().Context(), ev, &resp)
-	if len(reqs) == 0 {
+	retries, err := s.retries(c.Request().Context(), ev, &resp)
+	if err != nil {
 		headWritten()
-		resp.Reason = noRunReason(resp.Skipped)
-		s.count(forge, event, outcomeNoRun)
-		log.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
-		return c.JSON(http.StatusAccepted, resp)
+		log.Error("finding the runs a retry asks for", "forge", forge, "event", event, "delivery", delivery, "err", err)
+		s.count(forge, event, outcomeUnavailable)
+		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
 	}
+	reqs = append(reqs, retries...)
 
 	// The client going away must not abandon a publish half-way: a run is
-	// persisted or not, and the forge redelivers either way.
+	// persisted or not, and the forge redelivers either way. The delivery
+	// itself is stored with its runs (for replays), also when it has none.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), s.cfg.PublishTimeout)
 	defer cancel()
+	received := &queue.Received{Forge: forge, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
 	start := time.Now()
-	results, err := s.tracedPublish(ctx, reqs)
-	s.metrics.publish.Observe(time.Since(start).Seconds())
+	results, err := s.tracedPublish(ctx, len(reqs), func(ctx context.Context) ([]queue.PublishResult, error) {
+		return s.accept(ctx, received, reqs)
+	})
+	if len(reqs) > 0 {
+		s.metrics.publish.Observe(time.Since(start).Seconds())
+	}
 	headWritten()
 	if err != nil {
 		log.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
 		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
 	}
+	if len(reqs) == 0 {
+		resp.Reason = noRunReason(resp.Skipped)
+		s.count(forge, event, outcomeNoRun)
+		s.logger.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
+		return c.JSON(http.StatusAccepted, resp)
+	}
+	s.linkReruns(ctx, reqs, results)
 	resp.Duplicate = true
 	for i, r := range results {
-		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow})
+		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow, RerunOf: reqs[i].RerunOf})
 		if !r.Duplicate {
 			resp.Duplicate = false
 			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
@@ -440,7 +465,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	}
 	s.count(forge, event, outcomeAccepted)
 	log.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
-		"runs", len(resp.Runs), "duplicate", resp.Duplicate)
+		"runs", len(resp.Runs), "duplicate", resp.Duplicate, "reruns_of", rerunNames(reqs))
 	return c.JSON(http.StatusAccepted, resp)
 }
 
@@ -548,13 +573,8 @@ func (s *Server) publishAll(ctx context.Context, reqs []*queue.RunRequest) ([]qu
 	if err != nil {
 		return nil, fmt.Errorf("publishing the delivery's %d runs: %w", len(reqs), err)
 	}
-	if len(results) != len(reqs) {
-		return nil, fmt.Errorf("publishing the delivery's %d runs: the queue returned %d results", len(reqs), len(results))
-	}
-	for i, r := range results {
-		if r.RunID == "" {
-			return nil, fmt.Errorf("publishing run of workflow %s: queue returned no run id", reqs[i].Workflow)
-		}
+	if err := checkResults(reqs, results); err != nil {
+		return nil, err
 	}
 	return results, nil
 }

@@ -66,16 +66,16 @@ func endVerify(span trace.Span, ok bool) bool {
 	return ok
 }
 
-// tracedPublish is publishAll within a "publish" span (with tracing on):
+// tracedPublish runs publish (the delivery and its runs) within a "publish" span (with tracing on):
 // the queue writes its context into every run message.
-func (s *Server) tracedPublish(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
+func (s *Server) tracedPublish(ctx context.Context, runs int, publish func(context.Context) ([]queue.PublishResult, error)) ([]queue.PublishResult, error) {
 	if s.tracer == nil {
-		return s.publishAll(ctx, reqs)
+		return publish(ctx)
 	}
 	ctx, span := s.tracer.Start(ctx, "publish", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(telemetry.AttrRuns.Int(len(reqs))))
+		trace.WithAttributes(telemetry.AttrRuns.Int(runs)))
 	defer span.End()
-	results, err := s.publishAll(ctx, reqs)
+	results, err := publish(ctx)
 	if err != nil {
 		span.SetStatus(codes.Error, "publishing failed")
 		return nil, err

@@ -65,10 +65,14 @@ type Config struct {
 	// server's max_payload (1 MiB on a plain nats-server) when that is less.
 	InlineBodyMax int
 	// BodyTTL is how long hookrun_bodies keeps a body: a run whose body
-	// expired before a runner took it fails saying so. Default DeliveryTTL
-	// (hookrun keeps no run records for a set time yet; a run waits in the
-	// queue far less).
+	// expired before a runner took it fails saying so. Default the longer
+	// of DeliveryTTL and ReceivedTTL (a stored delivery references its
+	// large body there).
 	BodyTTL time.Duration
+	// ReceivedTTL is how long hookrun_received keeps each accepted
+	// delivery (event name and body) for replays and re-runs. Default
+	// DeliveryTTL (72h), until run records get a retention of their own.
+	ReceivedTTL time.Duration
 	// LogMaxAge is how long HOOKRUN_LOGS keeps step output. Default 7 days.
 	LogMaxAge time.Duration
 	// HeadTTL is how long hookrun_heads remembers a pull request's head
@@ -129,8 +133,11 @@ func (c *Config) setDefaults() {
 	if c.InlineBodyMax == 0 {
 		c.InlineBodyMax = 256 << 10
 	}
+	if c.ReceivedTTL == 0 {
+		c.ReceivedTTL = c.DeliveryTTL
+	}
 	if c.BodyTTL == 0 {
-		c.BodyTTL = c.DeliveryTTL
+		c.BodyTTL = max(c.DeliveryTTL, c.ReceivedTTL)
 	}
 	if c.LogMaxAge == 0 {
 		c.LogMaxAge = 7 * 24 * time.Hour
@@ -190,6 +197,9 @@ func (c *Config) Validate() error {
 	}
 	if c.InlineBodyMax < 1024 {
 		errs = append(errs, fmt.Errorf("inline body max must be at least 1 KiB, got %d", c.InlineBodyMax))
+	}
+	if c.ReceivedTTL < time.Second {
+		errs = append(errs, fmt.Errorf("received ttl must be at least 1s, got %s", c.ReceivedTTL))
 	}
 	if c.BodyTTL < time.Second {
 		errs = append(errs, fmt.Errorf("body ttl must be at least 1s, got %s", c.BodyTTL))

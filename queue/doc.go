@@ -5,8 +5,11 @@
 // that dedupes redelivered webhooks, the hookrun_heads KV bucket of pull
 // request heads ingress has seen (HeadStore: comment-triggered runs are
 // pinned to them), the hookrun_outbox KV bucket of final reports the forge
-// did not take in time (OutboxStore, retried by runner.Outbox), and the
-// HOOKRUN_LOGS stream of step output. It imports
+// did not take in time (OutboxStore, retried by runner.Outbox), the
+// hookrun_received KV bucket of accepted deliveries (ReceivedStore: event
+// name and body, for replays and re-runs; AcceptDelivery writes it with the
+// delivery's keys, all or nothing), and the HOOKRUN_LOGS stream of step
+// output. It imports
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //

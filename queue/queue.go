@@ -27,6 +27,7 @@ const (
 	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
 	BucketOutbox   = "hookrun_outbox"     // reports not yet delivered (OutboxStore)
 	BucketBodies   = "hookrun_bodies"     // object store: webhook bodies too large for a run request
+	BucketReceived = "hookrun_received"   // accepted deliveries (event name and body), for replays and re-runs
 
 	runsSubjectPrefix = "hookrun.runs."
 	logsSubjectPrefix = "hookrun.logs."
@@ -52,16 +53,18 @@ type Queue struct {
 	headsKV  jetstream.KeyValue
 	outboxKV jetstream.KeyValue
 	groupsKV jetstream.KeyValue
+	recvKV   jetstream.KeyValue
 	bodies   jetstream.ObjectStore
 	// inlineMax is the largest body that travels inside a run request:
 	// Config.InlineBodyMax, at most half the server's max_payload.
 	inlineMax int
 
-	runs   *RunStore
-	heads  *HeadStore
-	groups *GroupStore
-	logs   *LogStore
-	outbox *OutboxStore
+	runs     *RunStore
+	heads    *HeadStore
+	groups   *GroupStore
+	logs     *LogStore
+	outbox   *OutboxStore
+	received *ReceivedStore
 
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
@@ -143,6 +146,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	q.heads = &HeadStore{kv: q.headsKV}
 	q.outbox = &OutboxStore{kv: q.outboxKV}
 	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}
+	q.received = &ReceivedStore{kv: q.recvKV, bodies: q.bodies, ttl: cfg.ReceivedTTL}
 	if q.logs, err = newLogStore(q); err != nil {
 		q.closeConn()
 		return nil, err
@@ -306,6 +310,17 @@ func (q *Queue) setup(ctx context.Context) error {
 				Bucket:      BucketOutbox,
 				Description: "hookrun reports waiting to be delivered",
 				History:     1,
+				Storage:     jetstream.FileStorage,
+				Replicas:    q.cfg.Replicas,
+			})
+			return err
+		}},
+		{"creating bucket " + BucketReceived, func(ctx context.Context) (err error) {
+			q.recvKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket:      BucketReceived,
+				Description: "hookrun accepted deliveries, for replays and re-runs",
+				History:     1,
+				TTL:         q.cfg.ReceivedTTL,
 				Storage:     jetstream.FileStorage,
 				Replicas:    q.cfg.Replicas,
 			})

@@ -57,6 +57,16 @@ type RunRequest struct {
 	// per line, and the n-th line's run (n ≥ 1, counting from 0) has
 	// Command n. Zero, and omitted, for every other run.
 	Command int `json:"command,omitempty"`
+	// RerunOf is the run this one re-runs (POST /api/v1/runs/{id}/rerun,
+	// a /retry comment, ingress/rerun.go); CommentID is that run's sticky
+	// comment, which the new record starts with so that the reporter
+	// edits it. Origin is the stored delivery (hookrun_received) of the
+	// event when Event.DeliveryID is a derived one (a re-run's or a
+	// replay's). All optional and omitted when empty; they only reach the
+	// record.
+	RerunOf   string `json:"rerun_of,omitempty"`
+	CommentID int64  `json:"comment_id,omitempty"`
+	Origin    string `json:"origin,omitempty"`
 }
 
 // dedupeName is the workflow part of the request's delivery key: the
@@ -147,7 +157,18 @@ func (q *Queue) Publish(ctx context.Context, req *RunRequest) (PublishResult, er
 // An empty req.ID gets NewRunID(); an empty Event.DeliveryID uses the run
 // id (no dedupe across calls); V, Attempt and CreatedAt are defaulted.
 func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]PublishResult, error) {
-	if len(reqs) == 0 {
+	return q.AcceptDelivery(ctx, nil, reqs)
+}
+
+// AcceptDelivery is PublishDelivery that also stores the delivery d itself
+// in hookrun_received (received.go), in the same round trip as the keys
+// and all or nothing with the runs: a failure that removes the runs'
+// keys removes the stored delivery this call wrote. reqs may be empty (a
+// delivery no workflow takes is still stored, for a later replay); d nil
+// stores nothing beside the runs. A delivery stored before (a redelivery)
+// keeps its first copy.
+func (q *Queue) AcceptDelivery(ctx context.Context, d *Received, reqs []*RunRequest) ([]PublishResult, error) {
+	if len(reqs) == 0 && d == nil {
 		return nil, nil
 	}
 	ws := make([]*runWrite, len(reqs))
@@ -178,7 +199,23 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()
 
-	bodies, err := q.storeBodies(ctx, ws)
+	var (
+		rw     *receivedWrite
+		bodies []string
+		err    error
+	)
+	if d != nil {
+		var created string
+		rw, created, err = q.newReceivedWrite(ctx, d)
+		if created != "" {
+			bodies = append(bodies, created)
+		}
+	}
+	if err == nil {
+		var more []string
+		more, err = q.storeBodies(ctx, ws)
+		bodies = append(bodies, more...)
+	}
 	if err == nil {
 		err = q.inject(failBody)
 	}
@@ -186,15 +223,20 @@ func (q *Queue) PublishDelivery(ctx context.Context, reqs []*RunRequest) ([]Publ
 		q.deleteBodies(ctx, bodies)
 		return nil, err
 	}
-	if err := q.writeKeysAndRecords(ctx, ws); err != nil {
+	if err := q.writeKeysAndRecords(ctx, ws, rw); err != nil {
 		q.rollback(ctx, ws)
+		q.dropReceived(ctx, rw)
 		q.deleteBodies(ctx, bodies)
 		return nil, err
+	}
+	if len(ws) == 0 {
+		return []PublishResult{}, nil
 	}
 	stored, err := q.publishMessages(ctx, ws)
 	if err != nil {
 		if !stored {
 			q.rollback(ctx, ws)
+			q.dropReceived(ctx, rw)
 			q.deleteBodies(ctx, bodies)
 		}
 		return nil, err
@@ -237,13 +279,18 @@ func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
 // its key holds (a second round trip; an earlier attempt's record stays).
 // A record is written only once its key is known to hold its id, so no
 // record can ever land for an id no key names. Every write that landed, or
-// may land, is noted for the rollback.
-func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite) error {
+// may land, is noted for the rollback. The stored delivery rw, when there
+// is one, travels with the keys.
+func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite, rw *receivedWrite) error {
+	q.startReceived(rw)
 	keyWs := make([]*pendingWrite, len(ws))
 	for i, w := range ws {
 		keyWs[i] = q.createAsync(kvSubject(BucketDelivery, w.kvKey), []byte(w.req.ID))
 	}
 	var errs []error
+	if err := q.settleReceived(ctx, rw); err != nil {
+		errs = append(errs, err)
+	}
 	for i, w := range ws {
 		keyWs[i].wait(ctx)
 		id, dup, rev, err := q.settleDeliveryKey(ctx, keyWs[i], w.kvKey, w.req.ID)

@@ -44,6 +44,10 @@ type RunRecord struct {
 	CancelRequested  bool                  `json:"cancel_requested,omitempty"`  // POST .../cancel was called
 	ConcurrencyGroup string                `json:"concurrency_group,omitempty"` // resolved concurrency group
 	TraceID          string                `json:"trace_id,omitempty"`          // OpenTelemetry trace of its delivery (ingress's, else the first claim's); "" when tracing is off
+	Params           map[string]string     `json:"params,omitempty"`            // values of the workflow's params (API runs); untrusted text
+	RerunOf          string                `json:"rerun_of,omitempty"`          // the run this one re-runs
+	Reruns           []string              `json:"reruns,omitempty"`            // the runs that re-ran this one, oldest first
+	Origin           string                `json:"origin,omitempty"`            // the stored delivery of the event, when Event.DeliveryID is derived (a re-run, a replay)
 	CreatedAt        time.Time             `json:"created_at"`
 	StartedAt        *time.Time            `json:"started_at,omitempty"`
 	FinishedAt       *time.Time            `json:"finished_at,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -21,6 +22,7 @@ import (
 //	running    ─Finish──────▶ succeeded | partially_succeeded | failed | cancelled
 //	queued     ─RequestCancel▶ cancelled;  running ─RequestCancel▶ running with CancelRequested
 //	unfinished ─fail────────▶ failed (a Term; MaxDeliver exhausted)
+//	any        ─LinkRerun───▶ the same, with the re-run's id added to Reruns
 //
 // The runner decides what to do about a run (run it, retry later, hand it
 // back); this file decides how its record changes.
@@ -111,7 +113,36 @@ func newRecord(req *RunRequest, now time.Time) *RunRecord {
 		Event:          ev,
 		HeadSHA:        req.Event.HeadSHA(),
 		CreatedAt:      created,
+		Params:         req.Params,
+		RerunOf:        req.RerunOf,
+		CommentID:      req.CommentID,
+		Origin:         req.Origin,
 	}
+}
+
+// OriginOf is the stored delivery (hookrun_received) a record's event
+// came with: Origin for a re-run or a replay, else its delivery id.
+func OriginOf(r *RunRecord) string {
+	if r.Origin != "" {
+		return r.Origin
+	}
+	return r.Event.DeliveryID
+}
+
+// LinkRerun notes on run id that run rerun re-runs it (Reruns, in order,
+// once): the other direction of the new record's RerunOf.
+func (s *RunStore) LinkRerun(ctx context.Context, id, rerun string) error {
+	_, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+		if slices.Contains(r.Reruns, rerun) {
+			return false, nil
+		}
+		r.Reruns = append(r.Reruns, rerun)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("linking run %s to its re-run %s: %w", id, rerun, err)
+	}
+	return nil
 }
 
 // queued is the first transition: the record of a run just accepted.

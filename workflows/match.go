@@ -232,6 +232,22 @@ func (plainStrings) Visit(node *ast.Node) {
 	ast.Patch(node, &ast.BuiltinNode{Name: "string", Arguments: []ast.Node{*node}})
 }
 
+// CommandOf reports whether e is a new comment one of whose command lines
+// (commandLines: any line outside code blocks and quotes) is command (the
+// rule of a command trigger without `actions:`), and returns the rest of
+// the first such line. Server commands such as /retry use it.
+func CommandOf(command string, e *Event) (args string, ok bool) {
+	if e == nil || e.Kind != KindComment || !slices.Contains(DefaultCommandActions, e.Action) {
+		return "", false
+	}
+	for _, line := range commandLines(e.CommentBody()) {
+		if args, ok := matchCommand(command, line); ok {
+			return args, true
+		}
+	}
+	return "", false
+}
+
 // matchPaths applies paths and paths_ignore: a changed file counts when it
 // matches one of Paths (or there are none) and none of PathsIgnore; the
 // trigger needs one that counts. Files not looked up, unknown or truncated

@@ -552,3 +552,28 @@ on:
 		t.Fatalf("paths on a comment trigger: %v", err)
 	}
 }
+
+func TestCommandOf(t *testing.T) {
+	comment := func(action, body string) *Event {
+		return &Event{Kind: KindComment, Action: action, Comment: &Comment{Body: body}}
+	}
+	for _, tc := range []struct {
+		e    *Event
+		args string
+		ok   bool
+	}{
+		{comment("created", "/retry"), "", true},
+		{comment("created", "  /retry please\nmore"), "please", true},
+		{comment("created", "/retryx"), "", false},
+		{comment("edited", "/retry"), "", false},
+		{comment("created", "thanks\n/retry"), "", true},
+		{comment("created", "> /retry\n```\n/retry\n```"), "", false},
+		{&Event{Kind: KindIssue, Action: "created"}, "", false},
+		{nil, "", false},
+	} {
+		args, ok := CommandOf("/retry", tc.e)
+		if ok != tc.ok || args != tc.args {
+			t.Errorf("%+v: %q %v, want %q %v", tc.e, args, ok, tc.args, tc.ok)
+		}
+	}
+}

@@ -53,28 +53,27 @@ func main() {
 	os.Exit(code)
 }
 
+// dispatch runs the command args names and returns the process's exit
+// code. The command tree is spf13/cobra's (cli.go); the commands of
+// commands() keep parsing their own flags as they always did.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || (len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")) {
 		usage(stderr)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return 0
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "hookrun: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return exitUsage
+	return execute(ctx, args, stdout, stderr)
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "hookrun turns GitHub and GitLab webhooks into sandboxed workflow runs.")
 	fmt.Fprintln(w, "\nUsage: hookrun <command> [flags]\n\nCommands:")
 	cs := commands()
+	for _, c := range clientCommands() {
+		cs = append(cs, command{name: c.name, summary: c.summary})
+	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
 	for _, c := range cs {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)

@@ -218,6 +218,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
 		Files:            forges.Files(),
+		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry},
 		Collectors:       a.collectors(),
 		Tracer:           a.ingressTracer(),
 	}, a.queue, a.set, a.logger)

@@ -15,17 +15,18 @@ import (
 // builds the stack. Values may reference the environment as ${NAME}
 // (expanded by the loader, cmd/hookrun); flags override the file.
 type Config struct {
-	Listen    string        `yaml:"listen"`    // HTTP address of ingress and the API; default 127.0.0.1:8080
-	DataDir   string        `yaml:"data_dir"`  // NATS store, git mirrors, workspaces; default ./.hookrun
-	Workflows string        `yaml:"workflows"` // directory of workflow files; default ./workflows
-	NATS      NATSConfig    `yaml:"nats"`
-	GitHub    GitHubConfig  `yaml:"github"`
-	GitLab    GitLabConfig  `yaml:"gitlab"`
-	Runner    RunnerConfig  `yaml:"runner"`
-	API       APIConfig     `yaml:"api"`
-	Log       LogConfig     `yaml:"log"`
-	RunURL    string        `yaml:"run_url"`        // link from comments and statuses to a run; "{run}" is replaced by its id; empty: no link
-	Shutdown  time.Duration `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
+	Listen    string         `yaml:"listen"`    // HTTP address of ingress and the API; default 127.0.0.1:8080
+	DataDir   string         `yaml:"data_dir"`  // NATS store, git mirrors, workspaces; default ./.hookrun
+	Workflows string         `yaml:"workflows"` // directory of workflow files; default ./workflows
+	NATS      NATSConfig     `yaml:"nats"`
+	GitHub    GitHubConfig   `yaml:"github"`
+	GitLab    GitLabConfig   `yaml:"gitlab"`
+	Runner    RunnerConfig   `yaml:"runner"`
+	API       APIConfig      `yaml:"api"`
+	Commands  CommandsConfig `yaml:"commands"`
+	Log       LogConfig      `yaml:"log"`
+	RunURL    string         `yaml:"run_url"`        // link from comments and statuses to a run; "{run}" is replaced by its id; empty: no link
+	Shutdown  time.Duration  `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
 
 	// AllowRepos are the repositories this server acts for: globs over
 	// owner/name (GitLab group/sub/project), `*` within a path segment, `**`
@@ -189,6 +190,14 @@ const (
 // APIConfig protects /api/v1.
 type APIConfig struct {
 	Token string `yaml:"token"` // bearer token; empty: the API is disabled
+}
+
+// CommandsConfig names the comment commands the server acts on itself.
+type CommandsConfig struct {
+	// Retry: a new comment `/<retry>` on a pull request re-runs its failed
+	// runs for a user each workflow's authorize admits; default "retry",
+	// "-" turns it off (ingress.CommandsConfig).
+	Retry string `yaml:"retry"`
 }
 
 // LogConfig sets up log/slog.
