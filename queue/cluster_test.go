@@ -210,7 +210,7 @@ func TestClusterNodeLoss(t *testing.T) {
 	// Done when every run's record is succeeded and the work queue is empty.
 	var succeeded map[string]bool
 	for {
-		recs, err := pub.Runs().List(ctx, ListFilter{Workflow: "cluster", Status: workflows.StatusSucceeded})
+		recs, _, err := pub.Runs().List(ctx, ListFilter{Workflow: "cluster", Status: workflows.StatusSucceeded})
 		if err == nil {
 			succeeded = map[string]bool{}
 			for _, r := range recs {

@@ -2,11 +2,13 @@ package queue
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,13 +64,42 @@ type ListFilter struct {
 	Repo     string           // owner/name
 	Workflow string           // workflow name
 	Status   workflows.Status // exact status
+	PR       int              // pull/merge request (or issue) number of the run's event
 	Limit    int              // at most this many (newest first); 0 = all
+	// Cursor continues a listing after the last run of the previous page
+	// (List's next cursor); "" starts at the newest run.
+	Cursor string
 }
 
 func (f ListFilter) match(r *RunRecord) bool {
 	return (f.Repo == "" || r.Repo == f.Repo) &&
 		(f.Workflow == "" || r.Workflow == f.Workflow) &&
-		(f.Status == "" || r.Status == f.Status)
+		(f.Status == "" || r.Status == f.Status) &&
+		(f.PR == 0 || r.Event.Number() == f.PR)
+}
+
+// ErrBadCursor: a ListFilter.Cursor that List did not hand out.
+var ErrBadCursor = errors.New("invalid list cursor")
+
+// encodeCursor makes the opaque cursor that continues after run id.
+func encodeCursor(id string) string {
+	if id == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte("r1:" + id))
+}
+
+// decodeCursor is the run id a cursor continues after.
+func decodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	id, ok := strings.CutPrefix(string(b), "r1:")
+	if err != nil || !ok || checkID(id) != nil {
+		return "", ErrBadCursor
+	}
+	return id, nil
 }
 
 // RunStore keeps run records in the hookrun_runs bucket, keyed by run id.
@@ -76,6 +107,31 @@ func (f ListFilter) match(r *RunRecord) bool {
 type RunStore struct {
 	kv    jetstream.KeyValue
 	clock func() time.Time // Config.Now
+	// index answers List; started by the first List (or StartIndex) and
+	// stopped with the queue.
+	index    *RunIndex
+	indexCtx context.Context
+	// lastWrite is the newest revision this process wrote: List waits
+	// until the index applied it.
+	lastWrite atomic.Uint64
+}
+
+// wrote notes a revision this process wrote.
+func (s *RunStore) wrote(rev uint64) {
+	for {
+		cur := s.lastWrite.Load()
+		if rev <= cur || s.lastWrite.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// StartIndex starts loading the index that List reads (List starts it
+// too, and waits for it): processes that serve the API start it with
+// theirs, so that the first request does not wait for the load.
+func (s *RunStore) StartIndex() *RunIndex {
+	s.index.start(s.indexCtx)
+	return s.index
 }
 
 // now is the store's clock reading, in UTC.
@@ -118,6 +174,7 @@ func (s *RunStore) Create(ctx context.Context, rec *RunRecord) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("creating run record %s: %w", rec.ID, err)
 	}
+	s.wrote(rev)
 	return rev, nil
 }
 
@@ -165,44 +222,62 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 	if err != nil {
 		return 0, fmt.Errorf("updating run record %s: %w", rec.ID, err)
 	}
+	s.wrote(nrev)
 	return nrev, nil
 }
 
-// List returns the records that match f, newest first (run ids are ULIDs).
-func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, error) {
-	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+// listGetters is how many records of a page List reads at once.
+const listGetters = 8
+
+// List returns a page of the records that match f, newest first (run ids
+// are ULIDs), and the cursor of the next page ("" when there is none). It
+// reads the index (RunIndex), never the whole bucket: the page's ids come
+// from memory, then the page's records are read by id. A record that
+// changed between the two so that it no longer matches (its status moved
+// on) is left out of the page. errors.Is(err, ErrBadCursor): f.Cursor is
+// not one List handed out.
+func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, string, error) {
+	after, err := decodeCursor(f.Cursor)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing run records: %w", err)
+		return nil, "", fmt.Errorf("listing run records: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
-	var out []*RunRecord
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("listing run records: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("listing run records: watcher closed")
+	x := s.StartIndex()
+	if err := x.Wait(ctx); err != nil {
+		return nil, "", fmt.Errorf("listing run records: %w", err)
+	}
+	if err := x.waitApplied(ctx, s.lastWrite.Load()); err != nil {
+		return nil, "", fmt.Errorf("listing run records: %w", err)
+	}
+	ids, next := x.page(f, after, f.Limit)
+	recs := make([]*RunRecord, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(listGetters, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				recs[i], _, errs[i] = s.Get(ctx, ids[i])
 			}
-			if e == nil { // all current values seen
-				slices.SortFunc(out, func(a, b *RunRecord) int { return strings.Compare(b.ID, a.ID) })
-				if f.Limit > 0 && len(out) > f.Limit {
-					out = out[:f.Limit]
-				}
-				return out, nil
-			}
-			rec, err := decodeRecord(e.Value())
-			if err != nil {
-				continue
-			}
-			if f.match(rec) {
-				out = append(out, rec)
-			}
+		}()
+	}
+	for i := range ids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	out := recs[:0]
+	for i, rec := range recs {
+		switch {
+		case errors.Is(errs[i], ErrNotFound): // deleted since
+		case errs[i] != nil:
+			return nil, "", fmt.Errorf("listing run records: %w", errs[i])
+		case f.match(rec):
+			out = append(out, rec)
 		}
 	}
+	return out, encodeCursor(next), nil
 }
 
 // watchSetupTimeout bounds the creation of a watch's consumer.
