@@ -208,7 +208,7 @@ func (s *GroupStore) StartNewest(ctx context.Context, group, runID string, now t
 		return nil, "", fmt.Errorf("starting run %s in concurrency group %s: %w", runID, group, err)
 	}
 	slices.Sort(older)
-	return older, "", nil
+	return older, newer, nil
 }
 
 // LeaveNewest removes runID from the members of the cancel_in_progress

@@ -200,6 +200,14 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	if r != nil {
 		canceller = r
 	}
+	// The run index loads while ingress starts (the API's lists wait for
+	// it); the retention sweep reads it.
+	a.queue.Runs().StartIndex()
+	stopSweep, err := a.queue.StartRetention(queue.RetentionConfig{Retention: c.Runs.Retention, Interval: c.Runs.SweepInterval})
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, closerFunc(stopSweep))
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("starting ingress: %w", err)
