@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	}
 	q.inlineMax = min(cfg.InlineBodyMax, int(nc.MaxPayload()/2))
 	q.indexCtx, q.stopIndex = context.WithCancel(context.Background())
-	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now, index: newRunIndex(q.runsKV, q.log), indexCtx: q.indexCtx}
+	q.runs = &RunStore{kv: q.runsKV, nc: q.nc, clock: cfg.Now, index: newRunIndex(q.runsKV, q.log), indexCtx: q.indexCtx}
 	q.heads = &HeadStore{kv: q.headsKV}
 	q.outbox = &OutboxStore{kv: q.outboxKV}
 	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}

@@ -131,6 +131,9 @@ func TestRunIndexPagesAndFilters(t *testing.T) {
 			}
 		}
 	}
+	if n := rs.singleGets.Load(); n != 0 {
+		t.Errorf("List read %d records one by one; want every page in one batched read", n)
+	}
 	if len(want(ListFilter{PR: 3})) == 0 || len(want(ListFilter{Workflow: "review", Repo: "o/b", Status: workflows.StatusRunning, PR: 2})) == 0 {
 		t.Fatal("the fixture selects nothing for a filter it should")
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -106,6 +107,7 @@ func decodeCursor(c string) (string, error) {
 // Records change through the transitions of transitions.go.
 type RunStore struct {
 	kv    jetstream.KeyValue
+	nc    *nats.Conn       // batched reads of a page (getBatch); nil: one Get each
 	clock func() time.Time // Config.Now
 	// index answers List; started by the first List (or StartIndex) and
 	// stopped with the queue.
@@ -114,6 +116,9 @@ type RunStore struct {
 	// lastWrite is the newest revision this process wrote: List waits
 	// until the index applied it.
 	lastWrite atomic.Uint64
+	// singleGets counts the records List read one by one, outside the
+	// batched read (tests).
+	singleGets atomic.Int64
 }
 
 // wrote notes a revision this process wrote.
@@ -226,8 +231,110 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 	return nrev, nil
 }
 
-// listGetters is how many records of a page List reads at once.
+// listGetters is how many records of a page List reads at once when the
+// batched read (getBatch) left some out.
 const listGetters = 8
+
+// getPage reads the records of ids: in one batched read where the server
+// answers it, the rest (and all of them where it does not) one Get each.
+// errs[i] is ErrNotFound for a record deleted meanwhile.
+func (s *RunStore) getPage(ctx context.Context, ids []string) ([]*RunRecord, []error) {
+	recs := make([]*RunRecord, len(ids))
+	errs := make([]error, len(ids))
+	var rest []int
+	got, err := s.getBatch(ctx, ids)
+	for i, id := range ids {
+		r, ok := got[id]
+		switch {
+		case err == nil && ok && r == nil:
+			errs[i] = ErrNotFound
+		case err == nil && ok:
+			recs[i] = r
+		default:
+			rest = append(rest, i)
+		}
+	}
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(listGetters, len(rest)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				recs[i], _, errs[i] = s.Get(ctx, ids[i])
+			}
+		}()
+	}
+	s.singleGets.Add(int64(len(rest)))
+	for _, i := range rest {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return recs, errs
+}
+
+// maxBatchGet is the most subjects one batched read asks for (the
+// server's limit is 1024).
+const maxBatchGet = 1000
+
+// getBatch reads the last revision of each of ids with one direct-get
+// request for them all (JetStream's multi_last, answered by a stream of
+// messages ending in a 204): a map from id to its record, nil for one
+// that was deleted; ids the answer left out are not in the map.
+func (s *RunStore) getBatch(ctx context.Context, ids []string) (map[string]*RunRecord, error) {
+	out := make(map[string]*RunRecord, len(ids))
+	if s.nc == nil || len(ids) == 0 || len(ids) > maxBatchGet {
+		return out, nil
+	}
+	subjects := make([]string, len(ids))
+	for i, id := range ids {
+		subjects[i] = kvSubject(BucketRuns, id)
+	}
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+		Batch     int      `json:"batch"`
+	}{subjects, len(ids)})
+	if err != nil {
+		return nil, err
+	}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("reading run records: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET.KV_"+BucketRuns, inbox, req); err != nil {
+		return nil, fmt.Errorf("reading run records: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	prefix := kvSubject(BucketRuns, "")
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading run records: %w", err)
+		}
+		switch m.Header.Get("Status") {
+		case "":
+		case "204", "404": // the end of the batch; none of them exists
+			return out, nil
+		default:
+			return nil, fmt.Errorf("reading run records: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		id, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), prefix)
+		if !ok {
+			continue
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			out[id] = nil
+			continue
+		}
+		if rec, err := decodeRecord(m.Data); err == nil {
+			out[id] = rec
+		}
+	}
+}
 
 // List returns a page of the records that match f, newest first (run ids
 // are ULIDs), and the cursor of the next page ("" when there is none). It
@@ -249,24 +356,7 @@ func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, string
 		return nil, "", fmt.Errorf("listing run records: %w", err)
 	}
 	ids, next := x.page(f, after, f.Limit)
-	recs := make([]*RunRecord, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range min(listGetters, len(ids)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				recs[i], _, errs[i] = s.Get(ctx, ids[i])
-			}
-		}()
-	}
-	for i := range ids {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	recs, errs := s.getPage(ctx, ids)
 	out := recs[:0]
 	for i, rec := range recs {
 		switch {
