@@ -160,6 +160,8 @@ func (x *RunIndex) run(ctx context.Context) {
 				if !loaded {
 					x.loadErr = errors.New("watching run records for the index: watcher closed")
 					close(x.ready)
+				} else if ctx.Err() == nil {
+					x.log.Warn("run index: the watch of hookrun_runs ended; lists no longer see changes")
 				}
 				return
 			}

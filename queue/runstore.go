@@ -235,23 +235,27 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 // batched read (getBatch) left some out.
 const listGetters = 8
 
-// getPage reads the records of ids: in one batched read where the server
-// answers it, the rest (and all of them where it does not) one Get each.
+// getPage reads the records of ids: in batched reads of up to maxBatchGet
+// where the server answers them, the rest (and all of them where it does
+// not) one Get each.
 // errs[i] is ErrNotFound for a record deleted meanwhile.
 func (s *RunStore) getPage(ctx context.Context, ids []string) ([]*RunRecord, []error) {
 	recs := make([]*RunRecord, len(ids))
 	errs := make([]error, len(ids))
 	var rest []int
-	got, err := s.getBatch(ctx, ids)
-	for i, id := range ids {
-		r, ok := got[id]
-		switch {
-		case err == nil && ok && r == nil:
-			errs[i] = ErrNotFound
-		case err == nil && ok:
-			recs[i] = r
-		default:
-			rest = append(rest, i)
+	for start := 0; start < len(ids); start += maxBatchGet {
+		chunk := ids[start:min(len(ids), start+maxBatchGet)]
+		got, err := s.getBatch(ctx, chunk)
+		for j, id := range chunk {
+			r, ok := got[id]
+			switch i := start + j; {
+			case err == nil && ok && r == nil:
+				errs[i] = ErrNotFound
+			case err == nil && ok:
+				recs[i] = r
+			default:
+				rest = append(rest, i)
+			}
 		}
 	}
 	var wg sync.WaitGroup
@@ -275,7 +279,7 @@ func (s *RunStore) getPage(ctx context.Context, ids []string) ([]*RunRecord, []e
 }
 
 // maxBatchGet is the most subjects one batched read asks for (the
-// server's limit is 1024).
+// server answers at most 1024).
 const maxBatchGet = 1000
 
 // getBatch reads the last revision of each of ids with one direct-get
@@ -284,7 +288,7 @@ const maxBatchGet = 1000
 // that was deleted; ids the answer left out are not in the map.
 func (s *RunStore) getBatch(ctx context.Context, ids []string) (map[string]*RunRecord, error) {
 	out := make(map[string]*RunRecord, len(ids))
-	if s.nc == nil || len(ids) == 0 || len(ids) > maxBatchGet {
+	if s.nc == nil || len(ids) == 0 {
 		return out, nil
 	}
 	subjects := make([]string, len(ids))
