@@ -63,7 +63,6 @@ type indexEntry struct {
 	number   int       // pull/merge request or issue number; 0: none
 	created  time.Time // CreatedAt
 	finished time.Time // FinishedAt; zero while unfinished
-	group    string    // ConcurrencyGroup, for the retention sweep
 }
 
 // comboKey names one id list: the fields whose bit is set in mask are
@@ -228,7 +227,6 @@ type indexFields struct {
 			Number int `json:"number"`
 		} `json:"issue"`
 	} `json:"event"`
-	Group      string     `json:"concurrency_group"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 }
@@ -252,7 +250,7 @@ func (x *RunIndex) apply(e jetstream.KeyValueEntry) {
 		if err := json.Unmarshal(e.Value(), &f); err != nil {
 			x.log.Warn("run index: skipping a record that does not decode", "key", e.Key(), "err", err)
 		} else {
-			next = &indexEntry{id: e.Key(), status: f.Status, created: f.CreatedAt, group: f.Group}
+			next = &indexEntry{id: e.Key(), status: f.Status, created: f.CreatedAt}
 			if f.Event.PullRequest != nil {
 				next.number = f.Event.PullRequest.Number
 			} else if f.Event.Issue != nil {

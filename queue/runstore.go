@@ -231,6 +231,10 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 	return nrev, nil
 }
 
+// indexLagMax is how long List waits for the index to apply this
+// process's last write.
+const indexLagMax = 2 * time.Second
+
 // listGetters is how many records of a page List reads at once when the
 // batched read (getBatch) left some out.
 const listGetters = 8
@@ -356,7 +360,12 @@ func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, string
 	if err := x.Wait(ctx); err != nil {
 		return nil, "", fmt.Errorf("listing run records: %w", err)
 	}
-	if err := x.waitApplied(ctx, s.lastWrite.Load()); err != nil {
+	// Read-your-writes, within bounds: an index that stopped following
+	// the bucket serves what it has rather than hang every list.
+	wctx, cancel := context.WithTimeout(ctx, indexLagMax)
+	err = x.waitApplied(wctx, s.lastWrite.Load())
+	cancel()
+	if err != nil && ctx.Err() != nil {
 		return nil, "", fmt.Errorf("listing run records: %w", err)
 	}
 	ids, next := x.page(f, after, f.Limit)
