@@ -21,11 +21,13 @@ import (
 // created and finished times), loaded once from hookrun_runs by a KV watch
 // and kept current by the same watch (puts and deletes, from any process).
 //
-// Every record is filed under each of the 16 combinations of its four
-// filter fields (workflow, repo, status, number: each either its value or
-// "any"), one id-sorted list per combination; a page of a list is then a
-// binary search for the cursor and a slice, whatever the filters, so the
-// work of a List is bounded by its page (RunIndex.visited counts it).
+// Every record is filed under each of the 8 combinations of three filter
+// fields (workflow, repo, status: each either its value or "any"), one
+// id-sorted list per combination, and under its pull request (its number,
+// and its repository and number); a page of a list is then a binary
+// search for the cursor and a slice, so the work of a List is bounded by
+// its page, and for a pull request by that pull request's runs
+// (RunIndex.visited counts it).
 // Memory: docs/performance.md ("run index").
 //
 // Consistency: RunStore remembers the revision of its own last write, and
@@ -80,8 +82,29 @@ const (
 	maskRepo
 	maskStatus
 	maskNumber
-	maskAll = maskWorkflow | maskRepo | maskStatus | maskNumber
+	// maskFields are the combinations of the fields every record is
+	// filed under; a pull request's runs are filed apart (prKeys).
+	maskFields = maskWorkflow | maskRepo | maskStatus
+	maskAll    = maskFields | maskNumber
 )
+
+// prKeys are the lists of e's pull request: by number alone and by
+// repository and number (none for a run without one).
+func (e *indexEntry) prKeys() []comboKey {
+	if e.number == 0 {
+		return nil
+	}
+	return []comboKey{{mask: maskNumber, number: e.number}, {mask: maskNumber | maskRepo, repo: e.repo, number: e.number}}
+}
+
+// keys are every list e is filed under: 8 + 2.
+func (e *indexEntry) keys() []comboKey {
+	ks := make([]comboKey, 0, maskFields+3)
+	for mask := range maskFields + 1 {
+		ks = append(ks, e.key(mask))
+	}
+	return append(ks, e.prKeys()...)
+}
 
 func (e *indexEntry) key(mask uint8) comboKey {
 	k := comboKey{mask: mask}
@@ -100,7 +123,7 @@ func (e *indexEntry) key(mask uint8) comboKey {
 	return k
 }
 
-// filterKey is the list a filter selects.
+// filterKey is the list a filter without a pull request selects.
 func filterKey(f ListFilter) comboKey {
 	var k comboKey
 	if f.Workflow != "" {
@@ -114,10 +137,6 @@ func filterKey(f ListFilter) comboKey {
 	if f.Status != "" {
 		k.mask |= maskStatus
 		k.status = f.Status
-	}
-	if f.PR != 0 {
-		k.mask |= maskNumber
-		k.number = f.PR
 	}
 	return k
 }
@@ -290,10 +309,9 @@ func (x *RunIndex) apply(e jetstream.KeyValueEntry) {
 
 func compareEntry(a *indexEntry, id string) int { return strings.Compare(a.id, id) }
 
-// file adds e to its 16 lists.
+// file adds e to its lists.
 func (x *RunIndex) file(e *indexEntry) {
-	for mask := range maskAll + 1 {
-		k := e.key(mask)
+	for _, k := range e.keys() {
 		l := x.lists[k]
 		if n := len(l); n == 0 || l[n-1].id < e.id {
 			x.lists[k] = append(l, e) // the common case: the newest run
@@ -304,10 +322,9 @@ func (x *RunIndex) file(e *indexEntry) {
 	}
 }
 
-// unfile removes e from its 16 lists; an emptied list is dropped.
+// unfile removes e from its lists; an emptied list is dropped.
 func (x *RunIndex) unfile(e *indexEntry) {
-	for mask := range maskAll + 1 {
-		k := e.key(mask)
+	for _, k := range e.keys() {
 		l := x.lists[k]
 		i, found := slices.BinarySearchFunc(l, e.id, compareEntry)
 		if !found {
@@ -323,10 +340,16 @@ func (x *RunIndex) unfile(e *indexEntry) {
 
 // page returns the ids of the records matching f, newest first, older
 // than cursor (an id; "" starts at the newest), at most limit of them (0:
-// all), and the id to continue after ("" when none are left).
+// all), and the id to continue after ("" when none are left). Without a
+// pull request in f it is a slice of f's list: the page and nothing else
+// is looked at. With one, the pull request's list (its runs, in its
+// repository when f names one) is walked for the other fields.
 func (x *RunIndex) page(f ListFilter, cursor string, limit int) (ids []string, next string) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	if f.PR != 0 {
+		return x.prPage(f, cursor, limit)
+	}
 	l := x.lists[filterKey(f)]
 	end := len(l)
 	if cursor != "" {
@@ -344,6 +367,34 @@ func (x *RunIndex) page(f ListFilter, cursor string, limit int) (ids []string, n
 	if start > 0 && len(ids) > 0 {
 		next = ids[len(ids)-1]
 	}
+	return ids, next
+}
+
+// prPage is page for a filter with a pull request.
+func (x *RunIndex) prPage(f ListFilter, cursor string, limit int) (ids []string, next string) {
+	k := comboKey{mask: maskNumber, number: f.PR}
+	if f.Repo != "" {
+		k.mask, k.repo = k.mask|maskRepo, f.Repo
+	}
+	l := x.lists[k]
+	end := len(l)
+	if cursor != "" {
+		end, _ = slices.BinarySearchFunc(l, cursor, compareEntry)
+	}
+	n := 0
+	for i := end - 1; i >= 0; i-- {
+		e := l[i]
+		n++
+		if (f.Workflow != "" && e.workflow != f.Workflow) || (f.Status != "" && e.status != f.Status) {
+			continue
+		}
+		if limit > 0 && len(ids) == limit {
+			next = ids[len(ids)-1] // one more matches: there is a next page
+			break
+		}
+		ids = append(ids, e.id)
+	}
+	x.visited.Add(int64(n))
 	return ids, next
 }
 
