@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,7 @@ import (
 // RunReader is what the API reads run records through (queue.RunStore).
 type RunReader interface {
 	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
 	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
 }
 
@@ -49,7 +50,8 @@ type APIConfig struct {
 }
 
 // RegisterAPI adds the /api/v1 routes (DESIGN.md §6) to the server:
-// GET /api/v1/runs (?repo=&workflow=&status=&limit=), GET /api/v1/runs/:id,
+// GET /api/v1/runs (?workflow=&repo=&status=&pr=&limit=&cursor=: a page,
+// newest first, and the cursor of the next), GET /api/v1/runs/:id,
 // GET /api/v1/runs/:id/logs (text; ?follow=1 streams Server-Sent Events until
 // the run ends), POST /api/v1/runs/:id/cancel, and POST
 // /api/v1/workflows/:name/runs, which queues a run of a loaded workflow
@@ -103,28 +105,80 @@ func (a *api) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (a *api) list(c echo.Context) error {
-	f := queue.ListFilter{
-		Repo:     c.QueryParam("repo"),
-		Workflow: c.QueryParam("workflow"),
-		Status:   workflows.Status(c.QueryParam("status")),
-		Limit:    100,
+// List limits of GET /api/v1/runs.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+// listParams are the query parameters GET /api/v1/runs accepts.
+var listParams = map[string]bool{"workflow": true, "repo": true, "status": true, "pr": true, "limit": true, "cursor": true}
+
+// listFilter reads the query of GET /api/v1/runs; an error is the 400's message.
+func listFilter(c echo.Context) (queue.ListFilter, error) {
+	q := c.QueryParams()
+	for k := range q {
+		if !listParams[k] {
+			return queue.ListFilter{}, fmt.Errorf("unknown parameter %q (want workflow, repo, status, pr, limit, cursor)", k)
+		}
 	}
-	if l := c.QueryParam("limit"); l != "" {
+	f := queue.ListFilter{
+		Repo:     q.Get("repo"),
+		Workflow: q.Get("workflow"),
+		Status:   workflows.Status(q.Get("status")),
+		Cursor:   q.Get("cursor"),
+		Limit:    defaultListLimit,
+	}
+	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
+		return f, fmt.Errorf("status must be one of %s, got %q", statusNames(), f.Status)
+	}
+	if p := q.Get("pr"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return f, fmt.Errorf("pr must be a pull/merge request (or issue) number, got %q", p)
+		}
+		f.PR = n
+	}
+	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return c.JSON(http.StatusBadRequest, map[string]string{"error": "limit must be between 1 and 1000"})
+		if err != nil || n < 1 || n > maxListLimit {
+			return f, fmt.Errorf("limit must be between 1 and %d", maxListLimit)
 		}
 		f.Limit = n
 	}
-	recs, err := a.runs.List(c.Request().Context(), f)
+	return f, nil
+}
+
+// runStatuses are the statuses a run record can have (DESIGN.md §6).
+var runStatuses = []workflows.Status{workflows.StatusQueued, workflows.StatusRunning, workflows.StatusSucceeded,
+	workflows.StatusPartiallySucceeded, workflows.StatusFailed, workflows.StatusCancelled}
+
+func statusNames() string {
+	out := make([]string, len(runStatuses))
+	for i, s := range runStatuses {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// list answers GET /api/v1/runs: {"runs": [...newest first...],
+// "next_cursor": "..."} ("" when no more), from the run index.
+func (a *api) list(c echo.Context) error {
+	f, err := listFilter(c)
+	if err != nil {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	recs, next, err := a.runs.List(c.Request().Context(), f)
+	if errors.Is(err, queue.ErrBadCursor) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": "cursor is not one a previous page returned"})
+	}
 	if err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "listing runs: queue unavailable"})
 	}
 	if recs == nil {
 		recs = []*queue.RunRecord{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"runs": recs})
+	return c.JSON(http.StatusOK, map[string]any{"runs": recs, "next_cursor": next})
 }
 
 func (a *api) get(c echo.Context) error {
@@ -255,36 +309,18 @@ type rerunAnswer struct {
 	WorkflowChanged bool `json:"workflow_changed,omitempty"`
 }
 
-// rerunHandler re-runs a finished run (rerun.go).
+// rerunHandler re-runs a finished run (Server.rerun).
 func (a *api) rerunHandler(c echo.Context) error {
-	ctx := c.Request().Context()
-	rec, _, err := a.runs.Get(ctx, c.Param("id"))
-	if err != nil {
+	ans, err := a.srv.rerun(c.Request().Context(), c.Param("id"))
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
 		return runError(c, err)
-	}
-	if !rec.Status.Terminal() {
-		return c.JSON(http.StatusConflict, map[string]string{"error": fmt.Sprintf("run %s is %s: only a finished run can be re-run (cancel it first)", rec.ID, rec.Status)})
-	}
-	req, err := a.srv.rerunRequest(ctx, rec, "")
-	if errors.Is(err, errWorkflowGone) {
-		return c.JSON(http.StatusConflict, map[string]string{"error": fmt.Sprintf("workflow %q of run %s is no longer loaded", rec.Workflow, rec.ID)})
-	}
-	if err != nil {
-		a.srv.logger.Error("re-running a run", "run", rec.ID, "err", err)
+	case errors.Is(err, ErrNotFinished), errors.Is(err, errWorkflowGone):
+		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
+	case err != nil:
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "re-running: queue unavailable"})
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.srv.cfg.PublishTimeout)
-	defer cancel()
-	reqs := []*queue.RunRequest{req}
-	results, err := a.srv.publishAll(pctx, reqs)
-	if err != nil {
-		a.srv.logger.Error("publishing a re-run", "run", rec.ID, "err", err)
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queueing re-run: queue unavailable"})
-	}
-	a.srv.linkReruns(pctx, reqs, results)
-	a.srv.logger.Info("run re-run through the API", "workflow", req.Workflow, "run", rec.ID, "rerun", results[0].RunID)
-	return c.JSON(http.StatusAccepted, rerunAnswer{Run: results[0].RunID, Workflow: req.Workflow, RerunOf: rec.ID,
-		WorkflowChanged: rec.WorkflowDigest != "" && rec.WorkflowDigest != req.WorkflowDigest})
+	return c.JSON(http.StatusAccepted, ans)
 }
 
 // replayHandler replays a stored delivery (rerun.go).

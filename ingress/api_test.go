@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,75 @@ func TestAPIListGetFilters(t *testing.T) {
 	}
 	if code, _ := apiDo(t, env, http.MethodGet, "/api/v1/runs/01NOSUCHRUN0000000000000000", testAPIToken); code != http.StatusNotFound {
 		t.Errorf("unknown run: %d, want 404", code)
+	}
+}
+
+// GET /api/v1/runs pages with next_cursor ("" on the last page), filters
+// by pull request, and refuses bad parameters with 400 and a message.
+func TestAPIListPagesAndParams(t *testing.T) {
+	env := apiEnv(t)
+	var want []string // newest first
+	for i := range 7 {
+		rec := &queue.RunRecord{ID: queue.NewRunID(), Workflow: "lint", Repo: "o/a", Status: workflows.StatusSucceeded, Attempt: 1,
+			Event:     workflows.Event{Forge: workflows.GitHub, Repo: "o/a", PullRequest: &workflows.PullRequest{Number: 1 + i%2}},
+			CreatedAt: time.Now().UTC()}
+		if _, err := env.q.Runs().Create(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{rec.ID}, want...)
+	}
+	type page struct {
+		Runs       []queue.RunRecord `json:"runs"`
+		NextCursor *string           `json:"next_cursor"`
+	}
+	get := func(query string) page {
+		t.Helper()
+		code, body := apiDo(t, env, http.MethodGet, "/api/v1/runs"+query, testAPIToken)
+		var p page
+		if err := json.Unmarshal([]byte(body), &p); code != http.StatusOK || err != nil || p.NextCursor == nil {
+			t.Fatalf("%s: %d %v %s", query, code, err, body)
+		}
+		return p
+	}
+	var got []string
+	cursor, pages := "", 0
+	for {
+		p := get("?workflow=lint&limit=3&cursor=" + url.QueryEscape(cursor))
+		pages++
+		for _, r := range p.Runs {
+			got = append(got, r.ID)
+		}
+		if *p.NextCursor == "" {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") || pages != 3 {
+		t.Errorf("paged: %v in %d pages, want %v in 3", got, pages, want)
+	}
+	p := get("?repo=o/a&pr=2")
+	if len(p.Runs) != 3 || *p.NextCursor != "" {
+		t.Errorf("pr=2: %d runs, next %q; want 3 and none", len(p.Runs), *p.NextCursor)
+	}
+	for _, r := range p.Runs {
+		if r.Event.Number() != 2 {
+			t.Errorf("pr=2 listed run %s of #%d", r.ID, r.Event.Number())
+		}
+	}
+	for _, tc := range []struct{ query, msg string }{
+		{"?limit=0", "limit must be between 1 and 1000"},
+		{"?limit=1001", "limit must be between 1 and 1000"},
+		{"?limit=x", "limit must be between 1 and 1000"},
+		{"?pr=0", "pr must be"},
+		{"?pr=seven", "pr must be"},
+		{"?status=done", "status must be one of queued, running"},
+		{"?cursor=bogus", "cursor is not one a previous page returned"},
+		{"?repository=o/a", `unknown parameter \"repository\"`},
+	} {
+		code, body := apiDo(t, env, http.MethodGet, "/api/v1/runs"+tc.query, testAPIToken)
+		if code != http.StatusBadRequest || !strings.Contains(body, tc.msg) {
+			t.Errorf("%s: %d %s, want 400 saying %q", tc.query, code, body, tc.msg)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 // (*queue.RunStore).
 type RunRecords interface {
 	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
 	LinkRerun(ctx context.Context, id, rerun string) error
 }
 
@@ -108,22 +108,27 @@ func (s *Server) rerunRequest(ctx context.Context, rec *queue.RunRecord, trigger
 	}, nil
 }
 
-// pullRequestRuns are the runs of one pull request, newest first. It lists
-// the repository's runs and keeps the pull request's: the one place to
-// switch to an index by pull request (queue.ListFilter.PR) once the run
-// store has one.
+// pullRequestRuns are the runs of one pull request, newest first, read
+// from the run index by repository and number (queue.ListFilter.PR; the
+// number is shared by issues and pull requests, so the event is checked).
 func (s *Server) pullRequestRuns(ctx context.Context, forge workflows.Forge, repo string, pr int) ([]*queue.RunRecord, error) {
-	recs, err := s.records.List(ctx, queue.ListFilter{Repo: repo})
-	if err != nil {
-		return nil, fmt.Errorf("listing the runs of %s#%d: %w", repo, pr, err)
-	}
 	var out []*queue.RunRecord
-	for _, r := range recs {
-		if r.Event.Forge == forge && r.Event.PullRequest != nil && r.Event.PullRequest.Number == pr {
-			out = append(out, r)
+	f := queue.ListFilter{Repo: repo, PR: pr, Limit: 1000}
+	for {
+		page, next, err := s.records.List(ctx, f) // from the run index: only this pull request's runs
+		if err != nil {
+			return nil, fmt.Errorf("listing the runs of %s#%d: %w", repo, pr, err)
 		}
+		for _, r := range page {
+			if r.Event.Forge == forge && r.Event.PullRequest != nil && r.Event.PullRequest.Number == pr {
+				out = append(out, r)
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		f.Cursor = next
 	}
-	return out, nil
 }
 
 // failedRuns are the runs the /retry comment delivery trigger re-runs: of
@@ -317,4 +322,51 @@ func (s *Server) receivedTTL() string {
 		return t.TTL().String()
 	}
 	return "a limited time"
+}
+
+// ErrNotFinished: only a finished run can be re-run.
+var ErrNotFinished = errors.New("only a finished run can be re-run (cancel it first)")
+
+// rerun queues a new run of a finished run's workflow (loaded now) on its
+// event, linked both ways: POST /api/v1/runs/{id}/rerun and the UI's
+// button. queue.ErrNotFound, ErrNotFinished and errWorkflowGone say why
+// not; any other error is the queue's.
+func (s *Server) rerun(ctx context.Context, id string) (rerunAnswer, error) {
+	if s.records == nil {
+		return rerunAnswer{}, errors.New("re-running: the publisher keeps no run records")
+	}
+	rec, _, err := s.records.Get(ctx, id)
+	if err != nil {
+		return rerunAnswer{}, err
+	}
+	if !rec.Status.Terminal() {
+		return rerunAnswer{}, fmt.Errorf("run %s is %s: %w", rec.ID, rec.Status, ErrNotFinished)
+	}
+	req, err := s.rerunRequest(ctx, rec, "")
+	if errors.Is(err, errWorkflowGone) {
+		return rerunAnswer{}, fmt.Errorf("workflow %q of run %s: %w", rec.Workflow, rec.ID, err)
+	}
+	if err != nil {
+		s.logger.Error("re-running a run", "run", rec.ID, "err", err)
+		return rerunAnswer{}, err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PublishTimeout)
+	defer cancel()
+	reqs := []*queue.RunRequest{req}
+	results, err := s.publishAll(pctx, reqs)
+	if err != nil {
+		s.logger.Error("publishing a re-run", "run", rec.ID, "err", err)
+		return rerunAnswer{}, err
+	}
+	s.linkReruns(pctx, reqs, results)
+	s.logger.Info("run re-run", "workflow", req.Workflow, "run", rec.ID, "rerun", results[0].RunID)
+	return rerunAnswer{Run: results[0].RunID, Workflow: req.Workflow, RerunOf: rec.ID,
+		WorkflowChanged: rec.WorkflowDigest != "" && rec.WorkflowDigest != req.WorkflowDigest}, nil
+}
+
+// Rerun re-runs a finished run and returns the new run's id (the web UI's
+// re-run button: ui.Rerunner).
+func (s *Server) Rerun(ctx context.Context, id string) (string, error) {
+	ans, err := s.rerun(ctx, id)
+	return ans.Run, err
 }

@@ -61,7 +61,7 @@ func (h *handled) seen() []string {
 func assertNothingLeft(t *testing.T, q *Queue, reqs []*RunRequest) {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
 		t.Errorf("records after a failed delivery: %d (%v); want none", len(recs), err)
 	}
 	for _, r := range reqs {
@@ -101,7 +101,7 @@ func assertDelivered(t *testing.T, q *Queue, reqs []*RunRequest, res []PublishRe
 			t.Errorf("delivery key of %s: %v; want run %s", reqs[i].Workflow, err, r.RunID)
 		}
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != len(reqs) {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != len(reqs) {
 		t.Errorf("%d records (%v); want %d", len(recs), err, len(reqs))
 	}
 	slices.Sort(want)
@@ -248,7 +248,7 @@ func TestDeliveryUnknownOutcomeCompletes(t *testing.T) {
 	if n := streamMsgs(t, q); n != 3 {
 		t.Errorf("stream has %d messages after the redelivery; want 3", n)
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
 		t.Errorf("%d records (%v); want 3", len(recs), err)
 	}
 }
@@ -276,7 +276,7 @@ func TestDeliveryPartlyStoredCompletes(t *testing.T) {
 	if n := streamMsgs(t, q); n != 3 {
 		t.Errorf("stream has %d messages; want 3", n)
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
 		t.Errorf("%d records (%v); want 3 (a duplicate's own record removed)", len(recs), err)
 	}
 }
@@ -358,7 +358,7 @@ func TestDeliveryRecordOutcomeUnknown(t *testing.T) {
 			t.Errorf("redelivery result %d = %+v; want a duplicate of %s", i, r, first[i])
 		}
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 2 {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 2 {
 		t.Errorf("%d records (%v); want 2", len(recs), err)
 	}
 	for ctx.Err() == nil && len(h.seen()) < 2 {

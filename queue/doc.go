@@ -29,4 +29,11 @@
 // silently: a handler's Term, the last failed delivery and the
 // max-deliveries advisory (runners died each time) all mark its record
 // failed with the reason.
+//
+// Bounded records: RunStore.List pages, filtered, through the RunIndex (an
+// in-memory index kept current by a watch of hookrun_runs) and never reads
+// the whole bucket; SweepRuns (StartRetention) removes the runs that
+// finished longer ago than the retention with their logs, body, outbox
+// entry and group key; a cancel_in_progress run starts through its
+// group's one key (GroupStore.StartNewest).
 package queue

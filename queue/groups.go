@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -171,6 +172,82 @@ func (s *GroupStore) Leave(ctx context.Context, group, runID string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("leaving concurrency group %s for run %s: %w", group, runID, err)
+	}
+	return nil
+}
+
+// A cancel_in_progress group (a newer run cancels the older ones) keeps
+// one key of its own, "cancel.<hash>": Holder is the newest run that
+// started in the group, Waiters the runs that started and have not
+// finished (members), each with when it started. Starting a run reads and
+// writes that key alone, whatever the number of run records.
+
+// StartNewest records runID as started in the cancel_in_progress group: a
+// member, and the newest run that started there. It returns the older
+// members, which the caller cancels (they stay members until they Leave,
+// so a cancel that failed is tried again by the next run). When a newer
+// run of the group started already, runID is superseded: newer names that
+// run, and nothing is written (the caller ends runID without running it).
+func (s *GroupStore) StartNewest(ctx context.Context, group, runID string, now time.Time) (older []string, newer string, err error) {
+	err = s.change(ctx, groupKey("cancel", group), func(g *groupState) bool {
+		older, newer = nil, ""
+		if g.Holder > runID {
+			newer = g.Holder
+			return false
+		}
+		for id := range g.Waiters {
+			if id < runID {
+				older = append(older, id)
+			}
+		}
+		g.Holder = runID
+		g.Waiters[runID] = now
+		return true
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("starting run %s in concurrency group %s: %w", runID, group, err)
+	}
+	slices.Sort(older)
+	return older, newer, nil
+}
+
+// LeaveNewest removes runID from the members of the cancel_in_progress
+// group (it finished, was handed back, or was found finished by a newer
+// run); the group keeps its newest run, so that an older run claimed late
+// is still superseded.
+func (s *GroupStore) LeaveNewest(ctx context.Context, group, runID string) error {
+	err := s.change(ctx, groupKey("cancel", group), func(g *groupState) bool {
+		if _, ok := g.Waiters[runID]; !ok {
+			return false
+		}
+		delete(g.Waiters, runID)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("leaving concurrency group %s for run %s: %w", group, runID, err)
+	}
+	return nil
+}
+
+// forgetRun drops what the groups bucket keeps about a run that the
+// retention sweep removes: the cancel_in_progress group's key when runID
+// is its newest run and no run of the group is unfinished (an older run
+// claimed after that is older than the retention, and runs).
+func (s *GroupStore) forgetRun(ctx context.Context, group, runID string) error {
+	if group == "" {
+		return nil
+	}
+	err := s.change(ctx, groupKey("cancel", group), func(g *groupState) bool {
+		_, member := g.Waiters[runID] // a run that never left (its runner died)
+		delete(g.Waiters, runID)
+		if g.Holder == runID && len(g.Waiters) == 0 {
+			g.Holder = "" // an idle group: change removes its key
+			return true
+		}
+		return member
+	})
+	if err != nil {
+		return fmt.Errorf("forgetting run %s in concurrency group %s: %w", runID, group, err)
 	}
 	return nil
 }

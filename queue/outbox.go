@@ -119,3 +119,19 @@ func (s *OutboxStore) List(ctx context.Context) ([]*OutboxEntry, error) {
 func staleRevision(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err)
 }
+
+// deleteRun removes the entries of run id (the retention sweep): a listing
+// of that run's keys alone.
+func (s *OutboxStore) deleteRun(ctx context.Context, id string) error {
+	keys, err := s.kv.ListKeysFiltered(ctx, OutboxKey(id, "*"))
+	if err != nil {
+		return fmt.Errorf("listing the outbox entries of run %s: %w", id, err)
+	}
+	defer func() { _ = keys.Stop() }()
+	for k := range keys.Keys() {
+		if err := s.kv.Purge(ctx, k); err != nil {
+			return fmt.Errorf("removing outbox entry %s: %w", k, err)
+		}
+	}
+	return nil
+}

@@ -166,7 +166,7 @@ func TestPublishDedupeConcurrent(t *testing.T) {
 	if got := streamMsgs(t, q); got != 1 {
 		t.Fatalf("stream has %d messages, want 1", got)
 	}
-	recs, err := q.Runs().List(ctx, ListFilter{})
+	recs, _, err := q.Runs().List(ctx, ListFilter{})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%d run records (%v), want 1", len(recs), err)
 	}
@@ -343,7 +343,7 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	if _, err := q.Publish(ctx, req); err == nil {
 		t.Fatal("publish of an oversized request succeeded")
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
 		t.Fatalf("records after a refused publish: %d (%v); want none", len(recs), err)
 	}
 	if _, err := q.js.UpdateStream(ctx, info.Config); err != nil {
@@ -354,7 +354,7 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	if err != nil || res.Duplicate {
 		t.Fatalf("retry after the refusal: %+v, %v; want a fresh run", res, err)
 	}
-	if recs, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 1 || recs[0].ID != res.RunID {
+	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 1 || recs[0].ID != res.RunID {
 		t.Fatalf("records after the retry: %v (%v); want exactly the retried run", recs, err)
 	}
 }

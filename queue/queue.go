@@ -69,6 +69,10 @@ type Queue struct {
 	mu        sync.Mutex
 	consumers map[*Consumer]struct{}
 
+	// indexCtx bounds the run index's watch; stopIndex ends it (Close).
+	indexCtx  context.Context
+	stopIndex context.CancelFunc
+
 	// batchSlots bounds this process's atomic batches in flight
 	// (maxBatchesInFlight), below the stream's own limit of 50.
 	batchSlots chan struct{}
@@ -142,7 +146,8 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q.inlineMax = min(cfg.InlineBodyMax, int(nc.MaxPayload()/2))
-	q.runs = &RunStore{kv: q.runsKV, clock: cfg.Now}
+	q.indexCtx, q.stopIndex = context.WithCancel(context.Background())
+	q.runs = &RunStore{kv: q.runsKV, nc: q.nc, clock: cfg.Now, index: newRunIndex(q.runsKV, q.log), indexCtx: q.indexCtx}
 	q.heads = &HeadStore{kv: q.headsKV}
 	q.outbox = &OutboxStore{kv: q.outboxKV}
 	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}
@@ -268,8 +273,10 @@ func (q *Queue) setup(ctx context.Context) error {
 				Bucket:      BucketRuns,
 				Description: "hookrun run records",
 				History:     1,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
+				// Markers of removed records expire (PurgeTTL).
+				LimitMarkerTTL: RunMarkerTTL,
+				Storage:        jetstream.FileStorage,
+				Replicas:       q.cfg.Replicas,
 			})
 			return err
 		}},
@@ -431,6 +438,9 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
+	if q.stopIndex != nil {
+		q.stopIndex()
+	}
 	cs := make([]*Consumer, 0, len(q.consumers))
 	for c := range q.consumers {
 		cs = append(cs, c)

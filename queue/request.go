@@ -323,6 +323,7 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite, rw *rec
 		switch err := recWs[i].err; {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
+			q.runs.wrote(recWs[i].ack.Sequence)
 		case isWrongLastSeq(err):
 			// An earlier attempt of the delivery (or a caller's retry
 			// under the same run id) created it.

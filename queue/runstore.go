@@ -2,13 +2,16 @@ package queue
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -67,20 +70,78 @@ type ListFilter struct {
 	Repo     string           // owner/name
 	Workflow string           // workflow name
 	Status   workflows.Status // exact status
+	PR       int              // pull/merge request (or issue) number of the run's event
 	Limit    int              // at most this many (newest first); 0 = all
+	// Cursor continues a listing after the last run of the previous page
+	// (List's next cursor); "" starts at the newest run.
+	Cursor string
 }
 
 func (f ListFilter) match(r *RunRecord) bool {
 	return (f.Repo == "" || r.Repo == f.Repo) &&
 		(f.Workflow == "" || r.Workflow == f.Workflow) &&
-		(f.Status == "" || r.Status == f.Status)
+		(f.Status == "" || r.Status == f.Status) &&
+		(f.PR == 0 || r.Event.Number() == f.PR)
+}
+
+// ErrBadCursor: a ListFilter.Cursor that List did not hand out.
+var ErrBadCursor = errors.New("invalid list cursor")
+
+// encodeCursor makes the opaque cursor that continues after run id.
+func encodeCursor(id string) string {
+	if id == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte("r1:" + id))
+}
+
+// decodeCursor is the run id a cursor continues after.
+func decodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	id, ok := strings.CutPrefix(string(b), "r1:")
+	if err != nil || !ok || checkID(id) != nil {
+		return "", ErrBadCursor
+	}
+	return id, nil
 }
 
 // RunStore keeps run records in the hookrun_runs bucket, keyed by run id.
 // Records change through the transitions of transitions.go.
 type RunStore struct {
 	kv    jetstream.KeyValue
+	nc    *nats.Conn       // batched reads of a page (getBatch); nil: one Get each
 	clock func() time.Time // Config.Now
+	// index answers List; started by the first List (or StartIndex) and
+	// stopped with the queue.
+	index    *RunIndex
+	indexCtx context.Context
+	// lastWrite is the newest revision this process wrote: List waits
+	// until the index applied it.
+	lastWrite atomic.Uint64
+	// singleGets counts the records List read one by one, outside the
+	// batched read (tests).
+	singleGets atomic.Int64
+}
+
+// wrote notes a revision this process wrote.
+func (s *RunStore) wrote(rev uint64) {
+	for {
+		cur := s.lastWrite.Load()
+		if rev <= cur || s.lastWrite.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// StartIndex starts loading the index that List reads (List starts it
+// too, and waits for it): processes that serve the API start it with
+// theirs, so that the first request does not wait for the load.
+func (s *RunStore) StartIndex() *RunIndex {
+	s.index.start(s.indexCtx)
+	return s.index
 }
 
 // now is the store's clock reading, in UTC.
@@ -123,6 +184,7 @@ func (s *RunStore) Create(ctx context.Context, rec *RunRecord) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("creating run record %s: %w", rec.ID, err)
 	}
+	s.wrote(rev)
 	return rev, nil
 }
 
@@ -170,44 +232,160 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 	if err != nil {
 		return 0, fmt.Errorf("updating run record %s: %w", rec.ID, err)
 	}
+	s.wrote(nrev)
 	return nrev, nil
 }
 
-// List returns the records that match f, newest first (run ids are ULIDs).
-func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, error) {
-	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+// indexLagMax is how long List waits for the index to apply this
+// process's last write.
+const indexLagMax = 2 * time.Second
+
+// listGetters is how many records of a page List reads at once when the
+// batched read (getBatch) left some out.
+const listGetters = 8
+
+// getPage reads the records of ids: in batched reads of up to maxBatchGet
+// where the server answers them, the rest (and all of them where it does
+// not) one Get each.
+// errs[i] is ErrNotFound for a record deleted meanwhile.
+func (s *RunStore) getPage(ctx context.Context, ids []string) ([]*RunRecord, []error) {
+	recs := make([]*RunRecord, len(ids))
+	errs := make([]error, len(ids))
+	var rest []int
+	for start := 0; start < len(ids); start += maxBatchGet {
+		chunk := ids[start:min(len(ids), start+maxBatchGet)]
+		got, err := s.getBatch(ctx, chunk)
+		for j, id := range chunk {
+			r, ok := got[id]
+			switch i := start + j; {
+			case err == nil && ok && r == nil:
+				errs[i] = ErrNotFound
+			case err == nil && ok:
+				recs[i] = r
+			default:
+				rest = append(rest, i)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(listGetters, len(rest)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				recs[i], _, errs[i] = s.Get(ctx, ids[i])
+			}
+		}()
+	}
+	s.singleGets.Add(int64(len(rest)))
+	for _, i := range rest {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return recs, errs
+}
+
+// maxBatchGet is the most subjects one batched read asks for (the
+// server answers at most 1024).
+const maxBatchGet = 1000
+
+// getBatch reads the last revision of each of ids with one direct-get
+// request for them all (JetStream's multi_last, answered by a stream of
+// messages ending in a 204): a map from id to its record, nil for one
+// that was deleted; ids the answer left out are not in the map.
+func (s *RunStore) getBatch(ctx context.Context, ids []string) (map[string]*RunRecord, error) {
+	out := make(map[string]*RunRecord, len(ids))
+	if s.nc == nil || len(ids) == 0 {
+		return out, nil
+	}
+	subjects := make([]string, len(ids))
+	for i, id := range ids {
+		subjects[i] = kvSubject(BucketRuns, id)
+	}
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+		Batch     int      `json:"batch"`
+	}{subjects, len(ids)})
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing run records: %w", err)
+		return nil, err
 	}
-	defer func() { _ = w.Stop() }()
-	var out []*RunRecord
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, fmt.Errorf("reading run records: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET.KV_"+BucketRuns, inbox, req); err != nil {
+		return nil, fmt.Errorf("reading run records: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	prefix := kvSubject(BucketRuns, "")
 	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("listing run records: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("listing run records: watcher closed")
-			}
-			if e == nil { // all current values seen
-				slices.SortFunc(out, func(a, b *RunRecord) int { return strings.Compare(b.ID, a.ID) })
-				if f.Limit > 0 && len(out) > f.Limit {
-					out = out[:f.Limit]
-				}
-				return out, nil
-			}
-			rec, err := decodeRecord(e.Value())
-			if err != nil {
-				continue
-			}
-			if f.match(rec) {
-				out = append(out, rec)
-			}
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading run records: %w", err)
+		}
+		switch m.Header.Get("Status") {
+		case "":
+		case "204", "404": // the end of the batch; none of them exists
+			return out, nil
+		default:
+			return nil, fmt.Errorf("reading run records: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+		id, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), prefix)
+		if !ok {
+			continue
+		}
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			out[id] = nil
+			continue
+		}
+		if rec, err := decodeRecord(m.Data); err == nil {
+			out[id] = rec
 		}
 	}
+}
+
+// List returns a page of the records that match f, newest first (run ids
+// are ULIDs), and the cursor of the next page ("" when there is none). It
+// reads the index (RunIndex), never the whole bucket: the page's ids come
+// from memory, then the page's records are read by id. A record that
+// changed between the two so that it no longer matches (its status moved
+// on) is left out of the page. errors.Is(err, ErrBadCursor): f.Cursor is
+// not one List handed out.
+func (s *RunStore) List(ctx context.Context, f ListFilter) ([]*RunRecord, string, error) {
+	after, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing run records: %w", err)
+	}
+	x := s.StartIndex()
+	if err := x.Wait(ctx); err != nil {
+		return nil, "", fmt.Errorf("listing run records: %w", err)
+	}
+	// Read-your-writes, within bounds: an index that stopped following
+	// the bucket serves what it has rather than hang every list.
+	wctx, cancel := context.WithTimeout(ctx, indexLagMax)
+	err = x.waitApplied(wctx, s.lastWrite.Load())
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil, "", fmt.Errorf("listing run records: %w", err)
+	}
+	ids, next := x.page(f, after, f.Limit)
+	recs, errs := s.getPage(ctx, ids)
+	out := recs[:0]
+	for i, rec := range recs {
+		switch {
+		case errors.Is(errs[i], ErrNotFound): // deleted since
+		case errs[i] != nil:
+			return nil, "", fmt.Errorf("listing run records: %w", errs[i])
+		case f.match(rec):
+			out = append(out, rec)
+		}
+	}
+	return out, encodeCursor(next), nil
 }
 
 // watchSetupTimeout bounds the creation of a watch's consumer.

@@ -149,7 +149,7 @@ func TestRunStoreListWatch(t *testing.T) {
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	rs := q.Runs()
-	if recs, err := rs.List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+	if recs, _, err := rs.List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
 		t.Fatalf("empty List = %v, %v", recs, err)
 	}
 
@@ -184,7 +184,7 @@ func TestRunStoreListWatch(t *testing.T) {
 		{ListFilter{Repo: "c/none"}, nil},
 	}
 	for _, tt := range tests {
-		got, err := rs.List(ctx, tt.f)
+		got, _, err := rs.List(ctx, tt.f)
 		if err != nil {
 			t.Fatal(err)
 		}

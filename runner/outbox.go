@@ -67,7 +67,7 @@ type OutboxConfig struct {
 
 // OutboxRuns lists run records. *queue.RunStore satisfies it.
 type OutboxRuns interface {
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
 }
 
 var _ OutboxRuns = (*queue.RunStore)(nil)
@@ -391,19 +391,30 @@ func (o *Outbox) supersededBy(ctx context.Context, rep *contract.RunReport) stri
 	}
 	lctx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
 	defer cancel()
-	list, err := o.cfg.Runs.List(lctx, queue.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name})
-	if err != nil {
-		o.log.Warn("listing runs to tell whether an undelivered report is superseded", "run", rep.RunID, "err", err)
-		return ""
-	}
-	for _, r := range list {
-		if r.ID <= rep.RunID || r.Status == workflows.StatusQueued || r.Event.Forge != ev.Forge || r.Event.Number() != ev.Number() {
-			continue // older (ULIDs sort by time), not started, or elsewhere
+	// Newest first, page by page, down to rep's own run: only the runs
+	// newer than it are read.
+	f := queue.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name, PR: ev.Number(), Limit: 100}
+	for {
+		list, next, err := o.cfg.Runs.List(lctx, f)
+		if err != nil {
+			o.log.Warn("listing runs to tell whether an undelivered report is superseded", "run", rep.RunID, "err", err)
+			return ""
 		}
-		if status && firstNonEmpty(r.HeadSHA, r.Event.HeadSHA()) != sha {
-			continue // its status is on another commit: ours still counts
+		for _, r := range list {
+			if r.ID <= rep.RunID {
+				return "" // older (ULIDs sort by time): none newer is left
+			}
+			if r.Status == workflows.StatusQueued || r.Event.Forge != ev.Forge || r.Event.Number() != ev.Number() {
+				continue // not started, or elsewhere
+			}
+			if status && firstNonEmpty(r.HeadSHA, r.Event.HeadSHA()) != sha {
+				continue // its status is on another commit: ours still counts
+			}
+			return r.ID
 		}
-		return r.ID
+		if next == "" {
+			return ""
+		}
+		f.Cursor = next
 	}
-	return ""
 }

@@ -23,26 +23,29 @@ import (
 )
 
 // RunStore is what the runner needs of the run records: the transitions
-// it makes (the queue owns how records change), list (concurrency groups)
-// and watch (cancel requests, takeovers). *queue.RunStore satisfies it.
+// it makes (the queue owns how records change) and watch (cancel
+// requests, takeovers). *queue.RunStore satisfies it.
 type RunStore interface {
 	Claim(ctx context.Context, req *queue.RunRequest, c queue.ClaimSpec) (queue.ClaimResult, error)
 	Heartbeat(ctx context.Context, id string, h queue.HeartbeatSpec) (*queue.RunRecord, error)
 	Release(ctx context.Context, id, claimant, reason string) error
 	Finish(ctx context.Context, id string, f queue.FinishSpec) error
 	RequestCancel(ctx context.Context, id string) (*queue.RunRecord, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
 	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
 }
 
 var _ RunStore = (*queue.RunStore)(nil)
 
-// GroupLocks serializes the runs of a concurrency group across runners.
+// GroupLocks serializes the runs of a concurrency group across runners
+// (Acquire, Renew, Release) and tells a cancel_in_progress group's runs
+// which older ones to cancel (StartNewest, LeaveNewest).
 // *queue.GroupStore satisfies it.
 type GroupLocks interface {
 	Acquire(ctx context.Context, l queue.GroupLock) (held bool, holder string, err error)
 	Renew(ctx context.Context, l queue.GroupLock) error
 	Release(ctx context.Context, l queue.GroupLock, keepPlace bool) error
+	StartNewest(ctx context.Context, group, runID string, now time.Time) (older []string, newer string, err error)
+	LeaveNewest(ctx context.Context, group, runID string) error
 }
 
 var _ GroupLocks = (*queue.GroupStore)(nil)
@@ -321,6 +324,13 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 	log = log.With("attempt", rec.Attempt)
 	span.SetAttributes(telemetry.AttrAttempt.Int(rec.Attempt))
 	log.Info("claimed run")
+	if wf.Concurrency != nil && wf.Concurrency.CancelInProgress && rec.ConcurrencyGroup != "" {
+		superseded, err := r.cancelOlder(ctx, rec, log)
+		if err != nil || superseded {
+			return err
+		}
+		defer r.leaveGroup(ctx, rec.ConcurrencyGroup, rec.ID, log)
+	}
 	err = r.execute(ctx, req, wf, rec, lock, log)
 	if lock != nil {
 		// A run handed back (any error but a Term) runs again later and
@@ -462,9 +472,6 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 	}()
 	if ws.HeadSHA != "" {
 		c.hb.setHeadSHA(ws.HeadSHA)
-	}
-	if wf.Concurrency != nil && wf.Concurrency.CancelInProgress {
-		r.cancelOlder(c.ctx, rec, log)
 	}
 	res := r.deps.Engine.Run(c.ctx, RunSpec{
 		ID:        req.ID,
@@ -628,38 +635,50 @@ func (r *Runner) isActive(id string) bool {
 	return ok
 }
 
-// cancelOlder sets CancelRequested on the older unfinished runs of rec's
-// concurrency group (cancel_in_progress). Queued ones are cancelled at once.
-func (r *Runner) cancelOlder(ctx context.Context, rec *queue.RunRecord, log *slog.Logger) {
-	if rec.ConcurrencyGroup == "" {
-		return
-	}
-	list, err := r.deps.Runs.List(ctx, queue.ListFilter{})
+// cancelOlder starts a claimed run in its cancel_in_progress group: the
+// group's key (one read, one write, whatever the number of run records)
+// names the older members, whose cancel it requests (queued ones end at
+// once); a member found finished is forgotten. When a newer run of the
+// group has started already, the run is superseded: it ends cancelled
+// without running (its report would be overwritten by the newer run's),
+// and superseded is true. An error hands the run back.
+func (r *Runner) cancelOlder(ctx context.Context, rec *queue.RunRecord, log *slog.Logger) (superseded bool, _ error) {
+	group := rec.ConcurrencyGroup
+	older, newer, err := r.deps.Groups.StartNewest(ctx, group, rec.ID, r.now())
 	if err != nil {
-		log.Warn("listing runs of the concurrency group", "group", rec.ConcurrencyGroup, "err", err)
-		return
+		r.release(ctx, rec.ID, fmt.Sprintf("starting in concurrency group: %v", err), log)
+		return true, queue.Retry(err, time.Second)
 	}
-	for _, other := range list {
-		if other.ID == rec.ID || other.ConcurrencyGroup != rec.ConcurrencyGroup || other.Status.Terminal() || other.CancelRequested {
-			continue
+	if newer != "" {
+		log.Info("a newer run of the concurrency group started already; ending this one cancelled", "newer", newer, "group", group)
+		now := r.now()
+		err := r.deps.Runs.Finish(ctx, rec.ID, queue.FinishSpec{Claimant: r.cfg.ID, Now: now, Status: workflows.StatusCancelled,
+			Error: fmt.Sprintf("superseded by the newer run %s of its concurrency group", newer), FinishedAt: now})
+		if err != nil && !errors.Is(err, queue.ErrClaimLost) {
+			return true, err
 		}
-		if !older(other, rec) {
-			continue
-		}
-		log.Info("cancelling an older run of the same concurrency group", "older", other.ID, "group", rec.ConcurrencyGroup)
-		if err := r.Cancel(ctx, other.ID); err != nil && !errors.Is(err, ErrRunFinished) {
-			log.Warn("cancelling an older run", "older", other.ID, "err", err)
+		return true, nil
+	}
+	for _, id := range older {
+		log.Info("cancelling an older run of the same concurrency group", "older", id, "group", group)
+		err := r.Cancel(ctx, id)
+		switch {
+		case errors.Is(err, ErrRunFinished) || errors.Is(err, queue.ErrNotFound):
+			r.leaveGroup(ctx, group, id, log) // it ended without leaving (its runner died)
+		case err != nil:
+			log.Warn("cancelling an older run", "older", id, "err", err)
 		}
 	}
+	return false, nil
 }
 
-// older reports whether a was created before b (run ids are ULIDs, sortable
-// by creation time, which breaks ties).
-func older(a, b *queue.RunRecord) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) && !a.CreatedAt.IsZero() && !b.CreatedAt.IsZero() {
-		return a.CreatedAt.Before(b.CreatedAt)
+// leaveGroup removes a run from its cancel_in_progress group's members.
+func (r *Runner) leaveGroup(ctx context.Context, group, id string, log *slog.Logger) {
+	sctx, cancel := r.storeCtx(ctx)
+	defer cancel()
+	if err := r.deps.Groups.LeaveNewest(sctx, group, id); err != nil {
+		log.Warn("leaving the concurrency group; the next run of the group forgets it", "group", group, "err", err)
 	}
-	return a.ID < b.ID
 }
 
 // concurrencyGroup resolves a workflow's `concurrency.group` for an event:

@@ -456,6 +456,44 @@ handler_on:
 	}
 }
 
+// A run of a cancel_in_progress group claimed after a newer run of its
+// group started (it was accepted first but delivered late) is superseded:
+// it ends cancelled without running a step, and the newer run goes on.
+// Three runs started in order each cancel the one before.
+func TestCancelInProgressSupersedesLateOlderRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"pr": `
+name: pr
+concurrency: {group: pull_request, cancel_in_progress: true}
+steps:
+  - {id: work, run: 'echo "start $HOOKRUN_RUN_ID" >> $TMP/executions; sleep 5'}
+`}, nil, nil)
+	f.start()
+	late := queue.NewRunID() // accepted first, delivered after the newer run started
+	newer := f.publish("pr", nil)
+	f.waitRecord(newer, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.publish("pr", func(r *queue.RunRequest) { r.ID = late })
+	rec := f.waitRecord(late, 10*time.Second, "a terminal state", terminal)
+	if rec.Status != workflows.StatusCancelled || !strings.Contains(rec.Error, "superseded by the newer run "+newer) {
+		t.Errorf("late older run = %s (%q), want cancelled as superseded by %s", rec.Status, rec.Error, newer)
+	}
+	if ex := readFile(t, f.tmp, "executions"); strings.Contains(ex, late) {
+		t.Errorf("the superseded run executed a step:\n%s", ex)
+	}
+	if rec, _, _ := f.q.Runs().Get(context.Background(), newer); rec.Status != workflows.StatusRunning || rec.CancelRequested {
+		t.Errorf("the newer run = %s (cancel requested %v), want it running on", rec.Status, rec.CancelRequested)
+	}
+	third := f.publish("pr", nil)
+	if rec := f.waitRecord(newer, 10*time.Second, "cancelled", terminal); rec.Status != workflows.StatusCancelled {
+		t.Errorf("second run = %s, want cancelled by the third", rec.Status)
+	}
+	f.waitRecord(third, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	if err := f.r.Cancel(context.Background(), third); err != nil {
+		t.Fatal(err)
+	}
+	f.waitRecord(third, 10*time.Second, "cancelled", terminal)
+}
+
 func TestCancelQueuedRun(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"count": countingWorkflow}, nil, nil)

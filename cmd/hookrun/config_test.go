@@ -59,6 +59,8 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
 		{"negative default timeout", "runner: { default_timeout: -1m }\n", "runner.default_timeout: must not be negative"},
 		{"negative outbox backoff", "runner: { report_outbox: { poll: 1s, backoff: -1s } }\n", "runner.report_outbox.backoff: must not be negative"},
+		{"short retention", "runs: { retention: 10m }\n", "runs.retention: must be at least 1h"},
+		{"bad sweep interval", "runs: { sweep_interval: 1ms }\n", "runs.sweep_interval: must be at least 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, tc.body), envMap(nil))
@@ -79,5 +81,8 @@ func TestLoadConfigEmptyPathIsDefaults(t *testing.T) {
 	}
 	if c.Runner.DefaultTimeout != time.Hour {
 		t.Errorf("runner.default_timeout defaults to %s, want 1h", c.Runner.DefaultTimeout)
+	}
+	if c.Runs.Retention != 30*24*time.Hour || c.Runs.SweepInterval != time.Hour {
+		t.Errorf("runs.retention, runs.sweep_interval default to %s, %s; want 720h, 1h", c.Runs.Retention, c.Runs.SweepInterval)
 	}
 }

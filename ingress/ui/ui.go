@@ -25,7 +25,7 @@ import (
 // Runs is what the UI reads run records through (queue.RunStore).
 type Runs interface {
 	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, error)
+	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
 }
 
 // Logs is what the UI reads a finished run's output through
@@ -281,25 +281,14 @@ type filter struct {
 }
 
 // listRuns is the one place the UI lists runs: a page of runs matching f,
-// newest first, and the cursor of the next page ("" on the last). Today's
-// RunStore.List reads every record, so the PR number and the cursor are
-// applied here; with an indexed List taking them, this becomes one call.
+// newest first, and the cursor of the next page ("" on the last), from the
+// run index (queue.RunStore.List) as GET /api/v1/runs pages them.
 func listRuns(ctx context.Context, runs Runs, f filter) ([]*queue.RunRecord, string, error) {
-	recs, err := runs.List(ctx, queue.ListFilter{Repo: f.Repo, Workflow: f.Workflow, Status: f.Status})
+	recs, next, err := runs.List(ctx, queue.ListFilter{Repo: f.Repo, Workflow: f.Workflow, Status: f.Status, PR: f.PR, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
-	var out []*queue.RunRecord
-	for _, r := range recs {
-		if (f.PR != 0 && r.Event.Number() != f.PR) || (f.Cursor != "" && r.ID >= f.Cursor) {
-			continue
-		}
-		if len(out) == f.Limit {
-			return out, out[len(out)-1].ID, nil
-		}
-		out = append(out, r)
-	}
-	return out, "", nil
+	return recs, next, nil
 }
 
 type runsPage struct {

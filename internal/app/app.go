@@ -229,8 +229,16 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	if r != nil {
 		canceller = r
 	}
+	// The run index loads while ingress starts (the API's lists wait for
+	// it); the retention sweep reads it.
+	a.queue.Runs().StartIndex()
+	stopSweep, err := a.queue.StartRetention(queue.RetentionConfig{Retention: c.Runs.Retention, Interval: c.Runs.SweepInterval})
+	if err != nil {
+		return err
+	}
+	a.closers = append(a.closers, closerFunc(stopSweep))
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
-	if err := a.registerUI(srv, canceller, r); err != nil {
+	if err := a.registerUI(srv, canceller); err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -243,9 +251,9 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 
 // registerUI mounts the web UI (ingress/ui) beside the API, behind the same
 // token: it cancels through the API's canceller, links to the forges'
-// web origins, and re-runs through the first of the runner and the queue
-// that implements ui.Rerunner (none does yet: the button stays hidden).
-func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller, r *runner.Runner) error {
+// web origins, and re-runs through the ingress server, as POST
+// /api/v1/runs/{id}/rerun does.
+func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller) error {
 	c := &a.cfg
 	if c.API.Token == "" {
 		return nil
@@ -258,19 +266,12 @@ func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller, r *ru
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)
 	}
-	var rerun ui.Rerunner
-	for _, impl := range []any{r, a.queue} {
-		if rr, ok := impl.(ui.Rerunner); ok && impl != (*runner.Runner)(nil) {
-			rerun = rr
-			break
-		}
-	}
 	err = ui.Register(srv, ui.Config{Token: c.API.Token, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
 		Runs:   a.queue.Runs(),
 		Logs:   a.queue.Logs(),
 		Stream: ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
 		Cancel: canceller,
-		Rerun:  rerun,
+		Rerun:  srv, // POST .../rerun's Server.Rerun
 		Logger: a.logger,
 	})
 	if err != nil {

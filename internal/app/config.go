@@ -24,6 +24,7 @@ type Config struct {
 	Runner    RunnerConfig   `yaml:"runner"`
 	API       APIConfig      `yaml:"api"`
 	Commands  CommandsConfig `yaml:"commands"`
+	Runs      RunsConfig     `yaml:"runs"`
 	Log       LogConfig      `yaml:"log"`
 	RunURL    string         `yaml:"run_url"`        // link from comments and statuses to a run; "{run}" is replaced by its id; empty: no link
 	Shutdown  time.Duration  `yaml:"shutdown_grace"` // time runs get to finish on SIGTERM before they are handed back; default 30s
@@ -200,6 +201,17 @@ type CommandsConfig struct {
 	Retry string `yaml:"retry"`
 }
 
+// RunsConfig bounds the run records (docs/operations.md, "Retention").
+type RunsConfig struct {
+	// Retention is how long a finished run is kept (its record, step
+	// output, stored webhook body, undelivered report); then the sweep of
+	// every process that serves ingress removes it. Unfinished runs are
+	// never removed. Default 720h (30 days); at least 1h.
+	Retention time.Duration `yaml:"retention"`
+	// SweepInterval is how often that sweep runs; default 1h.
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+}
+
 // LogConfig sets up log/slog.
 type LogConfig struct {
 	Level  string `yaml:"level"`  // debug | info | warn | error; default info
@@ -251,6 +263,12 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Runner.StepUser == "" {
 		c.Runner.StepUser = "65534:65534"
+	}
+	if c.Runs.Retention == 0 {
+		c.Runs.Retention = 30 * 24 * time.Hour
+	}
+	if c.Runs.SweepInterval == 0 {
+		c.Runs.SweepInterval = time.Hour
 	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
@@ -324,6 +342,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseStepUser(c.Runner.StepUser); err != nil {
 		bad("runner.step_user", "%v", err)
+	}
+	if c.Runs.Retention < time.Hour {
+		bad("runs.retention", "must be at least 1h, got %v", c.Runs.Retention)
+	}
+	if c.Runs.SweepInterval < time.Second {
+		bad("runs.sweep_interval", "must be at least 1s, got %v", c.Runs.SweepInterval)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

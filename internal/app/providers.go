@@ -151,3 +151,8 @@ func keepLeftover(runID string, rec *queue.RunRecord, err error, now time.Time, 
 	}
 	return rec.Status != workflows.StatusRunning || now.Sub(rec.HeartbeatAt) < staleAfter
 }
+
+// closerFunc closes by calling itself (a stop function among closers).
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
