@@ -29,6 +29,9 @@ steps:
   - id: deploy
     run: echo "deployed $HOOKRUN_COMMAND_ARGS by $HOOKRUN_CHAT_USER_NAME from $HOOKRUN_REPO"
     output: RESULT
+  - id: event-file
+    # the event file describes the command, without its response_url
+    run: grep -q '"text":"deploy staging"' "$HOOKRUN_EVENT_PATH" && ! grep -q 'commands/T1' "$HOOKRUN_EVENT_PATH"
 report:
   body: "${RESULT}"
 `
@@ -44,7 +47,7 @@ type slackMessage struct {
 // `/hookrun deploy staging` is acknowledged within Slack's 3 s with the
 // queued run, the run acts on the trigger's repository, and its result
 // reaches the command's response_url (a fake under the configured prefix)
-// with the rendered body; a command whose response_url is elsewhere runs
+// with the rendered body (the steps never see that URL); a command whose response_url is elsewhere runs
 // nothing.
 func TestSlackEndToEnd(t *testing.T) {
 	const secret = "slack-e2e-signing-secret"
