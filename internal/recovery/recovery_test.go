@@ -75,13 +75,13 @@ func delivery(id int, guid string, code int, at time.Time) map[string]any {
 func TestRun(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	api := &fakeHookAPI{dels: []map[string]any{
-		delivery(10, "g-redone-ok", 200, now.Add(-1*time.Minute)),  // a redelivery that worked...
-		delivery(9, "g-down", 503, now.Add(-2*time.Minute)),        // hookrun was down
-		delivery(8, "g-redone-ok", 502, now.Add(-3*time.Minute)),   // ...of this failure
-		delivery(7, "g-late", 0, now.Add(-4*time.Minute)),          // timed out after it was stored
-		delivery(6, "g-malformed", 400, now.Add(-5*time.Minute)),   // refused body
-		delivery(5, "g-timeout", 0, now.Add(-6*time.Minute)),       // timed out, not stored
-		delivery(4, "g-old", 503, now.Add(-7*time.Hour)),           // outside since
+		delivery(10, "g-redone-ok", 200, now.Add(-1*time.Minute)), // a redelivery that worked...
+		delivery(9, "g-down", 503, now.Add(-2*time.Minute)),       // hookrun was down
+		delivery(8, "g-redone-ok", 502, now.Add(-3*time.Minute)),  // ...of this failure
+		delivery(7, "g-late", 0, now.Add(-4*time.Minute)),         // timed out after it was stored
+		delivery(6, "g-malformed", 400, now.Add(-5*time.Minute)),  // refused body
+		delivery(5, "g-timeout", 0, now.Add(-6*time.Minute)),      // timed out, not stored
+		delivery(4, "g-old", 503, now.Add(-7*time.Hour)),          // outside since
 		delivery(3, "g-older", 503, now.Add(-8*time.Hour)),
 	}}
 	srv := httptest.NewServer(api)
