@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,8 @@ type Config struct {
 	GitHub GitHubConfig
 	// GitLab configures POST /hooks/gitlab.
 	GitLab GitLabConfig
+	// Slack configures POST /hooks/slack, Slack slash commands (slack.go).
+	Slack SlackConfig
 	// InsecureNoVerify lets a forge be enabled without a secret. Requests to
 	// such a forge are then accepted unverified and each one logs a warning.
 	// A forge that has secrets is always verified.
@@ -98,6 +101,94 @@ func (c CommandsConfig) retryCommand() string {
 	return "/" + c.Retry
 }
 
+// SlackConfig configures the Slack slash command receiver.
+type SlackConfig struct {
+	// Enabled serves POST /hooks/slack; when false the route answers 404.
+	// It is never served unverified: Secrets must not be empty.
+	Enabled bool
+	// Secrets are the app's signing secrets (Basic Information → Signing
+	// Secret); a request signed with any of them is accepted (several
+	// allow rotation). Never logged.
+	Secrets []string
+	// Command is the slash command hookrun answers, as Slack sends it;
+	// default /hookrun.
+	Command string
+	// Origins is, for each forge, the scheme://host its repositories are
+	// cloned from (github.com, a GitHub Enterprise Server, gitlab.com, a
+	// self-managed GitLab): a chat run's CloneURL is the origin, its
+	// trigger's repo and ".git". Default: https://github.com and
+	// https://gitlab.com.
+	Origins map[workflows.Forge]string
+	// ResponseURLPrefix is the only place a command's response_url may
+	// point to (workflows.ResponseURLAllowed); default
+	// https://hooks.slack.com/. A command whose response_url is elsewhere
+	// runs nothing.
+	ResponseURLPrefix string
+	// MaxBodyBytes caps a command's body (a few hundred bytes in
+	// practice); default 64 KiB.
+	MaxBodyBytes int64
+	// AckTimeout bounds publishing a command's runs: Slack shows an error
+	// when it has no answer within 3 s; default 2.5 s.
+	AckTimeout time.Duration
+}
+
+// Defaults for SlackConfig.
+const (
+	DefaultSlackCommand      = "/hookrun"
+	DefaultSlackMaxBodyBytes = 64 << 10
+	DefaultSlackAckTimeout   = 2500 * time.Millisecond
+	// SlackReplayWindow is how far a request's X-Slack-Request-Timestamp
+	// may be from now, either way (Slack's own recommendation).
+	SlackReplayWindow = 5 * time.Minute
+)
+
+func (c *SlackConfig) setDefaults() {
+	if c.Command == "" {
+		c.Command = DefaultSlackCommand
+	}
+	if c.ResponseURLPrefix == "" {
+		c.ResponseURLPrefix = workflows.DefaultResponseURLPrefix
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultSlackMaxBodyBytes
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = DefaultSlackAckTimeout
+	}
+	if c.Origins == nil {
+		c.Origins = map[workflows.Forge]string{}
+	}
+	for f, o := range map[workflows.Forge]string{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.com"} {
+		if c.Origins[f] == "" {
+			c.Origins[f] = o
+		}
+	}
+}
+
+// Validate reports every problem of c, defaults applied.
+func (c SlackConfig) Validate() error {
+	c.setDefaults()
+	var errs []error
+	for i, s := range c.Secrets {
+		if s == "" {
+			errs = append(errs, fmt.Errorf("checking slack signing secrets: entry %d is empty", i))
+		}
+	}
+	if c.Enabled && len(c.Secrets) == 0 {
+		errs = append(errs, errors.New("checking slack: enabled without a signing secret (slash commands are never accepted unverified)"))
+	}
+	if !strings.HasPrefix(c.Command, "/") || strings.ContainsAny(c.Command, " \t") || len(c.Command) < 2 {
+		errs = append(errs, fmt.Errorf("checking slack command %q: want a slash command such as %s", c.Command, DefaultSlackCommand))
+	}
+	if err := workflows.ResponseURLAllowed(c.ResponseURLPrefix, c.ResponseURLPrefix+"x"); err != nil {
+		errs = append(errs, fmt.Errorf("checking slack response URL prefix %q: want an http(s) URL ending in /", c.ResponseURLPrefix))
+	}
+	if c.MaxBodyBytes < 0 || c.AckTimeout < 0 {
+		errs = append(errs, errors.New("checking slack: max body bytes and ack timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
 func (c *Config) setDefaults() {
 	if c.Commands.Retry == "" {
 		c.Commands.Retry = DefaultRetryCommand
@@ -113,6 +204,7 @@ func (c *Config) setDefaults() {
 	}
 	c.Trust.setDefaults()
 	c.Files.setDefaults()
+	c.Slack.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -139,7 +231,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
-	errs = append(errs, c.Trust.Validate(), c.Files.Validate())
+	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate())
 	return errors.Join(errs...)
 }
 

@@ -24,6 +24,13 @@
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
 // carries "duplicate": true with an identical "runs" list.
 //
+// POST /hooks/slack takes Slack slash commands (slack.go): verified by the
+// v0 signing secret within a 5-minute window, turned into chat events, run
+// on the repository of the chat trigger that takes them when the
+// workflow's Slack allowlists let the user and channel through, and
+// answered 200 with an ephemeral Slack message once the runs are
+// persisted.
+//
 // A delivery for a repository outside Config.AllowRepos (the server's
 // allow_repos) is answered 202 {"delivery", "runs": [], "ignored":
 // "repository not allowed"} as soon as it is normalized: nothing is matched,

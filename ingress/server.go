@@ -76,6 +76,7 @@ type Server struct {
 
 	githubSecrets [][]byte
 	gitlabTokens  [][sha256.Size]byte
+	slackSecrets  [][]byte
 
 	now func() time.Time
 
@@ -118,12 +119,16 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	for _, tok := range cfg.GitLab.Tokens {
 		s.gitlabTokens = append(s.gitlabTokens, sha256.Sum256([]byte(tok)))
 	}
+	for _, sec := range cfg.Slack.Secrets {
+		s.slackSecrets = append(s.slackSecrets, []byte(sec))
+	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.POST("/hooks/github", s.handleGitHub)
 	e.POST("/hooks/gitlab", s.handleGitLab)
+	e.POST("/hooks/slack", s.handleSlack)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
@@ -168,7 +173,7 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := s.srv
 	go func() { serveCh <- srv.Serve(ln) }()
 	s.logger.Info("ingress listening", "addr", ln.Addr().String(),
-		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled)
+		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled, "slack", s.cfg.Slack.Enabled)
 	return nil
 }
 
@@ -270,9 +275,9 @@ func (s *Server) handleReadyz(c echo.Context) error {
 
 // readBody reads at most cap+1 bytes so that an oversized body is detected
 // without reading all of it.
-func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
+func (s *Server) readBody(c echo.Context, limit int64) ([]byte, bool, error) {
 	r := c.Request()
-	if r.ContentLength > s.cfg.MaxBodyBytes {
+	if r.ContentLength > limit {
 		return nil, true, nil
 	}
 	if r.ContentLength >= 0 {
@@ -286,11 +291,11 @@ func (s *Server) readBody(c echo.Context) ([]byte, bool, error) {
 		}
 		return body, false, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, false, err
 	}
-	if int64(len(body)) > s.cfg.MaxBodyBytes {
+	if int64(len(body)) > limit {
 		return nil, true, nil
 	}
 	return body, false, nil
@@ -307,7 +312,7 @@ func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, ev
 	if !enabled {
 		return nil, false, c.JSON(http.StatusNotFound, errorBody{"not found"})
 	}
-	body, tooLarge, err := s.readBody(c)
+	body, tooLarge, err := s.readBody(c, s.cfg.MaxBodyBytes)
 	switch {
 	case tooLarge:
 		s.count(forge, event, outcomeTooLarge)

@@ -132,8 +132,14 @@ const eventName = "event.json"
 func (x *execution) writeEventFile() error {
 	raw := []byte(x.ev.Raw)
 	if len(raw) == 0 {
+		ev := *x.ev
+		if ev.Chat != nil { // a chat command's response_url is hookrun's to post to, not the steps'
+			c := *ev.Chat
+			c.ResponseURL = ""
+			ev.Chat = &c
+		}
 		var err error
-		if raw, err = json.Marshal(x.ev); err != nil {
+		if raw, err = json.Marshal(&ev); err != nil {
 			return fmt.Errorf("encoding event: %w", err)
 		}
 	}

@@ -342,6 +342,10 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 		log.Info("final report delivered from the outbox", "age", o.cfg.Now().Sub(e.CreatedAt).Round(time.Millisecond))
 		return
 	}
+	if errors.Is(err, contract.ErrRefused) {
+		o.giveUp(ctx, e, log, "refused: "+err.Error())
+		return
+	}
 	e.LastError = err.Error()
 	now := o.cfg.Now().UTC()
 	e.NextAt = now.Add(o.wait(err, e.Attempts))
@@ -379,6 +383,9 @@ func (o *Outbox) supersededBy(ctx context.Context, rep *contract.RunReport) stri
 		return ""
 	}
 	ev := rep.Event
+	if ev.Chat != nil {
+		return "" // its own response_url: nothing newer writes there
+	}
 	mode := rep.Workflow.Report.Comment
 	comment := mode != workflows.CommentNone && ev.Number() > 0
 	if comment && mode != "" && mode != workflows.CommentSticky {

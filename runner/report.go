@@ -187,7 +187,9 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	if err != nil {
 		msg := "reporting " + string(r.Phase) + ": " + x.red.String(err.Error())
 		x.e.cfg.Logger.Warn("reporting run", "run", x.spec.ID, "phase", r.Phase, "err", msg)
-		if r.Phase == contract.PhaseFinal && x.e.cfg.Outbox != nil {
+		// A refusal (a chat run's response_url outside the allowed
+		// prefix, or one Slack refused) stays one: nothing to retry.
+		if r.Phase == contract.PhaseFinal && x.e.cfg.Outbox != nil && !errors.Is(err, contract.ErrRefused) {
 			r.Ref = p.ref
 			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), x.e.cfg.ReportTimeout) // rctx may have ended
 			kerr := x.e.cfg.Outbox.Keep(kctx, r, redactedErr{err, msg})

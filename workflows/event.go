@@ -25,10 +25,15 @@ const (
 	KindComment     Kind = "comment"      // a comment on a pull/merge request or an issue
 	KindIssue       Kind = "issue"        // an issue changed
 	KindPush        Kind = "push"         // commits were pushed to a branch
+	KindChat        Kind = "chat"         // a chat command (a Slack slash command) names a workflow's command
 )
 
 // Kinds lists every known kind, in documentation order.
-var Kinds = []Kind{KindPullRequest, KindComment, KindIssue, KindPush}
+var Kinds = []Kind{KindPullRequest, KindComment, KindIssue, KindPush, KindChat}
+
+// Forges lists the forges a chat trigger's repository may live on, in
+// documentation order.
+var Forges = []Forge{GitHub, GitLab}
 
 // Actions lists the normalized actions each kind may carry. GitLab actions are
 // mapped to the GitHub names where they mean the same (open → opened,
@@ -42,6 +47,7 @@ var Actions = map[Kind][]string{
 	KindIssue: {"opened", "edited", "deleted", "closed", "reopened", "labeled", "unlabeled",
 		"assigned", "unassigned", "transferred", "pinned", "unpinned", "locked", "unlocked", "milestoned", "demilestoned"},
 	KindPush: {"pushed"},
+	KindChat: {"command"},
 }
 
 // Event is a forge event after normalization. Forge payload types never travel
@@ -49,8 +55,11 @@ var Actions = map[Kind][]string{
 // see. Every field is plain data so that it can be serialized into a run
 // request and used in `if:` expressions as `event.<Field>`.
 type Event struct {
-	Forge          Forge  `json:"forge"`                     // github | gitlab
-	Kind           Kind   `json:"kind"`                      // pull_request | comment | issue | push
+	// Forge is where the event came from, github | gitlab; for a chat
+	// event, the forge of the repository the matched trigger's repo: names
+	// (empty until a trigger matched).
+	Forge          Forge  `json:"forge"`
+	Kind           Kind   `json:"kind"`                      // pull_request | comment | issue | push | chat
 	Action         string `json:"action"`                    // normalized action, e.g. opened, synchronize, created
 	DeliveryID     string `json:"delivery_id"`               // X-GitHub-Delivery, or the GitLab dedupe key
 	InstallationID int64  `json:"installation_id,omitempty"` // GitHub App installation, 0 otherwise
@@ -74,6 +83,7 @@ type Event struct {
 	Issue       *Issue       `json:"issue,omitempty"`        // set for issue events and comments on issues
 	Comment     *Comment     `json:"comment,omitempty"`      // set for comment events
 	Push        *Push        `json:"push,omitempty"`         // set for push events
+	Chat        *Chat        `json:"chat,omitempty"`         // set for chat events
 
 	// Files are the files the pull request or push changes, for triggers
 	// with paths: ingress looks them up (ChangedFilesLookup, the push
@@ -148,6 +158,27 @@ type Push struct {
 	// matches such a push.
 	Deleted bool `json:"deleted,omitempty"`
 }
+
+// Chat is a chat command: who typed what where, and where the answer goes.
+// Every field is untrusted text from the chat platform, signed by it.
+type Chat struct {
+	Platform    string `json:"platform"`     // "slack"
+	TeamID      string `json:"team_id"`      // the Slack workspace
+	UserID      string `json:"user_id"`      // U…; what authorize.slack_users lists
+	UserName    string `json:"user_name"`    // display only: a user may rename themselves
+	ChannelID   string `json:"channel_id"`   // C…, D… (direct message) or G…; what authorize.slack_channels lists
+	ChannelName string `json:"channel_name"` // display only
+	Command     string `json:"command"`      // the slash command, e.g. /hookrun
+	Text        string `json:"text"`         // everything after the slash command, e.g. "deploy staging"
+	// ResponseURL is where the run's result is posted: Slack's
+	// https://hooks.slack.com/... URL for this command. Only a URL under
+	// the server's allowed prefix is ever posted to (ResponseURLAllowed).
+	ResponseURL string `json:"response_url"`
+	TriggerID   string `json:"trigger_id,omitempty"`
+}
+
+// ChatSlack is Chat.Platform of a Slack slash command.
+const ChatSlack = "slack"
 
 // Number is the pull/merge request number, else the issue number, else 0.
 func (e *Event) Number() int {
@@ -240,6 +271,15 @@ func (e *Event) Env() []EnvVar {
 		if c.Line > 0 {
 			env = append(env, EnvVar{"HOOKRUN_COMMENT_LINE", strconv.Itoa(c.Line)})
 		}
+	}
+	if c := e.Chat; c != nil {
+		env = append(env,
+			EnvVar{"HOOKRUN_CHAT_PLATFORM", c.Platform},
+			EnvVar{"HOOKRUN_CHAT_USER_ID", c.UserID},
+			EnvVar{"HOOKRUN_CHAT_USER_NAME", c.UserName},
+			EnvVar{"HOOKRUN_CHAT_CHANNEL_ID", c.ChannelID},
+			EnvVar{"HOOKRUN_CHAT_CHANNEL_NAME", c.ChannelName},
+			EnvVar{"HOOKRUN_CHAT_TEXT", c.Text})
 	}
 	if e.PullRequest != nil {
 		env = append(env,

@@ -30,8 +30,11 @@ import (
 // action; working_dir or dir; timeout or timeout_sec; interval or
 // interval_sec, max_interval or max_interval_sec; a root working_dir inside
 // the workspace in server mode; an expected re: that compiles; a step id or a name that is one; prompt_mode flag needs
-// prompt_flag; the actions of each event kind; command only for comments; no
-// branches for issues, no labels for pushes, paths only for pull requests and pushes; with.provider and, but in a
+// prompt_flag; the actions of each event kind; command only for comments
+// (/word) and chat (word); no branches for issues, no labels for pushes, paths only for pull
+// requests and pushes; chat triggers with command and repo and nothing of
+// branches, labels, repos; repo and forge only for chat; a workflow with a
+// chat trigger has slack_users and slack_channels; with.provider and, but in a
 // fallback, with.prompt required; at least one step), the names of
 // harnesses and of with's flags, the fields marked own, and the rules JSON
 // Schema cannot say (parserOnly in schema_test.go, listed in
@@ -171,18 +174,25 @@ var (
 	flagName     = compiled(&pattern{src: `^[A-Za-z0-9][A-Za-z0-9_-]*$`, fails: "is not a valid flag name"})
 	nonBlank     = compiled(&pattern{src: `\S`, fails: "must not be empty", bare: true,
 		unicode: func(v string) bool { return strings.TrimSpace(v) != "" }})
+	slackID      = compiled(&pattern{src: `^[A-Z0-9]+$`, fails: "is not a Slack id (U0123ABCD, C0123ABCD): names can change, ids do not"})
 	absolutePath = compiled(&pattern{src: `^/`, fails: "must be an absolute path"})
 	volumeSpec   = compiled(&pattern{src: `^[^:]+:/[^:]*(:(ro|rw))?$`, fails: "must be host:container[:ro|rw] with an absolute container path"})
-	commandWord  = compiled(&pattern{src: `^/\S+$`, why: func(c string) string {
-		if !strings.HasPrefix(c, "/") || len(c) < 2 {
+	// commandWord is one word: /deploy for a comment, deploy for a chat
+	// command (the word after the slash command); which of the two is
+	// build's rule (commentCommand, chatCommandWord), and the schema's.
+	commandWord = compiled(&pattern{src: `^/?[^\s/]\S*$`, why: func(c string) string {
+		if strings.TrimSpace(c) == "" || c == "/" || strings.HasPrefix(c, "//") {
 			return "must start with / and a word, like /deploy"
 		}
 		return "must be one word; arguments come after it in the comment"
 	}})
-	durationSyntax = compiled(&pattern{src: `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`})
-	sizeSyntax     = compiled(&pattern{src: `^[0-9]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?$`})
-	paramsString   = compiled(&pattern{src: `^\s*(` + envNameSrc + `=\S*\s*)*$`})
-	envItemString  = compiled(&pattern{src: `^` + envNameSrc + `=`})
+	commentCommand  = compiled(&pattern{src: `^/`, fails: "must start with / and a word, like /deploy"})
+	chatCommandWord = compiled(&pattern{src: `^[^/]`, fails: "of a chat trigger is the word after the slash command, without /: like deploy for /hookrun deploy"})
+	repoName        = compiled(&pattern{src: `^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`, fails: "must be owner/name (GitLab: group/.../project), no globs"})
+	durationSyntax  = compiled(&pattern{src: `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`})
+	sizeSyntax      = compiled(&pattern{src: `^[0-9]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?$`})
+	paramsString    = compiled(&pattern{src: `^\s*(` + envNameSrc + `=\S*\s*)*$`})
+	envItemString   = compiled(&pattern{src: `^` + envNameSrc + `=`})
 )
 
 // The enums of the format.
@@ -194,6 +204,7 @@ var (
 	stepActions      = []string{ActionHarnessRun}
 	sandboxProviders = []string{"sbx"}
 	pushModes        = []string{PushBranch, PushPullRequest, PushNone}
+	forgeNames       = []string{string(GitHub), string(GitLab)}
 	kindNames        = func() []string {
 		s := make([]string, len(Kinds))
 		for i, k := range Kinds {
@@ -285,7 +296,7 @@ func (t *rawTrigger) fields() []field {
 			doc: "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"},
 		{key: "branches", to: &t.branches, form: formOneOrList, nonEmpty: true},
 		{key: "command", to: &t.command, pattern: commandWord,
-			doc: "a line of a new comment (outside code blocks and quotes) starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS; each such line is one run"},
+			doc: "comment: /word; a line of a new comment (outside code blocks and quotes) starts with it (edited or deleted comments only if actions: names them); the rest of the line is HOOKRUN_COMMAND_ARGS; each such line is one run. chat (required there): the word after the slash command, without /; the rest of the text is HOOKRUN_COMMAND_ARGS"},
 		{key: "labels", to: &t.labels, form: formOneOrList},
 		{key: "repos", to: &t.repos, form: formOneOrList, nonEmpty: true},
 		{key: "deleted", to: &t.deleted, def: false,
@@ -294,6 +305,9 @@ func (t *rawTrigger) fields() []field {
 			doc: "pull_request and push only: globs (** crosses directories) of which at least one changed file must match"},
 		{key: "paths_ignore", to: &t.ignore, form: formOneOrList, nonEmpty: true,
 			doc: "pull_request and push only: globs of changed files that do not count; no other changed file, no run"},
+		{key: "repo", to: &t.repo, pattern: repoName,
+			doc: "chat only, and required there: the repository (owner/name) a run acts on: its checkout, HOOKRUN_REPO, allow_repos"},
+		{key: "forge", to: &t.forge, enum: forgeNames, doc: "chat only: the forge repo lives on; default github"},
 		{key: "if", to: &t.ifExpr, pattern: nonBlank, doc: "expr-lang expression over `event`"},
 	}
 }
@@ -305,6 +319,10 @@ func (a *rawAuthorize) fields() []field {
 			doc: "[] lets any association through (forks then need allow_forks)"},
 		{key: "users", to: &a.users, pattern: nonBlank},
 		{key: "allow_forks", to: &a.allowForks, def: false},
+		{key: "slack_users", to: &a.slackUsers, pattern: slackID,
+			doc: "chat: Slack user ids (U…, W…) allowed; a chat command runs only when its user AND channel are listed; none: no chat command runs"},
+		{key: "slack_channels", to: &a.slackChans, pattern: slackID,
+			doc: "chat: Slack channel ids (C…, G…, D… for a direct message) commands are allowed in"},
 	}
 }
 

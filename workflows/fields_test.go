@@ -30,12 +30,18 @@ func probeTables() []probeTable {
 		return map[string]any{"steps": []any{s}}
 	}
 	with := map[string]any{"provider": "claude", "prompt": "p"}
+	chat := func() map[string]any { return map[string]any{"event": "chat", "command": "deploy", "repo": "o/r"} }
 	return []probeTable{
 		{name: "workflow", fields: new(rawWorkflow).fields(), base: map[string]any{"steps": []any{step()}},
 			file: func(m map[string]any) map[string]any { return m }},
 		{name: "trigger", fields: new(rawTrigger).fields(), base: map[string]any{"event": "comment"},
-			bases: map[string]map[string]any{"paths": {"event": "pull_request"}, "paths_ignore": {"event": "push"}},
-			file:  func(m map[string]any) map[string]any { return file("on", []any{m}) }},
+			bases: map[string]map[string]any{"paths": {"event": "pull_request"}, "paths_ignore": {"event": "push"},
+				"command": chat(), "repo": chat(), "forge": chat()},
+			file: func(m map[string]any) map[string]any {
+				f := file("on", []any{m})
+				f["authorize"] = map[string]any{"slack_users": []any{"U1"}, "slack_channels": []any{"C1"}} // what a chat trigger needs
+				return f
+			}},
 		{name: "authorize", fields: new(rawAuthorize).fields(), base: map[string]any{},
 			file: func(m map[string]any) map[string]any { return file("authorize", m) }},
 		{name: "concurrency", fields: new(rawConcurrency).fields(), base: map[string]any{"group": "g"},

@@ -48,8 +48,11 @@ func (w *Workflow) Match(e *Event) Match {
 		return Match{Reason: "workflow has no triggers"}
 	}
 	var lines []string
-	if e.Kind == KindComment {
+	switch e.Kind {
+	case KindComment:
 		lines = commandLines(e.CommentBody())
+	case KindChat:
+		lines = []string{""} // one command, one run: chatCommand reads Chat.Text
 	}
 	var reasons []string
 	for i := range w.On {
@@ -146,7 +149,13 @@ func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason s
 			return nil, fmt.Sprintf("branch %q not in %v", branch, t.Branches)
 		}
 	}
-	if t.Command != "" {
+	if t.Command != "" && e.Kind == KindChat {
+		a, ok := chatCommand(t.Command, e.Chat)
+		if !ok {
+			return nil, fmt.Sprintf("the chat command is not %s", t.Command)
+		}
+		args = map[int]string{0: a}
+	} else if t.Command != "" {
 		for n, line := range lines {
 			if a, ok := matchCommand(t.Command, line); ok {
 				if args == nil {
@@ -169,6 +178,12 @@ func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason s
 		return nil, fmt.Sprintf("repository %q not in %v", e.Repo, t.Repos)
 	}
 	if t.If != "" {
+		if e.Kind == KindChat {
+			// the run's event: the trigger's repository (chat.go)
+			c := *e
+			c.Forge, c.Repo = t.ChatTarget()
+			e = &c
+		}
 		ok, err := t.eval(e)
 		if err != nil {
 			return nil, fmt.Sprintf("evaluating if %q: %v", t.If, err)
@@ -184,7 +199,7 @@ func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason s
 // DefaultCommandActions for a command trigger without them. This is the one
 // place that default is applied (see Trigger).
 func (t *Trigger) actions() []string {
-	if len(t.Actions) == 0 && t.Command != "" {
+	if len(t.Actions) == 0 && t.Command != "" && t.Event != KindChat {
 		return DefaultCommandActions
 	}
 	return t.Actions
@@ -319,6 +334,8 @@ func anyGlob(patterns []string, s string) bool {
 //  3. With a non-empty `author_association` list, the sender's association
 //     (an empty one counts as NONE) must be in it. The sender is then
 //     trusted.
+//  0. A chat event (KindChat) is judged by the Slack allowlists alone, and
+//     none of the rules below applies (authorizeChat).
 //  4. An explicit empty list (`author_association: []`) lets any association
 //     through, but such a sender is not trusted: a pull request from a fork
 //     (also a comment on one) is refused unless `allow_forks` is true.
@@ -327,6 +344,9 @@ func (w *Workflow) Authorize(e *Event) (ok bool, reason string) {
 		return false, "no event"
 	}
 	a := w.Authorization
+	if e.Kind == KindChat {
+		return a.authorizeChat(e.Chat)
+	}
 	if slices.ContainsFunc(a.Users, func(u string) bool { return strings.EqualFold(u, e.Sender) }) {
 		return true, fmt.Sprintf("user %q is listed in authorize.users", e.Sender)
 	}
@@ -351,4 +371,23 @@ func (w *Workflow) Authorize(e *Event) (ok bool, reason string) {
 		return true, fmt.Sprintf("author association %s is allowed", assoc)
 	}
 	return true, "any author association is allowed"
+}
+
+// authorizeChat allows a chat command only when both its user id is in
+// slack_users and its channel id in slack_channels (ids compared exactly:
+// Slack ids are upper case and never reused). An empty list allows
+// nobody: a workflow is never open to a whole workspace. The forge logins
+// of `users` and the associations do not apply: a chat user has none.
+func (a *Authorize) authorizeChat(c *Chat) (bool, string) {
+	switch {
+	case c == nil:
+		return false, "chat event without its chat"
+	case len(a.SlackUsers) == 0 || len(a.SlackChannels) == 0:
+		return false, "the workflow lists no authorize.slack_users or no authorize.slack_channels: no chat command runs it"
+	case !slices.Contains(a.SlackUsers, c.UserID):
+		return false, fmt.Sprintf("Slack user %s is not in authorize.slack_users", c.UserID)
+	case !slices.Contains(a.SlackChannels, c.ChannelID):
+		return false, fmt.Sprintf("Slack channel %s is not in authorize.slack_channels", c.ChannelID)
+	}
+	return true, fmt.Sprintf("Slack user %s in channel %s is allowed", c.UserID, c.ChannelID)
 }

@@ -399,6 +399,13 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 	w.Preconditions = r.buildConditions(raw.preconditions)
 	w.On = r.buildTriggers(raw.on, raw.checkout)
 	w.Authorization = r.buildAuthorize(raw.authorize)
+	if w.Listens(KindChat) && (len(w.Authorization.SlackUsers) == 0 || len(w.Authorization.SlackChannels) == 0) {
+		at := raw.node
+		if raw.authorize != nil && raw.authorize.node != nil {
+			at = raw.authorize.node
+		}
+		r.errf(at, "authorize: a workflow with a chat trigger needs slack_users and slack_channels (the Slack user and channel ids allowed); without them no chat command would run")
+	}
 
 	if c := raw.concurrency; c != nil {
 		r.checkFields(c.node, scope{"concurrency", "."}, c.fields())
@@ -527,6 +534,8 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 			Deleted:     rt.deleted.v,
 			Paths:       texts(rt.paths),
 			PathsIgnore: texts(rt.ignore),
+			Repo:        rt.repo.v,
+			Forge:       Forge(rt.forge.v),
 			If:          rt.ifExpr.v,
 		}
 		known := rt.event.set() && rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
@@ -538,15 +547,25 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 			}
 		}
 		r.globs(rt.branches, "branches")
-		if len(rt.branches.v) > 0 && known && t.Event == KindIssue {
-			r.errf(rt.branches.v[0].n, "on: issue events have no branch; remove branches")
+		if len(rt.branches.v) > 0 && known && (t.Event == KindIssue || t.Event == KindChat) {
+			r.errf(rt.branches.v[0].n, "on: %s events have no branch; remove branches", t.Event)
 		}
-		if rt.command.set() && rt.command.n.ShortTag() == "!!str" && known && t.Event != KindComment {
-			r.errf(rt.command.n, "on: command is only for event: comment")
+		if rt.command.set() && rt.command.n.ShortTag() == "!!str" && known {
+			switch {
+			case t.Event != KindComment && t.Event != KindChat:
+				r.errf(rt.command.n, "on: command is only for event: comment or chat")
+			case !commandWord.matches(t.Command):
+				// checkFields said why
+			case t.Event == KindComment && !commentCommand.matches(t.Command):
+				r.errf(rt.command.n, "on: command %q %s", t.Command, commentCommand.fails)
+			case t.Event == KindChat && !chatCommandWord.matches(t.Command):
+				r.errf(rt.command.n, "on: command %q %s", t.Command, chatCommandWord.fails)
+			}
 		}
-		if len(rt.labels.v) > 0 && known && t.Event == KindPush {
-			r.errf(rt.labels.v[0].n, "on: push events carry no labels; remove labels")
+		if len(rt.labels.v) > 0 && known && (t.Event == KindPush || t.Event == KindChat) {
+			r.errf(rt.labels.v[0].n, "on: %s events carry no labels; remove labels", t.Event)
 		}
+		r.chatTrigger(&rt, &t, known)
 		for _, ps := range []struct {
 			l    list[string]
 			what string
@@ -580,6 +599,37 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 	return out
 }
 
+// chatTrigger applies the rules of chat triggers: a command and a repo
+// (forge github by default), no repos filter; repo and forge only there.
+func (r *reader) chatTrigger(rt *rawTrigger, t *Trigger, known bool) {
+	if !known {
+		return
+	}
+	if t.Event != KindChat {
+		for _, f := range []struct {
+			v   val[string]
+			key string
+		}{{rt.repo, "repo"}, {rt.forge, "forge"}} {
+			if f.v.set() {
+				r.errf(f.v.n, "on: %s is only for event: chat (other events come from their repository)", f.key)
+			}
+		}
+		return
+	}
+	if !rt.command.set() {
+		r.errf(rt.node, "on: a chat trigger needs command: the word after the slash command (deploy for /hookrun deploy)")
+	}
+	if !rt.repo.set() {
+		r.errf(rt.node, "on: a chat trigger needs repo: the repository (owner/name) its runs act on")
+	}
+	if len(rt.repos.v) > 0 {
+		r.errf(rt.repos.v[0].n, "on: a chat trigger names its one repository with repo:, not repos:")
+	}
+	if t.Forge == "" {
+		t.Forge = GitHub
+	}
+}
+
 // globs reports malformed path.Match patterns (empty ones are checkFields').
 func (r *reader) globs(raws list[string], what string) {
 	for _, g := range raws.v {
@@ -594,7 +644,8 @@ func (r *reader) buildAuthorize(raw *rawAuthorize) Authorize {
 		raw = &rawAuthorize{} // the defaults
 	}
 	r.checkFields(raw.node, scope{"authorize", ": "}, raw.fields())
-	return Authorize{AuthorAssociation: texts(raw.assoc), Users: texts(raw.users), AllowForks: raw.allowForks.v}
+	return Authorize{AuthorAssociation: texts(raw.assoc), Users: texts(raw.users), AllowForks: raw.allowForks.v,
+		SlackUsers: texts(raw.slackUsers), SlackChannels: texts(raw.slackChans)}
 }
 
 // envVars are the variables read (their names are checkFields').

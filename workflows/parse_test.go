@@ -283,8 +283,8 @@ func TestLoadSameFileTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ws) != 6 {
-		t.Errorf("loaded %d workflows, want 6", len(ws))
+	if len(ws) != 7 {
+		t.Errorf("loaded %d workflows, want 7", len(ws))
 	}
 }
 

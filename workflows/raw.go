@@ -63,6 +63,8 @@ type rawTrigger struct {
 	deleted  val[bool]
 	paths    list[string]
 	ignore   list[string] // paths_ignore
+	repo     val[string]  // chat: the repository a run acts on
+	forge    val[string]  // chat: its forge
 	ifExpr   val[string]
 }
 
@@ -71,6 +73,8 @@ type rawAuthorize struct {
 	assoc      list[string]
 	users      list[string]
 	allowForks val[bool]
+	slackUsers list[string]
+	slackChans list[string] // slack_channels
 }
 
 type rawConcurrency struct {

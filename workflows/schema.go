@@ -183,16 +183,26 @@ func schemaDoc() obj {
 		})
 	}
 	actionRules = append(actionRules,
-		obj{ // command only for comments
-			"if":   obj{"properties": obj{"event": obj{"not": obj{"const": string(KindComment)}}}, "required": strs("event")},
+		obj{ // command only for comments and chat
+			"if":   obj{"properties": obj{"event": obj{"not": obj{"enum": strs(string(KindComment), string(KindChat))}}}, "required": strs("event")},
 			"then": obj{"not": obj{"required": strs("command")}},
 		},
-		obj{ // issues have no branch
-			"if":   obj{"properties": obj{"event": obj{"const": string(KindIssue)}}, "required": strs("event")},
+		obj{ // a comment's command is /word
+			"if":   obj{"properties": obj{"event": obj{"const": string(KindComment)}}, "required": strs("event")},
+			"then": obj{"properties": obj{"command": obj{"pattern": commentCommand.src}}},
+		},
+		obj{ // a chat trigger: a word without /, a repo, no repos filter
+			"if": obj{"properties": obj{"event": obj{"const": string(KindChat)}}, "required": strs("event")},
+			"then": obj{"properties": obj{"command": obj{"pattern": chatCommandWord.src}},
+				"required": strs("command", "repo"), "not": obj{"required": strs("repos")}},
+			"else": obj{"allOf": []any{obj{"not": obj{"required": strs("repo")}}, obj{"not": obj{"required": strs("forge")}}}},
+		},
+		obj{ // issues and chat commands have no branch
+			"if":   obj{"properties": obj{"event": obj{"enum": strs(string(KindIssue), string(KindChat))}}, "required": strs("event")},
 			"then": obj{"not": obj{"required": strs("branches")}},
 		},
-		obj{ // pushes carry no labels
-			"if":   obj{"properties": obj{"event": obj{"const": string(KindPush)}}, "required": strs("event")},
+		obj{ // pushes and chat commands carry no labels
+			"if":   obj{"properties": obj{"event": obj{"enum": strs(string(KindPush), string(KindChat))}}, "required": strs("event")},
 			"then": obj{"not": obj{"required": strs("labels")}},
 		},
 		obj{ // changed files only for pull requests and pushes
@@ -254,9 +264,15 @@ func schemaDoc() obj {
 
 	doc := closedFields(new(rawWorkflow).fields())
 	doc["not"] = obj{"required": strs("timeout", "timeout_sec")}
+	nonEmptyList := obj{"type": "array", "minItems": 1}
 	doc["allOf"] = []any{obj{ // a deleted branch has no commit to check out
 		"if":   obj{"properties": obj{"checkout": obj{"const": true}}, "required": strs("checkout")},
 		"then": obj{"properties": obj{"on": obj{"items": obj{"properties": obj{"deleted": obj{"const": false}}}}}},
+	}, obj{ // a chat trigger needs the Slack allowlists
+		"if": obj{"properties": obj{"on": obj{"contains": obj{"properties": obj{"event": obj{"const": string(KindChat)}}, "required": strs("event")}}},
+			"required": strs("on")},
+		"then": obj{"required": strs("authorize"), "properties": obj{"authorize": obj{"required": strs("slack_users", "slack_channels"),
+			"properties": obj{"slack_users": nonEmptyList, "slack_channels": nonEmptyList}}}},
 	}}
 	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	doc["$id"] = SchemaID

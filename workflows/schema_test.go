@@ -78,6 +78,7 @@ var invalidKinds = map[string]string{
 	"bad-secrets.yaml":              schemaLevel, // pattern; uniqueItems
 	"bad-type.yaml":                 schemaLevel, // enum; minimum
 	"bad-yaml.yaml":                 syntax,
+	"chat-trigger.yaml":             schemaLevel, // chat: command word, repo, allowlists; repo/forge only for chat
 	"command-not-comment.yaml":      schemaLevel, // command only for comments; pattern
 	"cycle.yaml":                    semantic,    // dependency cycle
 	"deleted-trigger.yaml":          schemaLevel, // deleted only for pushes; not with checkout: true

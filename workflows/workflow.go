@@ -61,10 +61,10 @@ type Workflow struct {
 // same as one read from a file; the JSON of a validated workflow shows
 // Actions as written.
 type Trigger struct {
-	Event    Kind     `json:"event"`              // pull_request | comment | issue | push
-	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command: DefaultCommandActions
+	Event    Kind     `json:"event"`              // pull_request | comment | issue | push | chat
+	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command on a comment: DefaultCommandActions
 	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
-	Command  string   `json:"command,omitempty"`  // a line of the comment starts with it; the rest becomes CommandArgs (one run per line)
+	Command  string   `json:"command,omitempty"`  // comment: a line starts with it, the rest becomes CommandArgs (one run per line); chat: the first word of the text
 	Labels   []string `json:"labels,omitempty"`   // the PR/issue carries at least one of them
 	Repos    []string `json:"repos,omitempty"`    // path.Match globs on Event.Repo
 	Deleted  bool     `json:"deleted,omitempty"`  // push: match pushes that delete the branch (only those); false: only the others
@@ -75,7 +75,13 @@ type Trigger struct {
 	// Event.Files says which files changed; see Trigger.matchPaths.
 	Paths       []string `json:"paths,omitempty"`
 	PathsIgnore []string `json:"paths_ignore,omitempty"`
-	If          string   `json:"if,omitempty"` // expr-lang expression over `event`, compiled at load time
+	// Repo and Forge, on a chat trigger (and only there, where Repo is
+	// required), name the repository a run acts on: the run's Event.Repo,
+	// Forge and CloneURL are that repository's (ingress fills them in), so
+	// checkout, allow_repos and HOOKRUN_REPO apply as for a forge event.
+	Repo  string `json:"repo,omitempty"`
+	Forge Forge  `json:"forge,omitempty"`
+	If    string `json:"if,omitempty"` // expr-lang expression over `event`, compiled at load time
 
 	program any // compiled If (*vm.Program); set by the parser
 }
@@ -85,6 +91,11 @@ type Authorize struct {
 	AuthorAssociation []string `json:"author_association"` // default OWNER, MEMBER, COLLABORATOR
 	Users             []string `json:"users,omitempty"`    // logins always allowed
 	AllowForks        bool     `json:"allow_forks"`        // a PR from a fork triggers only when its sender is trusted unless true
+	// SlackUsers and SlackChannels are what authorizes a chat event, and
+	// nothing else does: its user id must be in SlackUsers and its channel
+	// id in SlackChannels. Either empty: no chat event is authorized.
+	SlackUsers    []string `json:"slack_users,omitempty"`
+	SlackChannels []string `json:"slack_channels,omitempty"`
 }
 
 // Concurrency groups runs: the runs of a group run one at a time, in the

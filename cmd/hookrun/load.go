@@ -30,13 +30,16 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*app.Config, e
 		if err := d.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("parsing config %s: %w", path, err)
 		}
-		// A section that sets anything enables its forge; decided before
+		// A section that sets anything enables its forge (or Slack); decided before
 		// expansion, so that an unset ${VAR} cannot silently disable it.
 		if c.GitHub.Enabled == nil && !reflect.ValueOf(c.GitHub).IsZero() {
 			c.GitHub.Enabled = boolPtr(true)
 		}
 		if c.GitLab.Enabled == nil && !reflect.ValueOf(c.GitLab).IsZero() {
 			c.GitLab.Enabled = boolPtr(true)
+		}
+		if c.Slack.Enabled == nil && !reflect.ValueOf(c.Slack).IsZero() {
+			c.Slack.Enabled = boolPtr(true)
 		}
 		expandStrings(reflect.ValueOf(&c).Elem(), lookup)
 	}

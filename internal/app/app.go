@@ -210,10 +210,20 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 // the run record alone.
 func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner) error {
 	c := &a.cfg
+	gh, err := github.GitOrigin(c.GitHub.APIURL)
+	if err != nil {
+		return err
+	}
+	gl, err := gitlab.GitOrigin(c.GitLab.BaseURL)
+	if err != nil {
+		return err
+	}
 	srv, err := ingress.New(ingress.Config{
-		Listen:           c.Listen,
-		GitHub:           ingress.GitHubConfig{Enabled: c.GitHubEnabled(), Secrets: c.GitHubSecrets()},
-		GitLab:           ingress.GitLabConfig{Enabled: c.GitLabEnabled(), Tokens: c.GitLabTokens()},
+		Listen: c.Listen,
+		GitHub: ingress.GitHubConfig{Enabled: c.GitHubEnabled(), Secrets: c.GitHubSecrets()},
+		GitLab: ingress.GitLabConfig{Enabled: c.GitLabEnabled(), Tokens: c.GitLabTokens()},
+		Slack: ingress.SlackConfig{Enabled: c.SlackEnabled(), Secrets: c.SlackSecrets(), Command: c.Slack.Command,
+			Origins: map[workflows.Forge]string{workflows.GitHub: gh, workflows.GitLab: gl}, ResponseURLPrefix: c.Slack.ResponseURLPrefix},
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),

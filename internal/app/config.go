@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/internal/telemetry"
+	"github.com/hookrun/hookrun/providers/slack"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -21,6 +23,7 @@ type Config struct {
 	NATS      NATSConfig     `yaml:"nats"`
 	GitHub    GitHubConfig   `yaml:"github"`
 	GitLab    GitLabConfig   `yaml:"gitlab"`
+	Slack     SlackConfig    `yaml:"slack"`
 	Runner    RunnerConfig   `yaml:"runner"`
 	API       APIConfig      `yaml:"api"`
 	Commands  CommandsConfig `yaml:"commands"`
@@ -112,6 +115,25 @@ type GitLabConfig struct {
 	WebhookTokens []string `yaml:"webhook_tokens"` // more accepted tokens, for rotation
 	Token         string   `yaml:"token"`          // API token for notes and statuses
 	BaseURL       string   `yaml:"base_url"`       // self-managed GitLab: https://HOST/
+}
+
+// SlackConfig enables Slack slash commands (POST /hooks/slack) and says
+// how chat runs' results are posted back (docs/operations.md, "Slack").
+type SlackConfig struct {
+	// Enabled turns /hooks/slack on; default: on when the slack section
+	// sets anything. It refuses to start without a signing secret (also
+	// when the secret's ${VAR} is unset); --insecure-no-verify does not
+	// apply.
+	Enabled        *bool    `yaml:"enabled"`
+	SigningSecret  string   `yaml:"signing_secret"`  // the Slack app's signing secret (Basic Information)
+	SigningSecrets []string `yaml:"signing_secrets"` // more accepted secrets, for rotation
+	Command        string   `yaml:"command"`         // the slash command as configured in the app; default /hookrun
+	// ResponseType is who sees a chat run's result: in_channel (default,
+	// the channel) or ephemeral (who typed the command).
+	ResponseType string `yaml:"response_type"`
+	// ResponseURLPrefix is the only place results are posted to; default
+	// https://hooks.slack.com/. Change it only for tests.
+	ResponseURLPrefix string `yaml:"response_url_prefix"`
 }
 
 // RunnerConfig tunes the runner half.
@@ -276,6 +298,15 @@ func (c *Config) SetDefaults() {
 	if c.Shutdown == 0 {
 		c.Shutdown = 30 * time.Second
 	}
+	if c.Slack.Command == "" {
+		c.Slack.Command = ingress.DefaultSlackCommand
+	}
+	if c.Slack.ResponseType == "" {
+		c.Slack.ResponseType = slack.InChannel
+	}
+	if c.Slack.ResponseURLPrefix == "" {
+		c.Slack.ResponseURLPrefix = workflows.DefaultResponseURLPrefix
+	}
 }
 
 // Validate checks every value and names the key of the first bad one.
@@ -368,6 +399,15 @@ func (c *Config) Validate() error {
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
 	}
+	if c.SlackEnabled() && len(c.SlackSecrets()) == 0 {
+		bad("slack.signing_secret", "required with a slack section: slash commands are never accepted unverified (is its ${VAR} set?)")
+	}
+	if !strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t") || len(c.Slack.Command) < 2 {
+		bad("slack.command", "want a slash command such as /hookrun, got %q", c.Slack.Command)
+	}
+	if err := (slack.Config{ResponseType: c.Slack.ResponseType, ResponseURLPrefix: c.Slack.ResponseURLPrefix}).Validate(); err != nil {
+		bad("slack", "%v", err)
+	}
 	if r := c.GitHub.Recover; r.Interval < 0 {
 		bad("github.recover.interval", "must not be negative, got %v", r.Interval)
 	} else if r.Interval > 0 {
@@ -411,6 +451,14 @@ func nonEmpty(in []string) []string {
 	}
 	return out
 }
+
+// SlackSecrets are every accepted Slack signing secret.
+func (c *Config) SlackSecrets() []string {
+	return nonEmpty(append([]string{c.Slack.SigningSecret}, c.Slack.SigningSecrets...))
+}
+
+// SlackEnabled reports whether /hooks/slack is served.
+func (c *Config) SlackEnabled() bool { return c.Slack.Enabled != nil && *c.Slack.Enabled }
 
 // GitHubEnabled reports whether /hooks/github is served.
 func (c *Config) GitHubEnabled() bool { return c.GitHub.Enabled != nil && *c.GitHub.Enabled }

@@ -11,6 +11,7 @@ import (
 	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
+	"github.com/hookrun/hookrun/providers/slack"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -21,6 +22,10 @@ import (
 type Forges struct {
 	GitHub *github.Reporter // nil without github.token or github.app_id
 	GitLab *gitlab.Reporter // nil without gitlab.token
+	// Slack posts chat runs' results to their response_url; it needs no
+	// credentials, so every runner has one (whichever ingress took the
+	// command).
+	Slack *slack.Reporter
 }
 
 // NewForges builds the client of each forge cfg has credentials for.
@@ -50,6 +55,12 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		}
 		f.GitLab = rep
 	}
+	sl, err := slack.New(slack.Config{ResponseURLPrefix: cfg.Slack.ResponseURLPrefix, ResponseType: cfg.Slack.ResponseType,
+		RunURL: cfg.RunURL, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("configuring slack reporter: %w", err)
+	}
+	f.Slack = sl
 	if f.GitHub == nil && f.GitLab == nil {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
 	}
@@ -66,9 +77,18 @@ func tracedTransport(cfg *Config, forge string) func(http.RoundTripper) http.Rou
 	return func(base http.RoundTripper) http.RoundTripper { return telemetry.Transport(base, tp, forge) }
 }
 
-// Report sends a run's report to the reporter of its event's forge.
+// Report sends a run's report to the reporter of its event's forge; a
+// chat run's goes to where the command was typed, and never to the forge
+// (it has no pull request to comment on, no commit status to set).
 func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
 	switch {
+	case slack.Handles(r):
+		if f.Slack == nil {
+			return r.Ref, nil
+		}
+		return f.Slack.Report(ctx, r)
+	case r.Event != nil && r.Event.Kind == workflows.KindChat:
+		return r.Ref, nil // a chat platform hookrun does not know: nothing to report to
 	case r.Event.Forge == workflows.GitHub && f.GitHub != nil:
 		return f.GitHub.Report(ctx, r)
 	case r.Event.Forge == workflows.GitLab && f.GitLab != nil:

@@ -230,6 +230,7 @@ func secureDataDir(dir string) error {
 func serverCredentials(cfg *Config) []string {
 	out := append([]string{cfg.GitHub.Token, cfg.GitLab.Token, cfg.API.Token}, cfg.GitHubSecrets()...)
 	out = append(out, cfg.GitLabTokens()...)
+	out = append(out, cfg.SlackSecrets()...)
 	if cfg.GitHub.PrivateKeyFile != "" {
 		if key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile); err == nil {
 			out = append(out, string(key))
