@@ -51,7 +51,10 @@ var (
 // create (nil: ErrNotFound), given to apply and written create-only.
 // apply returning false or an error leaves the store as it is; change then
 // returns the record as read with apply's error, else the record as written.
-func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
+// awaitMissing: a missing record is read again under the retry policy
+// before ErrNotFound is returned (a claimant's record exists; a replica
+// may not have applied its creation yet).
+func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, awaitMissing bool, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
 	for n := range casAttempts {
 		if n > 1 {
 			select {
@@ -64,6 +67,8 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 		missing := create != nil && errors.Is(err, ErrNotFound)
 		if missing {
 			rec = create()
+		} else if errors.Is(err, ErrNotFound) && create == nil && awaitMissing && n < casAttempts-1 {
+			continue // a replica that has not applied the record's creation
 		} else if err != nil {
 			return nil, err
 		}
@@ -89,7 +94,7 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 // conflicts (the transitions' retry policy). fn returning false leaves the
 // record as is. It is for changes no named transition covers (tests, tools).
 func (s *RunStore) Modify(ctx context.Context, id string, fn func(*RunRecord) bool) (*RunRecord, error) {
-	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) { return fn(r), nil })
+	return s.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) { return fn(r), nil })
 }
 
 // newRecord is the one constructor of run records: the queued record of
@@ -201,7 +206,7 @@ type ClaimResult struct {
 // was requested is ended cancelled instead of started.
 func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (ClaimResult, error) {
 	var res ClaimResult
-	rec, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, c.Now) }, func(r *RunRecord) (bool, error) {
+	rec, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, c.Now) }, false, func(r *RunRecord) (bool, error) {
 		res = ClaimResult{}
 		switch {
 		case r.Status.Terminal():
@@ -249,26 +254,62 @@ func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (Cla
 	return res, nil
 }
 
+// ClaimLostError is ErrClaimLost with the record that showed it: who
+// holds the run now, if anyone, and in which status.
+type ClaimLostError struct {
+	Record *RunRecord
+}
+
+func (e *ClaimLostError) Error() string {
+	return fmt.Sprintf("%v: claimant %q, status %s", ErrClaimLost, e.Record.Claimant, e.Record.Status)
+}
+
+// Unwrap makes errors.Is(err, ErrClaimLost) hold.
+func (e *ClaimLostError) Unwrap() error { return ErrClaimLost }
+
+// Unclaimed reports whether a run is queued with no claimant: nobody runs
+// it, and only a delivery of its message will.
+func (r *RunRecord) Unclaimed() bool {
+	return r.Status == workflows.StatusQueued && r.Claimant == ""
+}
+
 // CheckClaim is the rule of every transition a claimant makes after its
-// claim: nil while the run is running under claimant, else ErrClaimLost.
+// claim: nil while the run is running under claimant, else a
+// *ClaimLostError (ErrClaimLost).
 func (r *RunRecord) CheckClaim(claimant string) error {
 	if r.Claimant == claimant && r.Status == workflows.StatusRunning {
 		return nil
 	}
-	return fmt.Errorf("%w: claimant %q, status %s", ErrClaimLost, r.Claimant, r.Status)
+	return &ClaimLostError{Record: r}
 }
 
 // byClaimant is change for the transitions a claimant makes after its
 // claim: apply runs only while the run is running under claimant; else
-// nothing is written and the error is ErrClaimLost.
+// the error is a *ClaimLostError and the record's content is left as it is.
+//
+// A read does not prove a claim lost: the bucket's reads are direct gets,
+// which any replica answers from what it has applied, and a follower
+// right after a write (or a node rejoining the cluster, until it caught
+// up) serves the record as it was before, such as the queued record of a
+// run just claimed (TestClaimLostOnlyByCompareAndSet; on three nodes a
+// fifth of the reads right after a write). So a record that says the
+// claim is gone is written back unchanged at the revision read: only the
+// stream leader accepts that compare-and-set, and only when the revision
+// is the latest, so a stale read fails it and is read again, and a claim
+// is reported lost only when the record that says so is the current one.
 func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
-	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
-		if err := r.CheckClaim(claimant); err != nil {
-			return false, err
+	var lost error
+	rec, err := s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
+		lost = r.CheckClaim(claimant)
+		if lost == nil {
+			apply(r)
 		}
-		apply(r)
 		return true, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, lost
 }
 
 // HeartbeatSpec is one heartbeat of a claimant.
@@ -358,7 +399,7 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 // which its claimant sees and acts on. It returns the record as written.
 // ErrNotFound: no such run; ErrRunFinished: it ended.
 func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, error) {
-	rec, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	rec, err := s.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) {
 		if r.Status.Terminal() {
 			return false, ErrRunFinished
 		}
@@ -382,7 +423,7 @@ func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, er
 // missing record is created from req.
 func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) error {
 	now := s.now()
-	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, func(r *RunRecord) (bool, error) {
+	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, false, func(r *RunRecord) (bool, error) {
 		if r.Status.Terminal() {
 			return false, nil
 		}
