@@ -53,7 +53,8 @@ var (
 // returns the record as read with apply's error, else the record as written.
 // awaitMissing: a missing record is read again under the retry policy
 // before ErrNotFound is returned (a claimant's record exists; a replica
-// may not have applied its creation yet).
+// may not have applied its creation yet), as is a record for which apply
+// returns a *readAgain.
 func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, awaitMissing bool, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
 	for n := range casAttempts {
 		if n > 1 {
@@ -72,7 +73,15 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 		} else if err != nil {
 			return nil, err
 		}
-		if write, err := apply(rec); err != nil || !write {
+		write, err := apply(rec)
+		var again *readAgain
+		if errors.As(err, &again) {
+			if n < casAttempts-1 {
+				continue
+			}
+			err = again.err
+		}
+		if err != nil || !write {
 			return rec, err
 		}
 		if missing {
@@ -285,32 +294,35 @@ func (r *RunRecord) CheckClaim(claimant string) error {
 
 // byClaimant is change for the transitions a claimant makes after its
 // claim: apply runs only while the run is running under claimant; else
-// the error is a *ClaimLostError and the record's content is left as it is.
+// nothing is written and the error is a *ClaimLostError.
 //
-// A read does not prove a claim lost: the bucket's reads are direct gets,
-// which any replica answers from what it has applied, and a follower
-// right after a write (or a node rejoining the cluster, until it caught
-// up) serves the record as it was before, such as the queued record of a
-// run just claimed (TestClaimLostOnlyByCompareAndSet; on three nodes a
-// fifth of the reads right after a write). So a record that says the
-// claim is gone is written back unchanged at the revision read: only the
-// stream leader accepts that compare-and-set, and only when the revision
-// is the latest, so a stale read fails it and is read again, and a claim
-// is reported lost only when the record that says so is the current one.
+// One read does not prove a claim lost: the bucket's reads are direct
+// gets, which any replica answers from what it has applied, and a
+// follower right after a write (or a node rejoining the cluster, until it
+// caught up) serves the record as it was before, such as the queued
+// record of a run just claimed, or no record at all (on three nodes a
+// fifth of the reads made right after a write:
+// TestClaimantTransitionsRightAfterTheClaim). So a record that says the
+// claim is gone, or is missing, is read again under the retry policy, and
+// the claim is reported lost only when every read says so; a read that
+// shows the claim is acted on with a compare-and-set, which only the
+// latest revision passes.
 func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
-	var lost error
-	rec, err := s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
-		lost = r.CheckClaim(claimant)
-		if lost == nil {
-			apply(r)
+	return s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
+		if err := r.CheckClaim(claimant); err != nil {
+			return false, &readAgain{err: err}
 		}
+		apply(r)
 		return true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rec, lost
 }
+
+// readAgain, returned by a transition's apply, asks change to read the
+// record again under the retry policy; after the last attempt change
+// returns err.
+type readAgain struct{ err error }
+
+func (e *readAgain) Error() string { return e.err.Error() }
 
 // HeartbeatSpec is one heartbeat of a claimant.
 type HeartbeatSpec struct {

@@ -710,7 +710,8 @@ func (h *heartbeat) loop(ctx context.Context) {
 				// Only a hint: the watch's consumer may live on a replica
 				// that has not applied our claim yet (a node rejoining the
 				// cluster) and deliver the record as it was before, queued.
-				// The heartbeat's compare-and-set decides.
+				// The heartbeat decides: it reads the record again before
+				// it reports a loss, and writes only with a compare-and-set.
 				if h.beat(ctx) {
 					return
 				}

@@ -373,9 +373,10 @@ shutdown_grace: 5s
 	// records as it held them until it has caught up: a runner's watch
 	// delivered a run's queued record milliseconds after the runner
 	// claimed it, and the runner gave the run up and acked its message, so
-	// nothing ran it again (2 of 3 test runs). A claim is now lost only by
-	// a compare-and-set (queue's byClaimant), and a run lost to a queued
-	// record is handed back rather than acked.
+	// nothing ran it again (2 of 3 test runs). A watched record is now only
+	// a hint the heartbeat verifies, the heartbeat reads a record that says
+	// the claim is gone again before it believes it (queue's byClaimant),
+	// and a run lost to a queued record is handed back rather than acked.
 	if err := cli.ContainerStart(ctx, containerOf("runner-1"), container.StartOptions{}); err != nil {
 		t.Errorf("docker start runner-1: %v", err)
 	}
