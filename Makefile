@@ -53,12 +53,24 @@ test-image: tools ## build the local Docker test image (no registry needed) when
 vet: tools ## go vet, staticcheck and gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags compose ./cmd/hookrun
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags compose ./cmd/hookrun
 
 .PHONY: test
 test: vet test-image ui-tools ## vet, staticcheck, all tests with -race (NATS, Docker and headless Chromium integration included), brief fuzzing
 	$(GO) test -race -count=1 -timeout 9m ./...
 	$(MAKE) --no-print-directory fuzz
+	@left=$$(docker ps -aq --filter label=hookrun.run 2>/dev/null || true); \
+		if [ -n "$$left" ]; then echo "containers labelled hookrun.run were left behind: $$left"; exit 1; fi
+
+.PHONY: compose-images
+compose-images: tools ## build docker-compose.yml's two images locally, no registry (hookrun-local, hookrun-nats-local)
+	$(GO) run ./internal/localimage/composeimages
+
+.PHONY: compose-test
+compose-test: test-image ## docker-compose.yml up with local images: deliveries while a runner and a NATS node are killed (under 4 min warm)
+	$(GO) test -tags compose -count=1 -timeout 8m -run '^TestComposeUp$$' -v ./cmd/hookrun
 	@left=$$(docker ps -aq --filter label=hookrun.run 2>/dev/null || true); \
 		if [ -n "$$left" ]; then echo "containers labelled hookrun.run were left behind: $$left"; exit 1; fi
 

@@ -53,7 +53,11 @@ var (
 // create (nil: ErrNotFound), given to apply and written create-only.
 // apply returning false or an error leaves the store as it is; change then
 // returns the record as read with apply's error, else the record as written.
-func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
+// awaitMissing: a missing record is read again under the retry policy
+// before ErrNotFound is returned (a claimant's record exists; a replica
+// may not have applied its creation yet), as is a record for which apply
+// returns a *readAgain.
+func (s *RunStore) change(ctx context.Context, id string, create func() *RunRecord, awaitMissing bool, apply func(*RunRecord) (bool, error)) (*RunRecord, error) {
 	for n := range casAttempts {
 		if n > 1 {
 			select {
@@ -66,10 +70,20 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 		missing := create != nil && errors.Is(err, ErrNotFound)
 		if missing {
 			rec = create()
+		} else if errors.Is(err, ErrNotFound) && create == nil && awaitMissing && n < casAttempts-1 {
+			continue // a replica that has not applied the record's creation
 		} else if err != nil {
 			return nil, err
 		}
-		if write, err := apply(rec); err != nil || !write {
+		write, err := apply(rec)
+		var again *readAgain
+		if errors.As(err, &again) {
+			if n < casAttempts-1 {
+				continue
+			}
+			err = again.err
+		}
+		if err != nil || !write {
 			return rec, err
 		}
 		if missing {
@@ -91,7 +105,7 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 // conflicts (the transitions' retry policy). fn returning false leaves the
 // record as is. It is for changes no named transition covers (tests, tools).
 func (s *RunStore) Modify(ctx context.Context, id string, fn func(*RunRecord) bool) (*RunRecord, error) {
-	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) { return fn(r), nil })
+	return s.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) { return fn(r), nil })
 }
 
 // newRecord is the one constructor of run records: the queued record of
@@ -132,7 +146,7 @@ func OriginOf(r *RunRecord) string {
 // LinkRerun notes on run id that run rerun re-runs it (Reruns, in order,
 // once): the other direction of the new record's RerunOf.
 func (s *RunStore) LinkRerun(ctx context.Context, id, rerun string) error {
-	_, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	_, err := s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
 		if slices.Contains(r.Reruns, rerun) {
 			return false, nil
 		}
@@ -241,7 +255,7 @@ type ClaimResult struct {
 // was requested is ended cancelled instead of started.
 func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (ClaimResult, error) {
 	var res ClaimResult
-	rec, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, c.Now) }, func(r *RunRecord) (bool, error) {
+	rec, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, c.Now) }, false, func(r *RunRecord) (bool, error) {
 		res = ClaimResult{}
 		switch {
 		case r.Status.Terminal():
@@ -292,27 +306,66 @@ func (s *RunStore) Claim(ctx context.Context, req *RunRequest, c ClaimSpec) (Cla
 	return res, nil
 }
 
+// ClaimLostError is ErrClaimLost with the record that showed it: who
+// holds the run now, if anyone, and in which status.
+type ClaimLostError struct {
+	Record *RunRecord
+}
+
+func (e *ClaimLostError) Error() string {
+	return fmt.Sprintf("%v: claimant %q, status %s", ErrClaimLost, e.Record.Claimant, e.Record.Status)
+}
+
+// Unwrap makes errors.Is(err, ErrClaimLost) hold.
+func (e *ClaimLostError) Unwrap() error { return ErrClaimLost }
+
+// Unclaimed reports whether a run is queued with no claimant: nobody runs
+// it, and only a delivery of its message will.
+func (r *RunRecord) Unclaimed() bool {
+	return r.Status == workflows.StatusQueued && r.Claimant == ""
+}
+
 // CheckClaim is the rule of every transition a claimant makes after its
-// claim: nil while the run is running under claimant, else ErrClaimLost.
+// claim: nil while the run is running under claimant, else a
+// *ClaimLostError (ErrClaimLost).
 func (r *RunRecord) CheckClaim(claimant string) error {
 	if r.Claimant == claimant && r.Status == workflows.StatusRunning {
 		return nil
 	}
-	return fmt.Errorf("%w: claimant %q, status %s", ErrClaimLost, r.Claimant, r.Status)
+	return &ClaimLostError{Record: r}
 }
 
 // byClaimant is change for the transitions a claimant makes after its
 // claim: apply runs only while the run is running under claimant; else
-// nothing is written and the error is ErrClaimLost.
+// nothing is written and the error is a *ClaimLostError.
+//
+// One read does not prove a claim lost: the bucket's reads are direct
+// gets, which any replica answers from what it has applied, and a
+// follower right after a write (or a node rejoining the cluster, until it
+// caught up) serves the record as it was before, such as the queued
+// record of a run just claimed, or no record at all (on three nodes a
+// fifth of the reads made right after a write:
+// TestClaimantTransitionsRightAfterTheClaim). So a record that says the
+// claim is gone, or is missing, is read again under the retry policy, and
+// the claim is reported lost only when every read says so; a read that
+// shows the claim is acted on with a compare-and-set, which only the
+// latest revision passes.
 func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
-	return s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	return s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
 		if err := r.CheckClaim(claimant); err != nil {
-			return false, err
+			return false, &readAgain{err: err}
 		}
 		apply(r)
 		return true, nil
 	})
 }
+
+// readAgain, returned by a transition's apply, asks change to read the
+// record again under the retry policy; after the last attempt change
+// returns err.
+type readAgain struct{ err error }
+
+func (e *readAgain) Error() string { return e.err.Error() }
 
 // HeartbeatSpec is one heartbeat of a claimant.
 type HeartbeatSpec struct {
@@ -401,7 +454,7 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 // which its claimant sees and acts on. It returns the record as written.
 // ErrNotFound: no such run; ErrRunFinished: it ended.
 func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, error) {
-	rec, err := s.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	rec, err := s.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) {
 		if r.Status.Terminal() {
 			return false, ErrRunFinished
 		}
@@ -426,7 +479,7 @@ func (s *RunStore) RequestCancel(ctx context.Context, id string) (*RunRecord, er
 // it (false: it had ended already).
 func (s *RunStore) fail(ctx context.Context, req *RunRequest, reason string) (ended bool, _ error) {
 	now := s.now()
-	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, func(r *RunRecord) (bool, error) {
+	_, err := s.change(ctx, req.ID, func() *RunRecord { return newRecord(req, now) }, false, func(r *RunRecord) (bool, error) {
 		ended = false
 		if r.Status.Terminal() {
 			return false, nil

@@ -243,7 +243,7 @@ func TestChangeRetryPolicy(t *testing.T) {
 	}
 
 	calls := 0
-	rec, err := rs.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	rec, err := rs.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) {
 		if calls++; calls <= 2 {
 			interfere()
 		}
@@ -256,7 +256,7 @@ func TestChangeRetryPolicy(t *testing.T) {
 
 	calls = 0
 	start := time.Now()
-	_, err = rs.change(ctx, id, nil, func(r *RunRecord) (bool, error) {
+	_, err = rs.change(ctx, id, nil, false, func(r *RunRecord) (bool, error) {
 		calls++
 		interfere()
 		return true, nil

@@ -542,7 +542,7 @@ func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequ
 		Ref: refOf(rec), Refused: req.Refused, OnChange: c.hb.setSteps})
 	c.stopHeartbeat()
 	if c.hb.lost.Load() {
-		return nil
+		return r.lostRun(req.ID, c.hb.lostError(), log)
 	}
 	return r.finish(ctx, req, res, "", log)
 }
@@ -552,7 +552,7 @@ func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequ
 func (r *Runner) prepareFailed(ctx context.Context, c *claimed, id string, err error, log *slog.Logger) error {
 	c.stopHeartbeat()
 	if c.hb.lost.Load() {
-		return nil
+		return r.lostRun(id, c.hb.lostError(), log)
 	}
 	if errors.Is(err, contract.ErrRefused) {
 		log.Warn("workspace refused by policy; failing the run", "err", err)
@@ -572,6 +572,9 @@ func (r *Runner) outcome(ctx context.Context, c *claimed, req *queue.RunRequest,
 	id := req.ID
 	switch {
 	case c.hb.lost.Load():
+		if err := r.lostRun(id, c.hb.lostError(), log); err != nil {
+			return err
+		}
 		log.Warn("another runner took this run over; dropping our result", "status", res.Status)
 		return nil
 	case res.Abandoned:
@@ -604,6 +607,9 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *Result,
 		FinishedAt:  res.FinishedAt,
 	})
 	if errors.Is(err, queue.ErrClaimLost) {
+		if err := r.lostRun(id, err, log); err != nil {
+			return err
+		}
 		log.Warn("run record no longer ours; not writing the result", "err", err)
 		return nil
 	}
@@ -616,6 +622,24 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *Result,
 		}
 	}
 	return err
+}
+
+// lostRetry is how soon a run whose claim was lost to a queued record is
+// delivered again.
+const lostRetry = time.Second
+
+// lostRun decides what a lost claim means for the run's message: nil (ack
+// it) when another runner holds the run or it ended, since they finish it;
+// a queue.Retry when the record that ended the claim is queued with no
+// claimant, since nobody runs it then and acking the message would leave
+// it queued forever: the redelivery claims it again.
+func (r *Runner) lostRun(id string, lost error, log *slog.Logger) error {
+	var cl *queue.ClaimLostError
+	if !errors.As(lost, &cl) || !cl.Record.Unclaimed() {
+		return nil
+	}
+	log.Warn("our claim was lost to a queued record that nobody holds; handing the message back so that the run is claimed again", "err", lost)
+	return queue.Retry(fmt.Errorf("running %s: %w", id, lost), lostRetry)
 }
 
 // release puts a claimed run back to queued (attempt kept) so that another
@@ -734,7 +758,16 @@ type heartbeat struct {
 	steps   []workflows.StepState
 	headSHA string
 
-	lost atomic.Bool
+	lost    atomic.Bool
+	lostErr atomic.Pointer[error] // why, once lost
+}
+
+// lostError is why the claim was lost (nil while it was not).
+func (h *heartbeat) lostError() error {
+	if p := h.lostErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (h *heartbeat) setSteps(s []workflows.StepState) {
@@ -767,6 +800,17 @@ func (h *heartbeat) loop(ctx context.Context) {
 				updates = nil
 				continue
 			}
+			if rec.CheckClaim(h.r.cfg.ID) != nil {
+				// Only a hint: the watch's consumer may live on a replica
+				// that has not applied our claim yet (a node rejoining the
+				// cluster) and deliver the record as it was before, queued.
+				// The heartbeat decides: it reads the record again before
+				// it reports a loss, and writes only with a compare-and-set.
+				if h.beat(ctx) {
+					return
+				}
+				continue
+			}
 			if h.check(rec) {
 				return
 			}
@@ -778,7 +822,8 @@ func (h *heartbeat) loop(ctx context.Context) {
 	}
 }
 
-// check acts on the record as stored; true when we lost the run.
+// check acts on the record as written by a heartbeat; true when we lost
+// the run.
 func (h *heartbeat) check(rec *queue.RunRecord) bool {
 	if err := rec.CheckClaim(h.r.cfg.ID); err != nil {
 		h.lose(err)
@@ -793,6 +838,7 @@ func (h *heartbeat) check(rec *queue.RunRecord) bool {
 // lose stops a run whose claim another runner (or an ended run) took.
 func (h *heartbeat) lose(err error) {
 	h.log.Warn("lost the claim on this run; stopping it", "err", err)
+	h.lostErr.Store(&err)
 	h.lost.Store(true)
 	h.cancel(ErrAbandoned)
 }

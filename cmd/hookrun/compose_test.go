@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/hookrun/hookrun/queue"
 )
 
@@ -28,6 +30,50 @@ func TestComposeFileIsValid(t *testing.T) {
 	for _, svc := range []string{"nats-1:", "nats-2:", "nats-3:", "ingress-1:", "ingress-2:", "runner-1:", "runner-2:", "/var/run/docker.sock"} {
 		if !strings.Contains(string(out), svc) {
 			t.Errorf("compose config lacks %q", svc)
+		}
+	}
+
+	// Each runner's data_dir is a host directory mounted at the same path
+	// (the host's Docker daemon resolves the workspaces it bind-mounts into
+	// step containers on the host), and the images are the environment's.
+	const data = "/srv/hookrun-compose-check"
+	cmd = exec.Command(bin, "-f", "../../docker-compose.yml", "config")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_DATA_DIR="+data, "HOOKRUN_IMAGE=hr-img:1", "NATS_IMAGE=nats-img:1")
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker-compose config: %v\n%s", err, out)
+	}
+	var cfg struct {
+		Services map[string]struct {
+			Image   string   `yaml:"image"`
+			Command []string `yaml:"command"`
+			Volumes []string `yaml:"volumes"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(out, &cfg); err != nil {
+		t.Fatalf("parsing docker-compose config: %v\n%s", err, out)
+	}
+	for name, svc := range cfg.Services {
+		want := "hr-img:1"
+		if strings.HasPrefix(name, "nats-") {
+			want = "nats-img:1"
+		}
+		if svc.Image != want {
+			t.Errorf("%s runs image %q, want %q from the environment", name, svc.Image, want)
+		}
+	}
+	for _, name := range []string{"runner-1", "runner-2"} {
+		svc := cfg.Services[name]
+		dir := data + "/" + name
+		if cmdline := strings.Join(svc.Command, " "); !strings.Contains(cmdline, "--data-dir "+dir) {
+			t.Errorf("%s command %q lacks --data-dir %s", name, cmdline, dir)
+		}
+		mounted := false
+		for _, v := range svc.Volumes {
+			mounted = mounted || strings.HasPrefix(v, dir+":"+dir+":") || v == dir+":"+dir
+		}
+		if !mounted {
+			t.Errorf("%s volumes %q: want %s mounted from the host at the same path", name, svc.Volumes, dir)
 		}
 	}
 }
