@@ -245,7 +245,9 @@ func (s *Server) associate(ctx context.Context, ev *workflows.Event) (note strin
 			return "the payload names no project or author id to look up the author's membership with"
 		}
 		key = assocKey{forge: ev.Forge, project: ev.ProjectID, user: ev.AuthorID}
-		lookup = func(ctx context.Context) (string, error) { return members.AuthorAssociation(ctx, ev.ProjectID, ev.AuthorID) }
+		lookup = func(ctx context.Context) (string, error) {
+			return members.AuthorAssociation(ctx, ev.ProjectID, ev.AuthorID)
+		}
 	case workflows.Gitea:
 		collaborators := s.cfg.Trust.GiteaCollaborators
 		what = "gitea permission on the repository"
