@@ -1,10 +1,6 @@
 package ingress
 
-import (
-	jsonv2 "github.com/go-json-experiment/json"
-
-	"github.com/hookrun/hookrun/workflows"
-)
+import "github.com/hookrun/hookrun/workflows"
 
 // Gitea (and Forgejo, which sends the same) webhook bodies of type
 // "gitea" are GitHub-shaped: the GitHub projections (github_payload.go)
@@ -87,8 +83,5 @@ func decodeGitea(eventName string, body []byte) (any, error) {
 	default:
 		return nil, unhandled(workflows.Gitea, eventName)
 	}
-	if err := jsonv2.Unmarshal(body, p, githubDecoding); err != nil {
-		return nil, malformed(workflows.Gitea, eventName, err)
-	}
-	return p, nil
+	return decodeProjection(workflows.Gitea, eventName, body, p)
 }
