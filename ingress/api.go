@@ -279,8 +279,8 @@ func (a *api) startRun(c echo.Context) error {
 	if body.Forge == "" {
 		body.Forge = workflows.GitHub
 	}
-	if body.Forge != workflows.GitHub && body.Forge != workflows.GitLab {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab, got %q", body.Forge)})
+	if !webhookForge(body.Forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", body.Forge)})
 	}
 	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
@@ -329,8 +329,8 @@ func (a *api) replayHandler(c echo.Context) error {
 	if forge == "" {
 		forge = workflows.GitHub
 	}
-	if forge != workflows.GitHub && forge != workflows.GitLab {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab, got %q", forge)})
+	if !webhookForge(forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", forge)})
 	}
 	id := c.Param("id")
 	ans, err := a.srv.replay(c.Request().Context(), forge, id)

@@ -29,6 +29,8 @@ type Config struct {
 	GitHub GitHubConfig
 	// GitLab configures POST /hooks/gitlab.
 	GitLab GitLabConfig
+	// Gitea configures POST /hooks/gitea (Gitea and Forgejo).
+	Gitea GiteaConfig
 	// Slack configures POST /hooks/slack, Slack slash commands (slack.go).
 	Slack SlackConfig
 	// InsecureNoVerify lets a forge be enabled without a secret. Requests to
@@ -79,6 +81,16 @@ type GitLabConfig struct {
 	// Tokens are the accepted X-Gitlab-Token values (several allow
 	// rotation). Never logged.
 	Tokens []string
+}
+
+// GiteaConfig configures the Gitea (and Forgejo) webhook receiver.
+type GiteaConfig struct {
+	// Enabled serves POST /hooks/gitea; when false the route answers 404.
+	Enabled bool
+	// Secrets are the webhook secrets X-Gitea-Signature is checked
+	// against; a delivery signed with any of them is accepted (several
+	// allow rotation). Never logged.
+	Secrets []string
 }
 
 // CommandsConfig names the comment commands the server itself acts on.
@@ -231,6 +243,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
+	errs = append(errs, checkSecrets("gitea", "webhook secret", c.Gitea.Enabled, c.Gitea.Secrets, c.InsecureNoVerify))
 	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate())
 	return errors.Join(errs...)
 }

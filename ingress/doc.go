@@ -1,5 +1,6 @@
 // Package ingress is where forge events enter hookrun: an echo server that
-// verifies GitHub and GitLab webhooks, normalizes them into workflows.Event,
+// verifies GitHub, GitLab and Gitea (Forgejo) webhooks, one route each
+// from the forgeRoutes table (POST /hooks/<forge>), normalizes them into workflows.Event,
 // matches and authorizes them against the loaded workflows and publishes one
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
 // serves health and metrics (Prometheus, a registry per server), and

@@ -19,6 +19,8 @@ type FilesConfig struct {
 	// such files are unknown and the trigger matches (Event.Files.Unknown).
 	GitHub workflows.ChangedFilesLookup
 	GitLab workflows.ChangedFilesLookup
+	// Gitea lists a pull request's changed files (providers/gitea.Reporter).
+	Gitea workflows.ChangedFilesLookup
 	// Timeout bounds the whole lookup of one delivery (every page), so that
 	// the answer reaches the forge in time (GitHub gives up at 10 s).
 	// Default 5s.
@@ -97,15 +99,17 @@ func (s *Server) filesLookup(forge workflows.Forge) workflows.ChangedFilesLookup
 		return s.cfg.Files.GitHub
 	case workflows.GitLab:
 		return s.cfg.Files.GitLab
+	case workflows.Gitea:
+		return s.cfg.Files.Gitea
 	}
 	return nil
 }
 
-// pushFiles reads the files a push changes from its payload, GitHub's and
-// GitLab's alike (commits[].added, modified, removed), and whether the
-// payload lists every commit: GitLab says how many there were
-// (total_commits_count); GitHub's lists are taken as cut at
-// payloadCommitCap.
+// pushFiles reads the files a push changes from its payload, GitHub's,
+// GitLab's and Gitea's alike (commits[].added, modified, removed), and
+// whether the payload lists every commit: GitLab and Gitea say how many
+// there were (total_commits_count, total_commits); GitHub's lists are
+// taken as cut at payloadCommitCap.
 func pushFiles(raw []byte) (paths []string, complete bool) {
 	var p struct {
 		Commits []struct {
@@ -113,7 +117,8 @@ func pushFiles(raw []byte) (paths []string, complete bool) {
 			Removed  []string `json:"removed"`
 			Modified []string `json:"modified"`
 		} `json:"commits"`
-		Total *int `json:"total_commits_count"`
+		Total      *int `json:"total_commits_count"`
+		GiteaTotal *int `json:"total_commits"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, false
@@ -128,6 +133,9 @@ func pushFiles(raw []byte) (paths []string, complete bool) {
 				}
 			}
 		}
+	}
+	if p.Total == nil {
+		p.Total = p.GiteaTotal
 	}
 	if p.Total != nil {
 		return paths, *p.Total <= len(p.Commits)

@@ -182,8 +182,14 @@ func decodeGitHub(eventName string, body []byte) (any, error) {
 	default:
 		return nil, unhandled(workflows.GitHub, eventName)
 	}
+	return decodeProjection(workflows.GitHub, eventName, body, p)
+}
+
+// decodeProjection decodes body into the projection p with
+// githubDecoding (GitHub's and Gitea's bodies alike).
+func decodeProjection(forge workflows.Forge, eventName string, body []byte, p any) (any, error) {
 	if err := jsonv2.Unmarshal(body, p, githubDecoding); err != nil {
-		return nil, malformed(workflows.GitHub, eventName, err)
+		return nil, malformed(forge, eventName, err)
 	}
 	return p, nil
 }

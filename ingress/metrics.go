@@ -64,6 +64,7 @@ func newMetrics(logger *slog.Logger, more ...prometheus.Collector) *metrics {
 var knownEvents = map[string]bool{
 	ghPing: true, ghPullRequest: true, ghIssueComment: true, ghIssues: true, ghPush: true,
 	glMergeRequest: true, glNote: true, glIssue: true, glPush: true, glTagPush: true,
+	gtReviewApproved: true, gtReviewRejected: true, gtReviewComment: true,
 }
 
 func eventLabel(name string) string {

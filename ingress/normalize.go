@@ -21,8 +21,8 @@ var ErrMalformedPayload = errors.New("malformed payload")
 // Association values that ingress derives itself where the forge payload
 // carries none.
 const (
-	// associationNone is used for GitLab events other than pushes: GitLab
-	// payloads say nothing about the author's role in the project. The
+	// associationNone is used for GitLab and Gitea events other than
+	// pushes: their payloads say nothing about the author's role. The
 	// server replaces it with the role the GitLab API reports once a
 	// workflow matched (trust.go); without that, such events are
 	// authorized only through `authorize.users` (or a workflow that lists
@@ -35,7 +35,8 @@ const (
 )
 
 // Normalize turns one webhook body into a workflows.Event. eventName is
-// GitHub's X-GitHub-Event value or GitLab's X-Gitlab-Event value; deliveryID
+// GitHub's X-GitHub-Event value, GitLab's X-Gitlab-Event value or Gitea's
+// X-Gitea-Event value; deliveryID
 // becomes Event.DeliveryID (X-GitHub-Delivery, or the GitLab dedupe key). The
 // body is kept as Event.Raw, not copied: the caller must not change it
 // afterwards. An event type hookrun does not handle returns an
@@ -51,6 +52,8 @@ func Normalize(forge workflows.Forge, eventName string, body []byte, deliveryID 
 		ev, err = normalizeGitHub(eventName, body)
 	case workflows.GitLab:
 		ev, err = normalizeGitLab(eventName, body)
+	case workflows.Gitea:
+		ev, err = normalizeGitea(eventName, body)
 	default:
 		return nil, fmt.Errorf("normalizing %q event: unknown forge %q", eventName, forge)
 	}

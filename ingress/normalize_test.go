@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // would send with it.
 type fixture struct {
 	forge workflows.Forge
-	event string // X-GitHub-Event or X-Gitlab-Event
+	event string // X-GitHub-Event, X-Gitlab-Event or X-Gitea-Event
 	path  string // under testdata
 }
 
@@ -36,7 +36,8 @@ var gitlabEventHeader = map[string]string{
 }
 
 // fixtures lists every payload under testdata/github (the event is the
-// directory name) and testdata/gitlab (the event follows object_kind).
+// directory name), testdata/gitlab (the event follows object_kind) and
+// testdata/gitea (the event is X-Gitea-Event of the recorded headers).
 func fixtures(t testing.TB) []fixture {
 	t.Helper()
 	var out []fixture
@@ -64,7 +65,18 @@ func fixtures(t testing.TB) []fixture {
 		}
 		out = append(out, fixture{workflows.GitLab, ev, p})
 	}
-	if len(out) < 25 {
+	gt, err := filepath.Glob("testdata/gitea/*.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range gt {
+		var h map[string]string
+		if err := json.Unmarshal(readFile(t, strings.TrimSuffix(p, ".payload.json")+".headers.json"), &h); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out = append(out, fixture{workflows.Gitea, h["X-Gitea-Event"], p})
+	}
+	if len(out) < 30 {
 		t.Fatalf("found only %d fixtures; is testdata complete?", len(out))
 	}
 	return out

@@ -52,6 +52,9 @@ const (
 	headerGitLabToken     = "X-Gitlab-Token"
 	headerGitLabUUID      = "X-Gitlab-Event-UUID"
 	headerIdempotencyKey  = "Idempotency-Key"
+	headerGiteaEvent      = "X-Gitea-Event"
+	headerGiteaDelivery   = "X-Gitea-Delivery"
+	headerGiteaSignature  = "X-Gitea-Signature"
 )
 
 // Server is the ingress HTTP server: webhook routes, health and metrics on
@@ -75,6 +78,7 @@ type Server struct {
 	acceptor   deliveryAcceptor
 
 	githubSecrets [][]byte
+	giteaSecrets  [][]byte
 	gitlabTokens  [][sha256.Size]byte
 	slackSecrets  [][]byte
 
@@ -116,6 +120,9 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	for _, sec := range cfg.GitHub.Secrets {
 		s.githubSecrets = append(s.githubSecrets, []byte(sec))
 	}
+	for _, sec := range cfg.Gitea.Secrets {
+		s.giteaSecrets = append(s.giteaSecrets, []byte(sec))
+	}
 	for _, tok := range cfg.GitLab.Tokens {
 		s.gitlabTokens = append(s.gitlabTokens, sha256.Sum256([]byte(tok)))
 	}
@@ -126,8 +133,9 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.POST("/hooks/github", s.handleGitHub)
-	e.POST("/hooks/gitlab", s.handleGitLab)
+	for _, r := range forgeRoutes {
+		e.POST("/hooks/"+string(r.forge), s.handleForge(r))
+	}
 	e.POST("/hooks/slack", s.handleSlack)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
@@ -173,7 +181,7 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := s.srv
 	go func() { serveCh <- srv.Serve(ln) }()
 	s.logger.Info("ingress listening", "addr", ln.Addr().String(),
-		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled, "slack", s.cfg.Slack.Enabled)
+		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled, "gitea", s.cfg.Gitea.Enabled, "slack", s.cfg.Slack.Enabled)
 	return nil
 }
 
@@ -305,7 +313,7 @@ func (s *Server) count(forge workflows.Forge, event, outcome string) {
 	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
 }
 
-// receive is what both forges' handlers do first: a disabled forge is 404,
+// receive is what every forge's handler does first: a disabled forge is 404,
 // the body is read under the cap (413 past it). ok false: the answer has
 // been written and answered is the handler's result.
 func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, event string) (body []byte, ok bool, answered error) {
@@ -324,61 +332,104 @@ func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, ev
 	return body, true, nil
 }
 
-func (s *Server) handleGitHub(c echo.Context) error {
-	const forge = workflows.GitHub
-	event := c.Request().Header.Get(headerGitHubEvent)
-	if s.tracer != nil {
-		defer s.traceReceive(c, forge, event)()
-	}
-	req := c.Request()
-	body, ok, answered := s.receive(c, forge, s.cfg.GitHub.Enabled, event)
-	if !ok {
-		return answered
-	}
-	defer putBody(body)
-	if len(s.githubSecrets) == 0 {
-		s.logger.Warn("accepting an unverified github delivery (--insecure-no-verify)", "remote", c.RealIP())
-	} else if !endVerify(s.startVerify(c), verifyGitHub(s.githubSecrets, req.Header.Get(headerGitHubSignature), body)) {
-		s.logger.Debug("github delivery refused: signature check failed", "remote", c.RealIP())
-		s.count(forge, "", outcomeUnauthorized)
-		return c.JSON(http.StatusUnauthorized, errUnauthorized)
-	}
-	delivery := req.Header.Get(headerGitHubDelivery)
-	if event == "" || delivery == "" {
-		s.count(forge, event, outcomeMalformed)
-		return c.JSON(http.StatusBadRequest, errorBody{"missing " + headerGitHubEvent + " or " + headerGitHubDelivery + " header"})
-	}
-	if event == ghPing {
-		s.count(forge, event, outcomePing)
-		return c.JSON(http.StatusOK, map[string]string{"delivery": delivery, "pong": "hookrun"})
-	}
-	return s.dispatch(c, forge, event, delivery, body)
+// forgeRoute is what a forge's webhook route does differently from the
+// others; handleForge does the rest, the same for every forge.
+type forgeRoute struct {
+	forge       workflows.Forge
+	eventHeader string // the header naming the event
+	check       string // what verify checks, for the log: "signature", "token"
+	// enabled and unverified say whether the route is served, and whether
+	// it has nothing to verify with (--insecure-no-verify).
+	enabled    func(*Server) bool
+	unverified func(*Server) bool
+	// verify checks the delivery's signature or token.
+	verify func(s *Server, h http.Header, body []byte) bool
+	// delivery is the delivery's dedupe key; "" answers 400 with missing.
+	delivery func(h http.Header, body []byte) string
+	missing  string // the 400's text when the event or delivery is missing
+	ping     string // an event answered 200 "pong" without runs; "" none
 }
 
-func (s *Server) handleGitLab(c echo.Context) error {
-	const forge = workflows.GitLab
-	event := c.Request().Header.Get(headerGitLabEvent)
-	if s.tracer != nil {
-		defer s.traceReceive(c, forge, event)()
+// forgeRoutes are the webhook routes, one per forge: POST /hooks/<forge>.
+var forgeRoutes = []forgeRoute{
+	{
+		forge: workflows.GitHub, eventHeader: headerGitHubEvent, check: "signature",
+		enabled:    func(s *Server) bool { return s.cfg.GitHub.Enabled },
+		unverified: func(s *Server) bool { return len(s.githubSecrets) == 0 },
+		verify: func(s *Server, h http.Header, body []byte) bool {
+			return verifyGitHub(s.githubSecrets, h.Get(headerGitHubSignature), body)
+		},
+		delivery: func(h http.Header, _ []byte) string { return h.Get(headerGitHubDelivery) },
+		missing:  "missing " + headerGitHubEvent + " or " + headerGitHubDelivery + " header",
+		ping:     ghPing,
+	},
+	{
+		forge: workflows.GitLab, eventHeader: headerGitLabEvent, check: "token",
+		enabled:    func(s *Server) bool { return s.cfg.GitLab.Enabled },
+		unverified: func(s *Server) bool { return len(s.gitlabTokens) == 0 },
+		verify: func(s *Server, h http.Header, _ []byte) bool {
+			return verifyGitLab(s.gitlabTokens, h.Get(headerGitLabToken))
+		},
+		delivery: gitlabDeliveryKey,
+		missing:  "missing " + headerGitLabEvent + " header",
+	},
+	{
+		// Gitea and Forgejo also send X-GitHub-Event and GitHub's
+		// signatures; their own headers are the ones read here.
+		forge: workflows.Gitea, eventHeader: headerGiteaEvent, check: "signature",
+		enabled:    func(s *Server) bool { return s.cfg.Gitea.Enabled },
+		unverified: func(s *Server) bool { return len(s.giteaSecrets) == 0 },
+		verify: func(s *Server, h http.Header, body []byte) bool {
+			return verifyGitea(s.giteaSecrets, h.Get(headerGiteaSignature), body)
+		},
+		delivery: func(h http.Header, _ []byte) string { return h.Get(headerGiteaDelivery) },
+		missing:  "missing " + headerGiteaEvent + " or " + headerGiteaDelivery + " header",
+	},
+}
+
+// webhookForge reports whether f is a forge with a webhook route.
+func webhookForge(f workflows.Forge) bool {
+	for _, r := range forgeRoutes {
+		if r.forge == f {
+			return true
+		}
 	}
-	req := c.Request()
-	body, ok, answered := s.receive(c, forge, s.cfg.GitLab.Enabled, event)
-	if !ok {
-		return answered
+	return false
+}
+
+// handleForge is the webhook handler of one forge: read the body under the
+// cap, verify it, name the delivery and dispatch it.
+func (s *Server) handleForge(r forgeRoute) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		forge := r.forge
+		req := c.Request()
+		event := req.Header.Get(r.eventHeader)
+		if s.tracer != nil {
+			defer s.traceReceive(c, forge, event)()
+		}
+		body, ok, answered := s.receive(c, forge, r.enabled(s), event)
+		if !ok {
+			return answered
+		}
+		defer putBody(body)
+		if r.unverified(s) {
+			s.logger.Warn("accepting an unverified "+string(forge)+" delivery (--insecure-no-verify)", "remote", c.RealIP())
+		} else if !endVerify(s.startVerify(c), r.verify(s, req.Header, body)) {
+			s.logger.Debug(string(forge)+" delivery refused: "+r.check+" check failed", "remote", c.RealIP())
+			s.count(forge, "", outcomeUnauthorized)
+			return c.JSON(http.StatusUnauthorized, errUnauthorized)
+		}
+		delivery := r.delivery(req.Header, body)
+		if event == "" || delivery == "" {
+			s.count(forge, event, outcomeMalformed)
+			return c.JSON(http.StatusBadRequest, errorBody{r.missing})
+		}
+		if r.ping != "" && event == r.ping {
+			s.count(forge, event, outcomePing)
+			return c.JSON(http.StatusOK, map[string]string{"delivery": delivery, "pong": "hookrun"})
+		}
+		return s.dispatch(c, forge, event, delivery, body)
 	}
-	defer putBody(body)
-	if len(s.gitlabTokens) == 0 {
-		s.logger.Warn("accepting an unverified gitlab delivery (--insecure-no-verify)", "remote", c.RealIP())
-	} else if !endVerify(s.startVerify(c), verifyGitLab(s.gitlabTokens, req.Header.Get(headerGitLabToken))) {
-		s.logger.Debug("gitlab delivery refused: token check failed", "remote", c.RealIP())
-		s.count(forge, "", outcomeUnauthorized)
-		return c.JSON(http.StatusUnauthorized, errUnauthorized)
-	}
-	if event == "" {
-		s.count(forge, event, outcomeMalformed)
-		return c.JSON(http.StatusBadRequest, errorBody{"missing " + headerGitLabEvent + " header"})
-	}
-	return s.dispatch(c, forge, event, gitlabDeliveryKey(req.Header, body), body)
 }
 
 // gitlabDeliveryKey is the dedupe key of a GitLab delivery: Idempotency-Key

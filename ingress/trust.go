@@ -29,6 +29,9 @@ import (
 //     from the GitLab API (AssociationLookup), cached here for at most
 //     AssociationTTL. A failed lookup leaves NONE (fail closed) and says so
 //     in the skip reason.
+//   - The same for Gitea (and Forgejo) events, which carry none either: the
+//     author's permission on the repository from the Gitea API
+//     (CollaboratorLookup), cached the same way.
 
 // Defaults for TrustConfig.
 const (
@@ -49,9 +52,9 @@ type HeadStore interface {
 }
 
 // TrustConfig is what the server uses to pin comment-triggered runs to a
-// head and to learn GitLab users' roles. Every lookup is optional: without
-// one, a comment whose head HeadStore does not know is Refused, and GitLab
-// merge request, note and issue events stay NONE.
+// head and to learn GitLab and Gitea users' roles. Every lookup is
+// optional: without one, a comment whose head HeadStore does not know is
+// Refused, and GitLab and Gitea events other than pushes stay NONE.
 type TrustConfig struct {
 	// Heads remembers pull request heads from pull_request events. Default:
 	// the publisher's own store when it is a *queue.Queue.
@@ -65,6 +68,12 @@ type TrustConfig struct {
 	// GitLabMembers maps a GitLab user's access level in the project to an
 	// author association (providers/gitlab.Reporter).
 	GitLabMembers workflows.AssociationLookup
+	// GiteaHeads asks Gitea for a pull request's head when a comment's
+	// payload lacks it and Heads does not know it (providers/gitea.Reporter).
+	GiteaHeads workflows.HeadLookup
+	// GiteaCollaborators maps a Gitea user's permission on the repository
+	// to an author association (providers/gitea.Reporter).
+	GiteaCollaborators workflows.CollaboratorLookup
 	// LookupTimeout bounds each forge API lookup (and each HeadStore read),
 	// so that a forge that is down delays a delivery by at most this much.
 	// Default 2s.
@@ -193,6 +202,8 @@ func (s *Server) headLookup(forge workflows.Forge) workflows.HeadLookup {
 		return s.cfg.Trust.GitHubHeads
 	case workflows.GitLab:
 		return s.cfg.Trust.GitLabHeads
+	case workflows.Gitea:
+		return s.cfg.Trust.GiteaHeads
 	}
 	return nil
 }
@@ -210,33 +221,60 @@ func applyHead(pr *workflows.PullRequest, h workflows.Head) {
 	pr.Fork = h.Fork
 }
 
-// associate sets the author association of a GitLab merge request, note or
-// issue event from the author's role in the project, cached. It returns ""
-// when the association was looked up, else why it could not be (the event
-// then stays NONE), for skip reasons.
+// associate sets the author association of a GitLab or Gitea event other
+// than a push from the author's role, cached. It returns "" when the
+// association was looked up, else why it could not be (the event then stays
+// NONE), for skip reasons.
 func (s *Server) associate(ctx context.Context, ev *workflows.Event) (note string) {
-	if ev.Forge != workflows.GitLab || ev.Kind == workflows.KindPush {
+	if ev.Kind == workflows.KindPush {
 		return ""
 	}
-	members := s.cfg.Trust.GitLabMembers
-	switch {
-	case members == nil:
-		return "no gitlab API token is configured to look up the author's membership"
-	case ev.ProjectID <= 0 || ev.AuthorID <= 0:
-		return "the payload names no project or author id to look up the author's membership with"
+	var (
+		key    assocKey
+		lookup func(context.Context) (string, error)
+		what   string // the role looked up, for notes and logs
+	)
+	switch ev.Forge {
+	case workflows.GitLab:
+		members := s.cfg.Trust.GitLabMembers
+		what = "gitlab membership"
+		switch {
+		case members == nil:
+			return "no gitlab API token is configured to look up the author's membership"
+		case ev.ProjectID <= 0 || ev.AuthorID <= 0:
+			return "the payload names no project or author id to look up the author's membership with"
+		}
+		key = assocKey{forge: ev.Forge, project: ev.ProjectID, user: ev.AuthorID}
+		lookup = func(ctx context.Context) (string, error) {
+			return members.AuthorAssociation(ctx, ev.ProjectID, ev.AuthorID)
+		}
+	case workflows.Gitea:
+		collaborators := s.cfg.Trust.GiteaCollaborators
+		what = "gitea permission on the repository"
+		switch {
+		case collaborators == nil:
+			return "no gitea API token is configured to look up the author's permission"
+		case ev.Repo == "" || ev.Author == "":
+			return "the payload names no repository or author to look up the author's permission with"
+		}
+		key = assocKey{forge: ev.Forge, repo: strings.ToLower(ev.Repo), login: strings.ToLower(ev.Author)}
+		lookup = func(ctx context.Context) (string, error) {
+			return collaborators.CollaboratorAssociation(ctx, ev.Repo, ev.Author)
+		}
+	default:
+		return ""
 	}
-	key := assocKey{forge: ev.Forge, project: ev.ProjectID, user: ev.AuthorID}
 	if a, ok := s.assoc.get(key, s.now()); ok {
 		ev.AuthorAssociation = a
 		return ""
 	}
 	lctx, cancel := s.lookupCtx(ctx)
-	a, err := members.AuthorAssociation(lctx, ev.ProjectID, ev.AuthorID)
+	a, err := lookup(lctx)
 	cancel()
 	if err != nil {
-		s.logger.Warn("looking up a gitlab author's membership; treating the author as NONE",
-			"project_id", ev.ProjectID, "author_id", ev.AuthorID, "delivery", ev.DeliveryID, "err", err)
-		return fmt.Sprintf("looking up the author's gitlab membership failed: %v", err)
+		s.logger.Warn("looking up an author's "+what+"; treating the author as NONE", "forge", ev.Forge, "repo", ev.Repo,
+			"project_id", ev.ProjectID, "author_id", ev.AuthorID, "author", ev.Author, "delivery", ev.DeliveryID, "err", err)
+		return fmt.Sprintf("looking up the author's %s failed: %v", what, err)
 	}
 	s.assoc.put(key, a, s.now())
 	ev.AuthorAssociation = a
@@ -253,9 +291,12 @@ type assocCache struct {
 	m  map[assocKey]assocEntry
 }
 
+// assocKey names whose role in what: GitLab's numeric ids, Gitea's
+// repository and login (lowercased: Gitea's names are case-insensitive).
 type assocKey struct {
 	forge         workflows.Forge
 	project, user int64
+	repo, login   string
 }
 
 type assocEntry struct {

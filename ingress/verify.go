@@ -17,6 +17,19 @@ func verifyGitHub(secrets [][]byte, header string, body []byte) bool {
 	if !ok {
 		return false
 	}
+	return verifyHMAC(secrets, hexSig, body)
+}
+
+// verifyGitea checks an X-Gitea-Signature header (Gitea's and Forgejo's:
+// the hex HMAC-SHA256 of body, without GitHub's "sha256=" prefix) against
+// each secret, as verifyGitHub does.
+func verifyGitea(secrets [][]byte, header string, body []byte) bool {
+	return verifyHMAC(secrets, header, body)
+}
+
+// verifyHMAC compares the hex signature hexSig with the HMAC-SHA256 of
+// body under every secret, in constant time.
+func verifyHMAC(secrets [][]byte, hexSig string, body []byte) bool {
 	sig, err := hex.DecodeString(hexSig)
 	if err != nil || len(sig) != sha256.Size {
 		return false

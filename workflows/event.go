@@ -12,6 +12,9 @@ type Forge string
 const (
 	GitHub Forge = "github"
 	GitLab Forge = "gitlab"
+	// Gitea is a Gitea or Forgejo server (Codeberg runs Forgejo): both send
+	// the same webhooks and answer the same API.
+	Gitea Forge = "gitea"
 )
 
 // Kind is the normalized kind of an event. Forge-specific event names
@@ -55,7 +58,7 @@ var Actions = map[Kind][]string{
 // see. Every field is plain data so that it can be serialized into a run
 // request and used in `if:` expressions as `event.<Field>`.
 type Event struct {
-	// Forge is where the event came from, github | gitlab; for a chat
+	// Forge is where the event came from, github | gitlab | gitea; for a chat
 	// event, the forge of the repository the matched trigger's repo: names
 	// (empty until a trigger matched).
 	Forge          Forge  `json:"forge"`
@@ -78,6 +81,11 @@ type Event struct {
 	// about: a merge request's author (the code is theirs), a note's
 	// author, an issue's author; 0 for GitHub and for pushes.
 	AuthorID int64 `json:"author_id,omitempty"`
+	// Author is the login AuthorAssociation is about where the forge's
+	// payload carries no association and ingress asks the API by login
+	// (Gitea): a pull request's author (the code is theirs), a comment's
+	// or review's author, an issue's author; "" otherwise.
+	Author string `json:"author,omitempty"`
 
 	PullRequest *PullRequest `json:"pull_request,omitempty"` // set for pull_request events and comments on pull/merge requests
 	Issue       *Issue       `json:"issue,omitempty"`        // set for issue events and comments on issues

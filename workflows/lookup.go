@@ -43,3 +43,14 @@ type AssociationLookup interface {
 type ChangedFilesLookup interface {
 	ChangedFiles(ctx context.Context, e *Event) (ChangedFiles, error)
 }
+
+// CollaboratorLookup asks a forge's API for a user's permission on a
+// repository as an author association: OWNER, MEMBER, COLLABORATOR, or
+// NONE for a user without access of their own (an answer, not an error).
+// repo is Event.Repo, login Event.Author. Ingress consumes it for Gitea
+// events, whose payloads carry no association, and caches the answers;
+// providers/gitea implements it. An error means the role is unknown:
+// ingress then treats the user as NONE.
+type CollaboratorLookup interface {
+	CollaboratorAssociation(ctx context.Context, repo, login string) (string, error)
+}

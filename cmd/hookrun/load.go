@@ -38,6 +38,9 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*app.Config, e
 		if c.GitLab.Enabled == nil && !reflect.ValueOf(c.GitLab).IsZero() {
 			c.GitLab.Enabled = boolPtr(true)
 		}
+		if c.Gitea.Enabled == nil && !reflect.ValueOf(c.Gitea).IsZero() {
+			c.Gitea.Enabled = boolPtr(true)
+		}
 		if c.Slack.Enabled == nil && !reflect.ValueOf(c.Slack).IsZero() {
 			c.Slack.Enabled = boolPtr(true)
 		}

@@ -222,6 +222,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		Listen: c.Listen,
 		GitHub: ingress.GitHubConfig{Enabled: c.GitHubEnabled(), Secrets: c.GitHubSecrets()},
 		GitLab: ingress.GitLabConfig{Enabled: c.GitLabEnabled(), Tokens: c.GitLabTokens()},
+		Gitea:  ingress.GiteaConfig{Enabled: c.GiteaEnabled(), Secrets: c.GiteaSecrets()},
 		Slack: ingress.SlackConfig{Enabled: c.SlackEnabled(), Secrets: c.SlackSecrets(), Command: c.Slack.Command,
 			Origins: map[workflows.Forge]string{workflows.GitHub: gh, workflows.GitLab: gl}, ResponseURLPrefix: c.Slack.ResponseURLPrefix},
 		InsecureNoVerify: c.InsecureNoVerify,

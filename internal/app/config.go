@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/internal/telemetry"
+	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/slack"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
@@ -23,6 +24,7 @@ type Config struct {
 	NATS      NATSConfig     `yaml:"nats"`
 	GitHub    GitHubConfig   `yaml:"github"`
 	GitLab    GitLabConfig   `yaml:"gitlab"`
+	Gitea     GiteaConfig    `yaml:"gitea"`
 	Slack     SlackConfig    `yaml:"slack"`
 	Runner    RunnerConfig   `yaml:"runner"`
 	API       APIConfig      `yaml:"api"`
@@ -115,6 +117,17 @@ type GitLabConfig struct {
 	WebhookTokens []string `yaml:"webhook_tokens"` // more accepted tokens, for rotation
 	Token         string   `yaml:"token"`          // API token for notes and statuses
 	BaseURL       string   `yaml:"base_url"`       // self-managed GitLab: https://HOST/
+}
+
+// GiteaConfig enables the Gitea webhook and reporter; Forgejo (and
+// Codeberg) is configured the same way.
+type GiteaConfig struct {
+	// Enabled turns /hooks/gitea on; default as for github.
+	Enabled        *bool    `yaml:"enabled"`
+	WebhookSecret  string   `yaml:"webhook_secret"`  // the webhook's secret (X-Gitea-Signature); enables /hooks/gitea
+	WebhookSecrets []string `yaml:"webhook_secrets"` // more accepted secrets, for rotation
+	Token          string   `yaml:"token"`           // access token for comments, statuses, authors' permissions and clones
+	BaseURL        string   `yaml:"base_url"`        // the server's web root, https://gitea.example/ (required with a token)
 }
 
 // SlackConfig enables Slack slash commands (POST /hooks/slack) and says
@@ -399,6 +412,11 @@ func (c *Config) Validate() error {
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
 	}
+	if c.Gitea.Token != "" || c.Gitea.BaseURL != "" {
+		if _, err := gitea.APIURL(c.Gitea.BaseURL); err != nil {
+			bad("gitea.base_url", "%v", err)
+		}
+	}
 	if c.SlackEnabled() && len(c.SlackSecrets()) == 0 {
 		bad("slack.signing_secret", "required with a slack section: slash commands are never accepted unverified (is its ${VAR} set?)")
 	}
@@ -437,6 +455,11 @@ func (c *Config) GitHubSecrets() []string {
 	return nonEmpty(append([]string{c.GitHub.WebhookSecret}, c.GitHub.WebhookSecrets...))
 }
 
+// GiteaSecrets are every accepted Gitea webhook secret.
+func (c *Config) GiteaSecrets() []string {
+	return nonEmpty(append([]string{c.Gitea.WebhookSecret}, c.Gitea.WebhookSecrets...))
+}
+
 // GitLabTokens are every accepted GitLab webhook token.
 func (c *Config) GitLabTokens() []string {
 	return nonEmpty(append([]string{c.GitLab.WebhookToken}, c.GitLab.WebhookTokens...))
@@ -462,6 +485,9 @@ func (c *Config) SlackEnabled() bool { return c.Slack.Enabled != nil && *c.Slack
 
 // GitHubEnabled reports whether /hooks/github is served.
 func (c *Config) GitHubEnabled() bool { return c.GitHub.Enabled != nil && *c.GitHub.Enabled }
+
+// GiteaEnabled reports whether /hooks/gitea is served.
+func (c *Config) GiteaEnabled() bool { return c.Gitea.Enabled != nil && *c.Gitea.Enabled }
 
 // GitLabEnabled reports whether /hooks/gitlab is served.
 func (c *Config) GitLabEnabled() bool { return c.GitLab.Enabled != nil && *c.GitLab.Enabled }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/hookrun/hookrun/internal/telemetry"
+	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/providers/slack"
@@ -22,6 +23,7 @@ import (
 type Forges struct {
 	GitHub *github.Reporter // nil without github.token or github.app_id
 	GitLab *gitlab.Reporter // nil without gitlab.token
+	Gitea  *gitea.Reporter  // nil without gitea.token
 	// Slack posts chat runs' results to their response_url; it needs no
 	// credentials, so every runner has one (whichever ingress took the
 	// command).
@@ -55,13 +57,21 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		}
 		f.GitLab = rep
 	}
+	if cfg.Gitea.Token != "" {
+		rep, err := gitea.New(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, RunURL: cfg.RunURL, Logger: logger,
+			WrapTransport: tracedTransport(cfg, "gitea")})
+		if err != nil {
+			return nil, fmt.Errorf("configuring gitea reporter: %w", err)
+		}
+		f.Gitea = rep
+	}
 	sl, err := slack.New(slack.Config{ResponseURLPrefix: cfg.Slack.ResponseURLPrefix, ResponseType: cfg.Slack.ResponseType,
 		RunURL: cfg.RunURL, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("configuring slack reporter: %w", err)
 	}
 	f.Slack = sl
-	if f.GitHub == nil && f.GitLab == nil {
+	if f.GitHub == nil && f.GitLab == nil && f.Gitea == nil {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
 	}
 	return &f, nil
@@ -93,6 +103,8 @@ func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.Re
 		return f.GitHub.Report(ctx, r)
 	case r.Event.Forge == workflows.GitLab && f.GitLab != nil:
 		return f.GitLab.Report(ctx, r)
+	case r.Event.Forge == workflows.Gitea && f.Gitea != nil:
+		return f.Gitea.Report(ctx, r)
 	}
 	return r.Ref, nil // no credentials for this forge: nothing to report to
 }
@@ -106,6 +118,8 @@ func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (work
 		return f.GitHub.OpenDraft(ctx, req)
 	case req.Event.Forge == workflows.GitLab && f.GitLab != nil:
 		return f.GitLab.OpenDraft(ctx, req)
+	case req.Event.Forge == workflows.Gitea && f.Gitea != nil:
+		return f.Gitea.OpenDraft(ctx, req)
 	}
 	return workflows.ChangeRequest{}, errors.New("opening a draft pull request: no API credentials for this forge")
 }

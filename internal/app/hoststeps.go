@@ -228,8 +228,9 @@ func secureDataDir(dir string) error {
 // masks them in its logs, errors and report, should a step get hold of one
 // (same_user) or echo one it was given.
 func serverCredentials(cfg *Config) []string {
-	out := append([]string{cfg.GitHub.Token, cfg.GitLab.Token, cfg.API.Token}, cfg.GitHubSecrets()...)
+	out := append([]string{cfg.GitHub.Token, cfg.GitLab.Token, cfg.Gitea.Token, cfg.API.Token}, cfg.GitHubSecrets()...)
 	out = append(out, cfg.GitLabTokens()...)
+	out = append(out, cfg.GiteaSecrets()...)
 	out = append(out, cfg.SlackSecrets()...)
 	if cfg.GitHub.PrivateKeyFile != "" {
 		if key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile); err == nil {

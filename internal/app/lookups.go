@@ -5,9 +5,10 @@ import "github.com/hookrun/hookrun/ingress"
 // Trust gives ingress the forge API clients it asks what a payload does not
 // say: GitHub's current head of a pull request, for a comment whose pull
 // request sent no pull_request event yet; GitLab's merge request head and
-// its members' roles. They are the reporters (the same credentials); a
+// its members' roles; Gitea's pull request heads and its users'
+// permissions. They are the reporters (the same credentials); a
 // forge without API credentials has none: comments there whose head was not
-// remembered are refused, and GitLab events stay NONE. hookrun_heads comes
+// remembered are refused, and GitLab and Gitea events stay NONE. hookrun_heads comes
 // with the queue (ingress takes it from the publisher).
 func (f *Forges) Trust() ingress.TrustConfig {
 	var t ingress.TrustConfig
@@ -16,6 +17,9 @@ func (f *Forges) Trust() ingress.TrustConfig {
 	}
 	if f.GitLab != nil {
 		t.GitLabHeads, t.GitLabMembers = f.GitLab, f.GitLab
+	}
+	if f.Gitea != nil {
+		t.GiteaHeads, t.GiteaCollaborators = f.Gitea, f.Gitea
 	}
 	return t
 }
@@ -31,6 +35,9 @@ func (f *Forges) Files() ingress.FilesConfig {
 	}
 	if f.GitLab != nil {
 		c.GitLab = f.GitLab
+	}
+	if f.Gitea != nil {
+		c.Gitea = f.Gitea
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hookrun/hookrun/providers/git"
+	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/workflows"
@@ -32,7 +33,7 @@ func admitRepos(patterns []string) func(*workflows.Event) error {
 
 // Workspaces is the runner's git checkouts: clone URLs confined to their
 // forge's host (github.com or the host of github.api_url; gitlab.com or the
-// host of gitlab.base_url), fetched with that forge's credentials. They also
+// host of gitlab.base_url; the host of gitea.base_url), fetched with that forge's credentials. They also
 // deliver sandboxed agents' commits: pushed there with the same
 // credentials, draft pull/merge requests opened with the forges' clients.
 // owner, when set, is the step user the run directories are handed to.
@@ -45,18 +46,26 @@ func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, err
 	if err != nil {
 		return nil, err
 	}
+	origins := git.Origins{workflows.GitHub: gh, workflows.GitLab: gl}
+	if cfg.Gitea.BaseURL != "" {
+		gt, err := gitea.GitOrigin(cfg.Gitea.BaseURL)
+		if err != nil {
+			return nil, err
+		}
+		origins[workflows.Gitea] = gt
+	}
 	return git.New(git.Config{
 		DataDir: cfg.DataDir,
 		Auth:    gitAuth(cfg, f.GitHub),
-		Origins: git.Origins{workflows.GitHub: gh, workflows.GitLab: gl},
+		Origins: origins,
 		Drafts:  f,
 		Owner:   owner,
 	})
 }
 
 // gitAuth lets the mirror fetch private repositories: GitHub through its
-// reporter (the token, or an App's installation tokens), GitLab with its
-// token.
+// reporter (the token, or an App's installation tokens), GitLab and Gitea
+// each with its own token.
 func gitAuth(cfg *Config, gh *github.Reporter) git.AuthFunc {
 	return func(ctx context.Context, e *workflows.Event) (string, string, error) {
 		switch e.Forge {
@@ -67,6 +76,12 @@ func gitAuth(cfg *Config, gh *github.Reporter) git.AuthFunc {
 		case workflows.GitLab:
 			if cfg.GitLab.Token != "" {
 				return "oauth2", cfg.GitLab.Token, nil
+			}
+		case workflows.Gitea:
+			// Gitea takes an access token as the password of any user
+			// name; never GitHub's token.
+			if cfg.Gitea.Token != "" {
+				return "oauth2", cfg.Gitea.Token, nil
 			}
 		}
 		return "", "", nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // DefaultAPIURL is the REST API root of github.com.
@@ -21,6 +22,11 @@ const DefaultAPIURL = "https://api.github.com/"
 // Config says how to reach GitHub and as whom. Set either Token, or AppID
 // and PrivateKey.
 type Config struct {
+	// Forge is the forge whose events this client reports on: github
+	// (default), or gitea for providers/gitea (Gitea and Forgejo answer
+	// GitHub's REST API for what hookrun uses, under /api/v1/, with
+	// "Authorization: token" and no Apps).
+	Forge workflows.Forge
 	// APIURL is the REST API root, with a trailing slash: "" = github.com;
 	// for GitHub Enterprise Server "https://ghe.example/api/v3/".
 	APIURL string
@@ -59,6 +65,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
+	if c.Forge == "" {
+		c.Forge = workflows.GitHub
+	}
 	if c.APIURL == "" {
 		c.APIURL = DefaultAPIURL
 	}
@@ -81,6 +90,10 @@ func (c *Config) Validate() error {
 	}
 	app := c.AppID != 0 || len(c.PrivateKey) > 0
 	switch {
+	case c.Forge != workflows.GitHub && c.Forge != workflows.Gitea:
+		errs = append(errs, fmt.Errorf("github client: forge %q is neither github nor gitea", c.Forge))
+	case c.Forge == workflows.Gitea && (c.Token == "" || app):
+		errs = append(errs, errors.New("gitea: set a token (Gitea has no apps)"))
 	case c.Token == "" && !app:
 		errs = append(errs, errors.New("github: set a token, or an app id and private key"))
 	case c.Token != "" && app:

@@ -21,8 +21,8 @@ import (
 func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
 	var cr workflows.ChangeRequest
 	ev := req.Event
-	if ev == nil || (ev.Forge != "" && ev.Forge != workflows.GitHub) {
-		return cr, fmt.Errorf("opening draft pull request on github: not a github event")
+	if ev == nil || !r.takes(ev) {
+		return cr, fmt.Errorf("opening draft pull request on %s: not a %s event", r.cfg.Forge, r.cfg.Forge)
 	}
 	owner, repo, ok := strings.Cut(ev.Repo, "/")
 	if !ok || owner == "" || repo == "" {

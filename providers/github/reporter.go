@@ -56,8 +56,13 @@ func New(cfg Config) (*Reporter, error) {
 	rl.SetDefaults()
 	r := &Reporter{cfg: cfg, log: cfg.Logger, base: base,
 		installs: map[int64]*gh.Client{}, tokens: map[int64]*installationToken{}, repoApps: map[string]int64{}, login: cfg.BotLogin,
-		comments: sticky.Writer{Log: cfg.Logger, Forge: "github", Noun: "comment"}}
-	if cfg.Token != "" {
+		comments: sticky.Writer{Log: cfg.Logger, Forge: string(cfg.Forge), Noun: "comment"}}
+	switch {
+	case cfg.Forge == workflows.Gitea:
+		// Gitea's own scheme, "token", which Forgejo takes too.
+		r.token = r.newClient(&schemeAuth{base: rl, value: "token " + cfg.Token})
+		return r, nil
+	case cfg.Token != "":
 		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
 		return r, nil
 	}
@@ -68,6 +73,23 @@ func New(cfg Config) (*Reporter, error) {
 	r.app = r.newClient(apps)
 	r.rl = rl
 	return r, nil
+}
+
+// takes reports whether ev is an event of this reporter's forge.
+func (r *Reporter) takes(ev *workflows.Event) bool {
+	return ev.Forge == r.cfg.Forge || ev.Forge == "" && r.cfg.Forge == workflows.GitHub
+}
+
+// schemeAuth sets the Authorization header of every request to value.
+type schemeAuth struct {
+	base  http.RoundTripper
+	value string
+}
+
+func (a *schemeAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", a.value)
+	return a.base.RoundTrip(r)
 }
 
 func (r *Reporter) newClient(tr http.RoundTripper) *gh.Client {
@@ -103,22 +125,22 @@ func (r *Reporter) client(installation int64) (*gh.Client, error) {
 func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contract.ReportRef, error) {
 	ref := rep.Ref
 	if rep.Workflow == nil || rep.Event == nil {
-		return ref, fmt.Errorf("reporting run %s on github: report without workflow or event", rep.RunID)
+		return ref, fmt.Errorf("reporting run %s on %s: report without workflow or event", rep.RunID, r.cfg.Forge)
 	}
 	ev := rep.Event
-	if ev.Forge != "" && ev.Forge != workflows.GitHub {
-		return ref, fmt.Errorf("reporting run %s on github: event comes from %s", rep.RunID, ev.Forge)
+	if !r.takes(ev) {
+		return ref, fmt.Errorf("reporting run %s on %s: event comes from %s", rep.RunID, r.cfg.Forge, ev.Forge)
 	}
 	owner, repo, ok := strings.Cut(ev.Repo, "/")
 	if !ok || owner == "" || repo == "" {
-		return ref, fmt.Errorf("reporting run %s on github: repository %q is not owner/name", rep.RunID, ev.Repo)
+		return ref, fmt.Errorf("reporting run %s on %s: repository %q is not owner/name", rep.RunID, r.cfg.Forge, ev.Repo)
 	}
 	if rep.Phase == contract.PhaseFinal {
 		ctx = ratelimit.Final(ctx)
 	}
 	c, err := r.client(ev.InstallationID)
 	if err != nil {
-		return ref, fmt.Errorf("reporting run %s on github: %w", rep.RunID, err)
+		return ref, fmt.Errorf("reporting run %s on %s: %w", rep.RunID, r.cfg.Forge, err)
 	}
 
 	var errs []error
@@ -146,7 +168,7 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return ref, fmt.Errorf("reporting run %s on github: %w", rep.RunID, err)
+		return ref, fmt.Errorf("reporting run %s on %s: %w", rep.RunID, r.cfg.Forge, err)
 	}
 	return ref, nil
 }
@@ -245,7 +267,7 @@ func (r *Reporter) botLogin(ctx context.Context) string {
 	if r.token != nil {
 		u, _, err := r.token.Users.Get(ctx, "")
 		if err != nil {
-			r.log.Warn("github: cannot learn the bot login, matching comments by marker only", "err", err)
+			r.log.Warn(string(r.cfg.Forge)+": cannot learn the bot login, matching comments by marker only", "err", err)
 			return ""
 		}
 		login = u.GetLogin()
