@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -70,20 +69,7 @@ func verifySlack(secrets [][]byte, timestamp, signature string, body []byte, now
 	if !ok {
 		return false
 	}
-	sig, err := hex.DecodeString(hexSig)
-	if err != nil || len(sig) != sha256.Size {
-		return false
-	}
-	matched := false
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, s)
-		mac.Write([]byte("v0:" + timestamp + ":"))
-		mac.Write(body)
-		if hmac.Equal(mac.Sum(nil), sig) {
-			matched = true
-		}
-	}
-	return matched
+	return verifyHMAC(secrets, hexSig, []byte("v0:"+timestamp+":"), body)
 }
 
 // normalizeSlack turns a verified slash command's form body into a chat

@@ -27,9 +27,11 @@ func verifyGitea(secrets [][]byte, header string, body []byte) bool {
 	return verifyHMAC(secrets, header, body)
 }
 
-// verifyHMAC compares the hex signature hexSig with the HMAC-SHA256 of
-// body under every secret, in constant time.
-func verifyHMAC(secrets [][]byte, hexSig string, body []byte) bool {
+// verifyHMAC compares the hex signature hexSig with the HMAC-SHA256 of the
+// message (its parts, in order) under every secret, in constant time:
+// every secret is tried, so the time taken does not depend on which one
+// matched. GitHub, Gitea and Slack sign this way.
+func verifyHMAC(secrets [][]byte, hexSig string, message ...[]byte) bool {
 	sig, err := hex.DecodeString(hexSig)
 	if err != nil || len(sig) != sha256.Size {
 		return false
@@ -37,7 +39,9 @@ func verifyHMAC(secrets [][]byte, hexSig string, body []byte) bool {
 	matched := false
 	for _, s := range secrets {
 		mac := hmac.New(sha256.New, s)
-		mac.Write(body)
+		for _, part := range message {
+			mac.Write(part)
+		}
 		if hmac.Equal(mac.Sum(nil), sig) {
 			matched = true
 		}
