@@ -44,7 +44,7 @@ func clientCommands() []clientCommand {
 func newRootCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hookrun",
-		Short:         "hookrun turns GitHub and GitLab webhooks into sandboxed workflow runs",
+		Short:         "hookrun turns GitHub, GitLab and Gitea webhooks and Slack commands into sandboxed workflow runs",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version,

@@ -68,7 +68,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "hookrun turns GitHub and GitLab webhooks into sandboxed workflow runs.")
+	fmt.Fprintln(w, "hookrun turns GitHub, GitLab and Gitea webhooks and Slack commands into sandboxed workflow runs.")
 	fmt.Fprintln(w, "\nUsage: hookrun <command> [flags]\n\nCommands:")
 	cs := commands()
 	for _, c := range clientCommands() {
