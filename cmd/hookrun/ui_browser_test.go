@@ -240,6 +240,26 @@ shutdown_grace: 5s
 		t.Errorf("API says the cancelled run is %q", rec.Status)
 	}
 
+	// Re-run from the browser: the finished ui-demo run's button queues a
+	// new run linked both ways (Server.Rerun, as POST .../rerun) and opens
+	// its page, where it finishes (the gate is open now).
+	do("re-running", chromedp.Navigate(base+"/runs/"+runID), chromedp.WaitVisible("#rerun"), chromedp.Click("#rerun"),
+		chromedp.WaitVisible(`#rerun-of[href="/runs/`+runID+`"]`), chromedp.WaitVisible(`body[data-run-ended="succeeded"]`))
+	rerunID := strings.TrimPrefix(get(chromedp.Location()), base+"/runs/")
+	var rerun struct {
+		RerunOf   string `json:"rerun_of"`
+		CommentID int64  `json:"comment_id"`
+	}
+	var orig struct {
+		Reruns    []string `json:"reruns"`
+		CommentID int64    `json:"comment_id"`
+	}
+	apiGet(t, base, apiToken, "/api/v1/runs/"+rerunID, &rerun)
+	apiGet(t, base, apiToken, "/api/v1/runs/"+runID, &orig)
+	if rerun.RerunOf != runID || len(orig.Reruns) != 1 || orig.Reruns[0] != rerunID || rerun.CommentID == 0 || rerun.CommentID != orig.CommentID {
+		t.Errorf("re-run %s from the UI: rerun_of %q comment %d; original reruns %v comment %d", rerunID, rerun.RerunOf, rerun.CommentID, orig.Reruns, orig.CommentID)
+	}
+
 	// Filters: the list narrowed to ui-demo through the form.
 	do("filtering", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#filters"),
 		chromedp.SendKeys(`input[name="workflow"]`, "ui-demo"), chromedp.Submit("#filters"),
