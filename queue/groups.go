@@ -163,7 +163,13 @@ func (s *GroupStore) Release(ctx context.Context, l GroupLock, keepPlace bool) e
 // Leave forgets a waiting run of group that will not run (it ended while
 // queued, cancelled).
 func (s *GroupStore) Leave(ctx context.Context, group, runID string) error {
-	err := s.change(ctx, groupKey("group", group), func(g *groupState) bool {
+	return s.leave(ctx, "group", group, runID)
+}
+
+// leave removes runID from the waiters (for a cancel_in_progress group:
+// the members) of the group's key under prefix.
+func (s *GroupStore) leave(ctx context.Context, prefix, group, runID string) error {
+	err := s.change(ctx, groupKey(prefix, group), func(g *groupState) bool {
 		if _, ok := g.Waiters[runID]; !ok {
 			return false
 		}
@@ -216,17 +222,7 @@ func (s *GroupStore) StartNewest(ctx context.Context, group, runID string, now t
 // run); the group keeps its newest run, so that an older run claimed late
 // is still superseded.
 func (s *GroupStore) LeaveNewest(ctx context.Context, group, runID string) error {
-	err := s.change(ctx, groupKey("cancel", group), func(g *groupState) bool {
-		if _, ok := g.Waiters[runID]; !ok {
-			return false
-		}
-		delete(g.Waiters, runID)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("leaving concurrency group %s for run %s: %w", group, runID, err)
-	}
-	return nil
+	return s.leave(ctx, "cancel", group, runID)
 }
 
 // forgetRun drops what the groups bucket keeps about a run that the

@@ -269,67 +269,49 @@ func (q *Queue) setup(ctx context.Context) error {
 			return err
 		}},
 		{"creating bucket " + BucketRuns, func(ctx context.Context) (err error) {
-			q.runsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.runsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketRuns,
 				Description: "hookrun run records",
-				History:     1,
 				// Markers of removed records expire (PurgeTTL).
 				LimitMarkerTTL: RunMarkerTTL,
-				Storage:        jetstream.FileStorage,
-				Replicas:       q.cfg.Replicas,
 			})
 			return err
 		}},
 		{"creating bucket " + BucketDelivery, func(ctx context.Context) (err error) {
-			q.delKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.delKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketDelivery,
 				Description: "hookrun webhook delivery dedupe",
-				History:     1,
 				TTL:         q.cfg.DeliveryTTL,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
 			})
 			return err
 		}},
 		{"creating bucket " + BucketGroups, func(ctx context.Context) (err error) {
-			q.groupsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.groupsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketGroups,
 				Description: "hookrun concurrency group locks and sticky comment owners",
-				History:     1,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
 			})
 			return err
 		}},
 		{"creating bucket " + BucketHeads, func(ctx context.Context) (err error) {
-			q.headsKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.headsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketHeads,
 				Description: "hookrun pull request heads seen by ingress",
-				History:     1,
 				TTL:         q.cfg.HeadTTL,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
 			})
 			return err
 		}},
 		{"creating bucket " + BucketOutbox, func(ctx context.Context) (err error) {
-			q.outboxKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.outboxKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketOutbox,
 				Description: "hookrun reports waiting to be delivered",
-				History:     1,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
 			})
 			return err
 		}},
 		{"creating bucket " + BucketReceived, func(ctx context.Context) (err error) {
-			q.recvKV, err = q.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			q.recvKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
 				Bucket:      BucketReceived,
 				Description: "hookrun accepted deliveries, for replays and re-runs",
-				History:     1,
 				TTL:         q.cfg.ReceivedTTL,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
 			})
 			return err
 		}},
@@ -493,6 +475,13 @@ func (q *Queue) shutdownServer() {
 		q.srv.Shutdown()
 		q.srv.WaitForShutdown()
 	}
+}
+
+// bucket creates or updates a KV bucket as hookrun keeps every one: one
+// value per key (History 1), on file storage, at nats.replicas.
+func (q *Queue) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.FileStorage, q.cfg.Replicas
+	return q.js.CreateOrUpdateKeyValue(ctx, cfg)
 }
 
 // validToken reports whether s can be one token of a NATS subject.

@@ -80,6 +80,7 @@ var invalidKinds = map[string]string{
 	"bad-yaml.yaml":                 syntax,
 	"chat-trigger.yaml":             schemaLevel, // chat: command word, repo, allowlists; repo/forge only for chat
 	"command-not-comment.yaml":      schemaLevel, // command only for comments; pattern
+	"paths-not-change.yaml":         schemaLevel, // paths only for pull requests and pushes
 	"cycle.yaml":                    semantic,    // dependency cycle
 	"deleted-trigger.yaml":          schemaLevel, // deleted only for pushes; not with checkout: true
 	"duplicate-step-id.yaml":        semantic,    // uniqueness across steps
