@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,10 +34,13 @@ func freeAddrs(t *testing.T, n int) []string {
 	return out
 }
 
-// startCluster starts three embedded nodes with routes to each other.
+// startCluster starts three embedded nodes with routes to each other. They
+// share one password file, which the first of them to start creates;
+// clients find it at any node's PasswordFile.
 func startCluster(t *testing.T) ([]*Queue, string) {
 	t.Helper()
 	clientAddrs, routeAddrs := freeAddrs(t, 3), freeAddrs(t, 3)
+	pwFile := filepath.Join(t.TempDir(), "cluster.password")
 	nodes := make([]*Queue, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
@@ -51,7 +55,7 @@ func startCluster(t *testing.T) ([]*Queue, string) {
 			DataDir: t.TempDir(), Listen: clientAddrs[i],
 			ServerName: fmt.Sprintf("n%d", i+1), ClusterName: "hookrun-test",
 			ClusterListen: routeAddrs[i], Routes: routes, Replicas: 3,
-			Logger: testLogger(t),
+			PasswordFile: pwFile, Logger: testLogger(t),
 		}
 		wg.Add(1)
 		go func() {
@@ -87,7 +91,7 @@ func TestClusterNodeLoss(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 
 	client := func() *Queue {
-		return openTest(t, Config{URL: urls, Replicas: 3, PublishTimeout: 2 * time.Second})
+		return openTest(t, Config{URL: urls, PasswordFile: nodes[0].PasswordFile(), Replicas: 3, PublishTimeout: 2 * time.Second})
 	}
 	pub := client()
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"time"
 )
 
@@ -21,23 +22,50 @@ type Config struct {
 	CertFile string
 	// KeyFile is the private key of CertFile.
 	KeyFile string
+	// User is the NATS user name that goes with Password or PasswordFile:
+	// presented to an external cluster, and required by the embedded
+	// server on its TCP ports. Default DefaultUser when a password is used.
+	User string
+	// Password is the NATS password itself (usually a ${VAR} of the
+	// configuration): presented to an external cluster; for the embedded
+	// server, the password its TCP ports require (no file is written).
+	// Never logged nor put into an error.
+	Password string
+	// PasswordFile is a file holding the password (surrounding whitespace
+	// is ignored). With an external URL it is read at Open and presented.
+	// For the embedded server listening on TCP (Listen or ClusterListen)
+	// it holds the password clients and routes must present: Open creates
+	// it with a random password (mode 0600) when it does not exist and
+	// reuses it afterwards. Default for the embedded server
+	// DataDir/DefaultPasswordFileName. Exclusive with Password.
+	PasswordFile string
+	// InsecureNoAuth lets the embedded server listen on TCP without any
+	// authentication (and logs a warning at every start): whoever reaches
+	// Listen can then read every stored webhook body and queue runs. Only
+	// with Listen or ClusterListen; default false.
+	InsecureNoAuth bool
 
 	// DataDir is the embedded server's store directory; JetStream keeps its
 	// files under DataDir/jetstream. Required when URL is empty.
 	DataDir string
 	// Listen is the embedded server's client address: "" opens no TCP port
 	// (the process talks to it in-process); "127.0.0.1:4222" exposes it,
-	// port 0 picks a free port (see Queue.ClientURL). The embedded server
-	// has no client authentication: whoever reaches this address can queue
-	// runs, so keep it on loopback or a private network.
+	// port 0 picks a free port (see Queue.ClientURL). Clients must
+	// present User and the password of PasswordFile (Queue.ClientAuth)
+	// unless InsecureNoAuth; the traffic is not encrypted, so keep it on
+	// loopback or a private network.
 	Listen string
 	// ServerName names the embedded server; required for a cluster node.
 	ServerName string
 	// ClusterName is the embedded server's cluster; empty runs it standalone.
 	ClusterName string
-	// ClusterListen is the embedded server's route address, e.g. 127.0.0.1:6222.
+	// ClusterListen is the embedded server's route address, e.g.
+	// 127.0.0.1:6222. Routes authenticate with User and the same password
+	// as clients (unless InsecureNoAuth), so every node of an embedded
+	// cluster needs the same Password or PasswordFile.
 	ClusterListen string
-	// Routes are the other cluster nodes, e.g. nats-route://127.0.0.1:6223.
+	// Routes are the other cluster nodes, e.g. nats-route://127.0.0.1:6223;
+	// a route without user information presents User and the password.
 	Routes []string
 	// Sync is when the embedded server's JetStream store reaches the disk:
 	// SyncAlways writes every message through to the disk before it is
@@ -92,6 +120,13 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultUser is Config.User's default when a password is used.
+const DefaultUser = "hookrun"
+
+// DefaultPasswordFileName is the embedded server's password file under
+// Config.DataDir, created at the first start that listens on TCP.
+const DefaultPasswordFileName = "client.password"
+
 // SyncAlways is Config.Sync's value for a write-through store.
 const SyncAlways = "always"
 
@@ -115,6 +150,12 @@ func ParseSync(s string) (always bool, every time.Duration, err error) {
 }
 
 func (c *Config) setDefaults() {
+	if c.User == "" && (c.Password != "" || c.PasswordFile != "" || c.embeddedAuth()) {
+		c.User = DefaultUser
+	}
+	if c.PasswordFile == "" && c.Password == "" && c.embeddedAuth() && c.DataDir != "" {
+		c.PasswordFile = filepath.Join(c.DataDir, DefaultPasswordFileName)
+	}
 	if c.Sync == "" {
 		c.Sync = DefaultSync
 	}
@@ -159,6 +200,13 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// embeddedAuth reports whether the embedded server requires
+// authentication: it listens on TCP (clients or routes) and the operator
+// did not opt out with InsecureNoAuth.
+func (c *Config) embeddedAuth() bool {
+	return c.URL == "" && (c.Listen != "" || c.ClusterListen != "") && !c.InsecureNoAuth
+}
+
 // Validate reports the first problem of a defaulted config.
 func (c *Config) Validate() error {
 	var errs []error
@@ -180,8 +228,20 @@ func (c *Config) Validate() error {
 		if c.ClusterName != "" && (c.ServerName == "" || c.ClusterListen == "") {
 			errs = append(errs, errors.New("a cluster node needs a server name and a cluster listen address"))
 		}
-	} else if c.Listen != "" || c.ClusterName != "" {
-		errs = append(errs, errors.New("listen and cluster options are for the embedded server; they cannot be combined with an external url"))
+		if c.InsecureNoAuth && c.Listen == "" && c.ClusterListen == "" {
+			errs = append(errs, errors.New("insecure no auth applies only to an embedded server that listens on tcp (listen)"))
+		}
+		if c.InsecureNoAuth && (c.User != "" || c.Password != "" || c.PasswordFile != "") {
+			errs = append(errs, errors.New("insecure no auth cannot be combined with a user, password or password file"))
+		}
+	} else if c.Listen != "" || c.ClusterName != "" || c.InsecureNoAuth {
+		errs = append(errs, errors.New("listen, cluster and insecure no auth options are for the embedded server; they cannot be combined with an external url"))
+	}
+	if c.Password != "" && c.PasswordFile != "" {
+		errs = append(errs, errors.New("password and password file are exclusive"))
+	}
+	if c.CredsFile != "" && (c.Password != "" || c.PasswordFile != "") {
+		errs = append(errs, errors.New("creds file and a password are exclusive"))
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("cert file and key file go together"))

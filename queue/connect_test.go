@@ -24,7 +24,7 @@ func TestOpenWaitsForServer(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		q, err := Open(testCtx(t, 30*time.Second), Config{URL: "nats://" + addr, SetupTimeout: 20 * time.Second, Logger: testLogger(t)})
+		q, err := Open(testCtx(t, 30*time.Second), Config{URL: "nats://" + addr, Password: "wait-pw", SetupTimeout: 20 * time.Second, Logger: testLogger(t)})
 		done <- result{q, err}
 	}()
 	select {
@@ -32,7 +32,7 @@ func TestOpenWaitsForServer(t *testing.T) {
 		t.Fatalf("Open returned before any server was up: %v", r.err)
 	case <-time.After(700 * time.Millisecond):
 	}
-	openTest(t, Config{Listen: addr})
+	openTest(t, Config{Listen: addr, Password: "wait-pw"})
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("Open after the server came up: %v", r.err)

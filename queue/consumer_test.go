@@ -19,7 +19,7 @@ func openRemote(t *testing.T, q *Queue) *Queue {
 	if q.ClientURL() == "" {
 		t.Fatal("server does not listen")
 	}
-	return openTest(t, Config{URL: q.ClientURL()})
+	return openTest(t, Config{URL: q.ClientURL(), PasswordFile: q.PasswordFile()})
 }
 
 // waitStatus polls a run record until it has the wanted status.

@@ -40,21 +40,24 @@ const maxBatchesInFlight = 16
 // Queue is a connection to JetStream (and, in embedded mode, the server
 // itself) with hookrun's streams and buckets in place.
 type Queue struct {
-	connOpts []nats.Option // credentials and TLS of an external NATS
+	connOpts []nats.Option // credentials (and TLS of an external NATS) of every connection
 	cfg      Config
-	log      *slog.Logger
-	srv      *server.Server // nil with an external URL
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	runsS    jetstream.Stream
-	logsS    jetstream.Stream
-	runsKV   jetstream.KeyValue
-	delKV    jetstream.KeyValue
-	headsKV  jetstream.KeyValue
-	outboxKV jetstream.KeyValue
-	groupsKV jetstream.KeyValue
-	recvKV   jetstream.KeyValue
-	bodies   jetstream.ObjectStore
+	// authUser and authPassword are what the embedded server's TCP
+	// ports require (ClientAuth); "" when nothing.
+	authUser, authPassword string
+	log                    *slog.Logger
+	srv                    *server.Server // nil with an external URL
+	nc                     *nats.Conn
+	js                     jetstream.JetStream
+	runsS                  jetstream.Stream
+	logsS                  jetstream.Stream
+	runsKV                 jetstream.KeyValue
+	delKV                  jetstream.KeyValue
+	headsKV                jetstream.KeyValue
+	outboxKV               jetstream.KeyValue
+	groupsKV               jetstream.KeyValue
+	recvKV                 jetstream.KeyValue
+	bodies                 jetstream.ObjectStore
 	// inlineMax is the largest body that travels inside a run request:
 	// Config.InlineBodyMax, at most half the server's max_payload.
 	inlineMax int
@@ -108,17 +111,36 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	}
 	url := cfg.URL
 	if cfg.URL == "" {
-		srv, err := startEmbedded(ctx, cfg)
+		if cfg.embeddedAuth() {
+			pw, err := serverPassword(cfg, q.log)
+			if err != nil {
+				return nil, err
+			}
+			q.authUser, q.authPassword = cfg.User, pw
+			// The in-process connections present them too: the server
+			// requires them of every client.
+			q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
+		}
+		srv, err := startEmbedded(ctx, cfg, q.authUser, q.authPassword)
 		if err != nil {
 			return nil, err
 		}
 		q.srv = srv
 		url = srv.ClientURL()
+		q.logListen()
 		// This process talks to its own server in-process even when the
 		// server also listens on TCP for other processes: no sockets,
 		// no syscalls on the publish path.
 		opts = append(opts, nats.InProcessServer(srv))
+		opts = append(opts, q.connOpts...)
 	} else {
+		pw, err := clientPassword(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if pw != "" {
+			q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
+		}
 		if cfg.CredsFile != "" {
 			q.connOpts = append(q.connOpts, nats.UserCredentials(cfg.CredsFile))
 		}
@@ -159,8 +181,10 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	return q, nil
 }
 
-// startEmbedded runs a nats-server with JetStream in this process.
-func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
+// startEmbedded runs a nats-server with JetStream in this process. With a
+// password, clients (Listen) and routes (ClusterListen) must present user
+// and password, and this node's routes present them.
+func startEmbedded(ctx context.Context, cfg Config, user, password string) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: cfg.ServerName,
 		JetStream:  true,
@@ -176,8 +200,11 @@ func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
 		}
 		opts.Host, opts.Port = host, port
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			cfg.Logger.Warn("embedded nats server listens beyond loopback without client authentication", "listen", cfg.Listen)
+			cfg.Logger.Warn("embedded nats server listens beyond loopback without TLS: its password and messages cross the network in clear", "listen", cfg.Listen)
 		}
+	}
+	if password != "" {
+		opts.Username, opts.Password = user, password
 	}
 	if cfg.ClusterName != "" {
 		host, port, err := splitHostPort(cfg.ClusterListen)
@@ -185,10 +212,16 @@ func startEmbedded(ctx context.Context, cfg Config) (*server.Server, error) {
 			return nil, fmt.Errorf("parsing cluster listen address: %w", err)
 		}
 		opts.Cluster = server.ClusterOpts{Name: cfg.ClusterName, Host: host, Port: port}
+		if password != "" {
+			opts.Cluster.Username, opts.Cluster.Password = user, password
+		}
 		for _, r := range cfg.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
 				return nil, fmt.Errorf("parsing route %q: %w", r, err)
+			}
+			if password != "" {
+				u = withUserInfo(u, user, password)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
@@ -400,6 +433,51 @@ func (q *Queue) Logs() *LogStore { return q.logs }
 
 // Outbox is the store of reports waiting to be delivered.
 func (q *Queue) Outbox() *OutboxStore { return q.outbox }
+
+// ClientAuth is the user and password a client of the embedded server's
+// TCP port presents; both "" when it requires none (no TCP port, or
+// Config.InsecureNoAuth) and with an external URL. For tests and the
+// benchmark; an operator's runner reads Config.PasswordFile.
+func (q *Queue) ClientAuth() (user, password string) {
+	return q.authUser, q.authPassword
+}
+
+// PasswordFile is the file holding the embedded server's password
+// (Config.PasswordFile, defaulted), "" when it requires none or the
+// password came from Config.Password.
+func (q *Queue) PasswordFile() string {
+	if q.authPassword == "" {
+		return ""
+	}
+	return q.cfg.PasswordFile
+}
+
+// logListen says at start what the embedded server's TCP ports require and
+// how a `hookrun runner` or `hookrun ingress` connects: the path of the
+// password file, never the password. Without authentication it warns loudly.
+func (q *Queue) logListen() {
+	if q.cfg.Listen == "" && q.cfg.ClusterListen == "" {
+		return
+	}
+	if q.authPassword == "" {
+		q.log.Warn("INSECURE: the embedded nats server listens on tcp WITHOUT AUTHENTICATION (nats.insecure_no_auth): "+
+			"whoever reaches it, a host step on this machine included, can read every stored webhook body and queue runs",
+			"listen", q.cfg.Listen, "cluster_listen", q.cfg.ClusterListen)
+		return
+	}
+	secret := "password_file: " + q.cfg.PasswordFile
+	if q.cfg.PasswordFile == "" {
+		secret = "password: <this server's nats.password>"
+	}
+	attrs := []any{"user", q.authUser, "password_file", q.cfg.PasswordFile}
+	if q.cfg.Listen != "" {
+		attrs = append(attrs, "runner_config", fmt.Sprintf("nats: {url: %s, user: %s, %s}", q.srv.ClientURL(), q.authUser, secret))
+	}
+	if q.cfg.ClusterListen != "" {
+		attrs = append(attrs, "cluster_listen", q.cfg.ClusterListen)
+	}
+	q.log.Info("embedded nats server requires a user and password on its tcp ports; a hookrun runner or ingress connects with runner_config", attrs...)
+}
 
 // ClientURL is the embedded server's client URL when it listens on TCP
 // (Config.Listen), else "".

@@ -20,7 +20,7 @@ func TestClaimantTransitionsRightAfterTheClaim(t *testing.T) {
 	nodes, _ := startCluster(t)
 	ctx := testCtx(t, 90*time.Second)
 	for _, n := range nodes {
-		q := openTest(t, Config{URL: n.ClientURL(), Replicas: 3})
+		q := openTest(t, Config{URL: n.ClientURL(), PasswordFile: n.PasswordFile(), Replicas: 3})
 		rs := q.Runs()
 		for i := range perNode {
 			req := testRequest("raw")

@@ -386,6 +386,14 @@ func TestConfigValidate(t *testing.T) {
 		{"sync interval", Config{DataDir: "/d", Sync: "2m"}, ""},
 		{"sync nonsense", Config{DataDir: "/d", Sync: "sometimes"}, `parsing sync: want "always" or a positive duration`},
 		{"sync negative", Config{DataDir: "/d", Sync: "-1s"}, "parsing sync"},
+		{"listen with auth", Config{DataDir: "/d", Listen: "127.0.0.1:4222"}, ""},
+		{"listen without auth", Config{DataDir: "/d", Listen: "127.0.0.1:4222", InsecureNoAuth: true}, ""},
+		{"insecure without listen", Config{DataDir: "/d", InsecureNoAuth: true}, "insecure no auth applies only to an embedded server that listens"},
+		{"insecure on external", Config{URL: "nats://a:4222", InsecureNoAuth: true}, "cannot be combined with an external url"},
+		{"insecure with a password", Config{DataDir: "/d", Listen: "127.0.0.1:4222", InsecureNoAuth: true, PasswordFile: "/p"}, "insecure no auth cannot be combined"},
+		{"password and file", Config{URL: "nats://a:4222", Password: "x", PasswordFile: "/p"}, "password and password file are exclusive"},
+		{"creds and password", Config{URL: "nats://a:4222", CredsFile: "/c", PasswordFile: "/p"}, "creds file and a password are exclusive"},
+		{"external with password file", Config{URL: "nats://a:4222", User: "u", PasswordFile: "/p"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

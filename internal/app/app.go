@@ -94,6 +94,11 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		Sync:      c.NATS.Sync,
 		Replicas:  c.NATS.Replicas,
 		Logger:    logger,
+
+		User:           c.NATS.User,
+		Password:       c.NATS.Password,
+		PasswordFile:   c.NATS.PasswordFile,
+		InsecureNoAuth: c.NATS.InsecureNoAuth,
 	}); err != nil {
 		return nil, fmt.Errorf("opening queue: %w", err)
 	}

@@ -65,6 +65,23 @@ type NATSConfig struct {
 	CertFile  string `yaml:"cert_file"`  // TLS: client certificate
 	KeyFile   string `yaml:"key_file"`   // TLS: client key
 	Listen    string `yaml:"listen"`     // embedded server: also listen on this TCP address (default: in-process only)
+	// User goes with password or password_file: the NATS user presented to
+	// an external cluster, or required by the embedded server on
+	// nats.listen. Default "hookrun" when a password is used.
+	User string `yaml:"user"`
+	// Password is the NATS password, usually ${VAR}: presented to an
+	// external cluster, or required by the embedded server on nats.listen.
+	// Masked in run logs; exclusive with password_file.
+	Password string `yaml:"password"`
+	// PasswordFile holds the NATS password. External cluster: read at
+	// start and presented. Embedded server with nats.listen: the password
+	// it requires, created with a random one (mode 0600) at the first
+	// start and reused; default data_dir/nats/client.password.
+	PasswordFile string `yaml:"password_file"`
+	// InsecureNoAuth lets the embedded server's nats.listen accept clients
+	// without credentials (a warning at every start); only with
+	// nats.listen. Default false.
+	InsecureNoAuth bool `yaml:"insecure_no_auth"`
 	// Sync is when the embedded server's store reaches the disk: "always"
 	// (before each acknowledgement) or an interval (default 1s).
 	// An external cluster sets sync_interval in its own configuration.
@@ -343,6 +360,17 @@ func (c *Config) Validate() error {
 		if _, _, err := queue.ParseSync(c.NATS.Sync); err != nil {
 			bad("nats.sync", "%v", err)
 		}
+	}
+	if c.NATS.InsecureNoAuth && (c.NATS.URL != "" || c.NATS.Listen == "") {
+		bad("nats.insecure_no_auth", "applies only to the embedded server's nats.listen (without nats.url)")
+	} else if c.NATS.InsecureNoAuth && (c.NATS.User != "" || c.NATS.Password != "" || c.NATS.PasswordFile != "") {
+		bad("nats.insecure_no_auth", "cannot be combined with nats.user, nats.password or nats.password_file")
+	}
+	if c.NATS.Password != "" && c.NATS.PasswordFile != "" {
+		bad("nats.password", "set password or password_file, not both")
+	}
+	if c.NATS.CredsFile != "" && (c.NATS.Password != "" || c.NATS.PasswordFile != "") {
+		bad("nats.creds_file", "cannot be combined with nats.password or nats.password_file")
 	}
 	if c.NATS.URL == "" && c.NATS.Replicas > 1 {
 		bad("nats.replicas", "the embedded server is a single node: replicas must be 1 without nats.url")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/providers/host"
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -195,7 +196,7 @@ func sameUserSteps(ctx context.Context, cfg *Config, logger *slog.Logger) contra
 // configuration file and the key and credential files it names.
 func hiddenPaths(cfg *Config) []string {
 	var out []string
-	for _, p := range []string{cfg.DataDir, cfg.Path, cfg.GitHub.PrivateKeyFile, cfg.NATS.CredsFile, cfg.NATS.KeyFile} {
+	for _, p := range []string{cfg.DataDir, cfg.Path, cfg.GitHub.PrivateKeyFile, cfg.NATS.CredsFile, cfg.NATS.KeyFile, cfg.NATS.PasswordFile} {
 		if p == "" {
 			continue
 		}
@@ -228,7 +229,7 @@ func secureDataDir(dir string) error {
 // masks them in its logs, errors and report, should a step get hold of one
 // (same_user) or echo one it was given.
 func serverCredentials(cfg *Config) []string {
-	out := append([]string{cfg.GitHub.Token, cfg.GitLab.Token, cfg.Gitea.Token, cfg.API.Token}, cfg.GitHubSecrets()...)
+	out := append([]string{cfg.GitHub.Token, cfg.GitLab.Token, cfg.Gitea.Token, cfg.API.Token, cfg.NATS.Password}, cfg.GitHubSecrets()...)
 	out = append(out, cfg.GitLabTokens()...)
 	out = append(out, cfg.GiteaSecrets()...)
 	out = append(out, cfg.SlackSecrets()...)
@@ -236,6 +237,15 @@ func serverCredentials(cfg *Config) []string {
 		if key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile); err == nil {
 			out = append(out, string(key))
 		}
+	}
+	// The NATS password of a file: the configured one, or the embedded
+	// server's generated one.
+	pwFile := cfg.NATS.PasswordFile
+	if pwFile == "" && cfg.NATS.URL == "" {
+		pwFile = filepath.Join(cfg.DataDir, "nats", queue.DefaultPasswordFileName)
+	}
+	if pw, err := os.ReadFile(pwFile); err == nil {
+		out = append(out, strings.TrimSpace(string(pw)))
 	}
 	return nonEmpty(out)
 }

@@ -80,7 +80,8 @@ func Recover(ctx context.Context, cfg *Config, since time.Duration, dryRun bool,
 	var store recovery.Store
 	if cfg.NATS.URL != "" {
 		q, err := queue.Open(ctx, queue.Config{URL: cfg.NATS.URL, CredsFile: cfg.NATS.CredsFile, CAFile: cfg.NATS.CAFile,
-			CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, Replicas: cfg.NATS.Replicas, Logger: logger})
+			CertFile: cfg.NATS.CertFile, KeyFile: cfg.NATS.KeyFile, Replicas: cfg.NATS.Replicas, Logger: logger,
+			User: cfg.NATS.User, Password: cfg.NATS.Password, PasswordFile: cfg.NATS.PasswordFile})
 		if err != nil {
 			return recovery.Report{}, fmt.Errorf("recovering deliveries: opening queue: %w", err)
 		}
