@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
@@ -126,7 +125,7 @@ func bucketKeys(t *testing.T, q *queue.Queue, bucket string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(q.ClientURL())
+	nc, err := q.Connect("test")
 	if err != nil {
 		t.Fatal(err)
 	}

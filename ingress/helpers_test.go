@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
@@ -87,7 +86,7 @@ func streamRequests(t testing.TB, q *queue.Queue) []queue.RunRequest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(q.ClientURL())
+	nc, err := q.Connect("test")
 	if err != nil {
 		t.Fatalf("connecting to nats: %v", err)
 	}

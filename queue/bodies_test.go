@@ -100,13 +100,17 @@ func TestLargeBodiesCluster(t *testing.T) {
 	}
 	t.Parallel()
 	urls := startNATSServers(t)
-	cfg := Config{URL: urls, Replicas: 3, PublishTimeout: 30 * time.Second, SetupTimeout: 60 * time.Second}
+	cfg := Config{URL: urls, Password: composeNATSPassword, Replicas: 3, PublishTimeout: 30 * time.Second, SetupTimeout: 60 * time.Second}
 	pub := openTest(t, cfg)
 	if mp := pub.nc.MaxPayload(); mp != 1<<20 {
 		t.Fatalf("server max_payload %d; want nats-server's default 1 MiB", mp)
 	}
 	testLargeBodies(t, pub, openTest(t, cfg))
 }
+
+// composeNATSPassword is the HOOKRUN_NATS_PASSWORD of the servers
+// startNATSServers starts: clients present it as user DefaultUser.
+const composeNATSPassword = "b0d1e5c0ffee"
 
 // startNATSServers builds nats-server from the module's own version and
 // starts three routed processes on loopback with deploy/nats.conf, each
@@ -121,15 +125,19 @@ func startNATSServers(t *testing.T) string {
 	}
 	clients, routes := freeAddrs(t, 3), freeAddrs(t, 3)
 	var routeURLs, clientURLs []string
+	// deploy/nats.conf requires a password of clients (from the
+	// environment); routes present theirs as docker-compose.yml does.
+	const routeAuth = "route:" + composeNATSPassword + "@"
 	for i := range 3 {
-		routeURLs = append(routeURLs, "nats://"+routes[i])
+		routeURLs = append(routeURLs, "nats://"+routeAuth+routes[i])
 		clientURLs = append(clientURLs, "nats://"+clients[i])
 	}
 	for i := range 3 {
 		host, port, _ := strings.Cut(clients[i], ":")
 		cmd := exec.Command(bin, "-c", "../deploy/nats.conf", "-sd", t.TempDir(), "-n", fmt.Sprintf("n%d", i+1),
-			"-a", host, "-p", port, "--cluster_name", "hookrun-test", "--cluster", "nats://"+routes[i],
+			"-a", host, "-p", port, "--cluster_name", "hookrun-test", "--cluster", "nats://"+routeAuth+routes[i],
 			"--routes", strings.Join(routeURLs, ","))
+		cmd.Env = append(os.Environ(), "HOOKRUN_NATS_PASSWORD="+composeNATSPassword)
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
@@ -185,7 +184,7 @@ func terminal(r *queue.RunRecord) bool { return r.Status.Terminal() }
 // streamMsgs is the number of unacknowledged messages in HOOKRUN_RUNS.
 func (f *fixture) streamMsgs() uint64 {
 	f.t.Helper()
-	nc, err := nats.Connect(f.q.ClientURL())
+	nc, err := f.q.Connect("test")
 	if err != nil {
 		f.t.Fatal(err)
 	}

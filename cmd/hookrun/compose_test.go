@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"gopkg.in/yaml.v3"
 
 	"github.com/hookrun/hookrun/queue"
@@ -22,7 +25,7 @@ func TestComposeFileIsValid(t *testing.T) {
 		t.Skip("!!! docker-compose is not installed: the compose file is NOT checked !!!")
 	}
 	cmd := exec.Command(bin, "-f", "../../docker-compose.yml", "config")
-	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_NATS_PASSWORD=x")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)
@@ -38,16 +41,18 @@ func TestComposeFileIsValid(t *testing.T) {
 	// step containers on the host), and the images are the environment's.
 	const data = "/srv/hookrun-compose-check"
 	cmd = exec.Command(bin, "-f", "../../docker-compose.yml", "config")
-	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_DATA_DIR="+data, "HOOKRUN_IMAGE=hr-img:1", "NATS_IMAGE=nats-img:1")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_DATA_DIR="+data, "HOOKRUN_IMAGE=hr-img:1", "NATS_IMAGE=nats-img:1",
+		"HOOKRUN_NATS_PASSWORD="+composeNATSPassword)
 	out, err = cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)
 	}
 	var cfg struct {
 		Services map[string]struct {
-			Image   string   `yaml:"image"`
-			Command []string `yaml:"command"`
-			Volumes []string `yaml:"volumes"`
+			Image       string            `yaml:"image"`
+			Command     []string          `yaml:"command"`
+			Volumes     []string          `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(out, &cfg); err != nil {
@@ -76,7 +81,73 @@ func TestComposeFileIsValid(t *testing.T) {
 			t.Errorf("%s volumes %q: want %s mounted from the host at the same path", name, svc.Volumes, dir)
 		}
 	}
+
+	// NATS is not open: deploy/nats.conf requires a user and password
+	// (from the node's environment), the nodes' routes authenticate, and
+	// every hookrun service presents the same credentials with the
+	// configuration file it mounts.
+	t.Setenv("HOOKRUN_NATS_PASSWORD", composeNATSPassword)
+	natsOpts, err := server.ProcessConfigFile("../../deploy/nats.conf")
+	if err != nil {
+		t.Fatalf("reading deploy/nats.conf: %v", err)
+	}
+	if natsOpts.Username == "" || natsOpts.Password != composeNATSPassword {
+		t.Fatalf("deploy/nats.conf lets clients in without the user and password of HOOKRUN_NATS_PASSWORD (user %q)", natsOpts.Username)
+	}
+	cmd = exec.Command(bin, "-f", "../../docker-compose.yml", "config")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_NATS_PASSWORD=")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("docker-compose config accepts an unset HOOKRUN_NATS_PASSWORD:\n%s", out)
+	}
+	hookrunServices := 0
+	for name, svc := range cfg.Services {
+		if got := svc.Environment["HOOKRUN_NATS_PASSWORD"]; got != composeNATSPassword {
+			t.Errorf("%s: environment HOOKRUN_NATS_PASSWORD = %q, want the deployment's", name, got)
+		}
+		if strings.HasPrefix(name, "nats-") {
+			// --cluster (what this node's route port requires) and each of
+			// --routes (what it presents) carry the route user and password.
+			for i, arg := range svc.Command {
+				if (arg == "--cluster" || arg == "--routes") && i+1 < len(svc.Command) {
+					for _, u := range strings.Split(svc.Command[i+1], ",") {
+						if !strings.HasPrefix(u, "nats://route:"+composeNATSPassword+"@") {
+							t.Errorf("%s: %s URL %q has no route credentials", name, arg, u)
+						}
+					}
+				}
+			}
+			if cmdline := strings.Join(svc.Command, " "); !strings.Contains(cmdline, "--cluster ") || !strings.Contains(cmdline, "--routes ") {
+				t.Errorf("%s: command %q lacks --cluster or --routes", name, cmdline)
+			}
+			continue
+		}
+		hookrunServices++
+		var cfgFile string
+		for _, v := range svc.Volumes {
+			if src, rest, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(rest, "/etc/hookrun/hookrun.yaml") {
+				cfgFile = src
+			}
+		}
+		if cfgFile == "" {
+			t.Errorf("%s mounts no /etc/hookrun/hookrun.yaml: %q", name, svc.Volumes)
+			continue
+		}
+		hc, err := loadConfig(cfgFile, func(k string) (string, bool) { v, ok := svc.Environment[k]; return v, ok })
+		if err != nil {
+			t.Errorf("%s: loading %s: %v", name, cfgFile, err)
+			continue
+		}
+		if hc.NATS.User != natsOpts.Username || hc.NATS.Password != natsOpts.Password {
+			t.Errorf("%s: nats.user %q and nats.password (set: %v) are not what deploy/nats.conf requires", name, hc.NATS.User, hc.NATS.Password != "")
+		}
+	}
+	if hookrunServices != 4 {
+		t.Errorf("%d hookrun services, want 4 (2 ingress, 2 runners)", hookrunServices)
+	}
 }
+
+// composeNATSPassword stands for the deployment's HOOKRUN_NATS_PASSWORD.
+const composeNATSPassword = "c0ffee0123456789"
 
 // TestComposeNATSConfigSyncsAsTheEmbeddedServer: a nats-server started with
 // the compose nodes' configuration (deploy/nats.conf, which docker-compose.yml
@@ -96,6 +167,7 @@ func TestComposeNATSConfigSyncsAsTheEmbeddedServer(t *testing.T) {
 	_, port := splitHostPort(t, client)
 	_, mport := splitHostPort(t, mon)
 	cmd := exec.Command(bin, "-c", "../../deploy/nats.conf", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", port, "-m", mport)
+	cmd.Env = append(os.Environ(), "HOOKRUN_NATS_PASSWORD="+composeNATSPassword)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -126,4 +198,16 @@ func TestComposeNATSConfigSyncsAsTheEmbeddedServer(t *testing.T) {
 		t.Fatalf("node store: sync always %v every %v; the embedded default %q is always %v every %v\n%s",
 			got.SyncAlways, got.SyncInterval, queue.DefaultSync, always, every, out.String())
 	}
+	// The node refuses a client without the password, and takes hookrun's.
+	if nc, err := nats.Connect("nats://"+client, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("a node of deploy/nats.conf accepted a client without credentials")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("connecting without credentials: %v, want an authorization violation", err)
+	}
+	nc, err := nats.Connect("nats://"+client, nats.UserInfo("hookrun", composeNATSPassword), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatalf("connecting with the deployment's credentials: %v", err)
+	}
+	nc.Close()
 }

@@ -211,6 +211,8 @@ allow_repos: ["Codertocat/Hello-World"]
 nats:
   url: nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222
   replicas: 3
+  user: hookrun
+  password: ${HOOKRUN_NATS_PASSWORD}
 github:
   webhook_secret: ${GITHUB_WEBHOOK_SECRET}
   token: ${GITHUB_TOKEN}
@@ -224,6 +226,7 @@ shutdown_grace: 5s
 	ports := []string{freeAddr(t), freeAddr(t)}
 	env := append(os.Environ(),
 		"GITHUB_WEBHOOK_SECRET="+secret, "GITHUB_TOKEN="+ghToken, "HOOKRUN_API_TOKEN="+apiToken,
+		"HOOKRUN_NATS_PASSWORD="+composeNATSPassword,
 		"HOOKRUN_IMAGE="+hookrunRef, "NATS_IMAGE="+natsRef,
 		"HOOKRUN_CONFIG="+cfg, "HOOKRUN_WORKFLOWS="+workflowsDir, "HOOKRUN_DATA_DIR="+data,
 		"HOOKRUN_INGRESS_1_PORT="+ports[0], "HOOKRUN_INGRESS_2_PORT="+ports[1])

@@ -35,24 +35,32 @@ type natsNode struct {
 	p                     *proc
 }
 
+// scaleNATSPassword is the topology's HOOKRUN_NATS_PASSWORD: the nodes
+// require it of clients (deploy/nats.conf) and of routes (user "route", in
+// the --cluster and --routes URLs, as docker-compose.yml does).
+const scaleNATSPassword = "5ca1e0a7c0ffee"
+
 // startNATSCluster starts three nats-server processes with JetStream,
 // routed to each other on loopback, each with the compose topology's
-// configuration (deploy/nats.conf) and its store in a temp dir.
+// configuration (deploy/nats.conf) and its store in a temp dir. Clients
+// present user hookrun and scaleNATSPassword.
 func startNATSCluster(t *testing.T, bin string) []*natsNode {
 	t.Helper()
 	nodes := make([]*natsNode, 3)
 	for i := range nodes {
 		nodes[i] = &natsNode{name: fmt.Sprintf("n%d", i+1), client: freeAddr(t), cluster: freeAddr(t)}
 	}
+	const routeAuth = "route:" + scaleNATSPassword + "@"
 	var routes []string
 	for _, n := range nodes {
-		routes = append(routes, "nats://"+n.cluster)
+		routes = append(routes, "nats://"+routeAuth+n.cluster)
 	}
 	for _, n := range nodes {
 		host, port := splitHostPort(t, n.client)
 		cmd := exec.Command(bin, "-c", "../../deploy/nats.conf", "-sd", filepath.Join(t.TempDir(), n.name), "-n", n.name,
-			"-a", host, "-p", port, "--cluster_name", "hookrun", "--cluster", "nats://"+n.cluster,
+			"-a", host, "-p", port, "--cluster_name", "hookrun", "--cluster", "nats://"+routeAuth+n.cluster,
 			"--routes", strings.Join(routes, ","))
+		cmd.Env = append(os.Environ(), "HOOKRUN_NATS_PASSWORD="+scaleNATSPassword)
 		out := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -107,7 +115,7 @@ report: { comment: none, status: false }
 		return writeFile(t, filepath.Join(dir, "cfg-"+strings.ReplaceAll(listen, ":", "-")+".yaml"), `
 listen: `+listen+`
 workflows: `+filepath.Join(dir, "workflows")+`
-nats: { url: "`+strings.Join(urls, ",")+`", replicas: 3 }
+nats: { url: "`+strings.Join(urls, ",")+`", replicas: 3, user: hookrun, password: "${HOOKRUN_NATS_PASSWORD}" }
 allow_repos: ["Codertocat/*"]
 github: { webhook_secret: "`+secret+`" }
 api: { token: "`+apiToken+`" }
@@ -115,12 +123,15 @@ runner: { concurrency: 8, ack_wait: 2s, heartbeat: 500ms }
 shutdown_grace: 5s
 `)
 	}
+	// As in docker-compose.yml: the configuration takes the password from
+	// the environment.
+	natsEnv := []string{"HOOKRUN_NATS_PASSWORD=" + scaleNATSPassword}
 	var ingressURLs []string
 	var ingresses []*proc
 	for i := 0; i < 2; i++ {
 		addr := freeAddr(t)
 		cfg := cfgFor(addr)
-		p := startHookrun(t, fmt.Sprintf("ingress-%d", i+1), nil, "ingress", "--config", cfg, "--data-dir", filepath.Join(dir, fmt.Sprintf("ingress-%d", i+1)), "--log-format", "json")
+		p := startHookrun(t, fmt.Sprintf("ingress-%d", i+1), natsEnv, "ingress", "--config", cfg, "--data-dir", filepath.Join(dir, fmt.Sprintf("ingress-%d", i+1)), "--log-format", "json")
 		ingresses = append(ingresses, p)
 		ingressURLs = append(ingressURLs, "http://"+addr)
 	}
@@ -130,7 +141,7 @@ shutdown_grace: 5s
 	var runners []*proc
 	for i := 0; i < 2; i++ {
 		cfg := cfgFor(freeAddr(t))
-		runners = append(runners, startHookrun(t, fmt.Sprintf("runner-%d", i+1), nil, "runner", "--config", cfg,
+		runners = append(runners, startHookrun(t, fmt.Sprintf("runner-%d", i+1), natsEnv, "runner", "--config", cfg,
 			"--data-dir", filepath.Join(dir, fmt.Sprintf("runner-%d", i+1)), "--log-format", "json"))
 	}
 

@@ -90,7 +90,7 @@ func dispatchSeparate(ctx context.Context, cfg *Config, dir string) (DispatchRow
 	defer s.close()
 	rc := benchConfig(dir)
 	rc.DataDir = filepath.Join(dir, "runner")
-	rc.NATS = app.NATSConfig{URL: s.q.ClientURL()}
+	rc.NATS = app.NATSConfig{URL: s.q.ClientURL(), PasswordFile: s.q.PasswordFile()}
 	rc.Log = app.LogConfig{Level: "warn", Format: "json"}
 	path := filepath.Join(dir, "runner.yaml")
 	if err := writeConfig(path, rc); err != nil {

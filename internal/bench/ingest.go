@@ -176,7 +176,7 @@ func openStackWith(ctx context.Context, cfg *app.Config, logger *slog.Logger, m 
 		s.close()
 		return nil, fmt.Errorf("creating jetstream context: %w", err)
 	}
-	if s.tcpNC, err = nats.Connect(s.q.ClientURL(), nats.Name("hookrun-bench-tcp")); err != nil {
+	if s.tcpNC, err = nats.Connect(s.q.ClientURL(), nats.Name("hookrun-bench-tcp"), nats.UserInfo(s.q.ClientAuth())); err != nil {
 		s.close()
 		return nil, fmt.Errorf("connecting to the embedded server over tcp: %w", err)
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -71,7 +73,12 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		return fmt.Errorf("reading idle rss: %w", err)
 	}
 
-	nc, err := nats.Connect("nats://"+natsAddr, nats.Name("hookrun-bench"))
+	// The child generated its embedded server's password at start.
+	pw, err := os.ReadFile(filepath.Join(sc.DataDir, "nats", queue.DefaultPasswordFileName))
+	if err != nil {
+		return fmt.Errorf("reading the child's nats password: %w", err)
+	}
+	nc, err := nats.Connect("nats://"+natsAddr, nats.Name("hookrun-bench"), nats.UserInfo(queue.DefaultUser, strings.TrimSpace(string(pw))))
 	if err != nil {
 		return fmt.Errorf("connecting to the child's nats: %w", err)
 	}
