@@ -30,6 +30,17 @@
 // max-deliveries advisory (runners died each time) all mark its record
 // failed with the reason.
 //
+// Authentication: the embedded server opens no TCP port unless
+// Config.Listen (or ClusterListen) is set, and then requires a user and
+// password of every client and route (auth.go): Config.Password, or the
+// content of Config.PasswordFile, which Open creates with a random
+// password (mode 0600) at the first start and reuses afterwards; the
+// process's own in-process connections present them too. Only
+// Config.InsecureNoAuth opens the port without them, with a warning at
+// every start. Against an external cluster Open presents User with
+// Password or PasswordFile, or CredsFile, or TLS client certificates. No
+// password reaches a log line or an error; the start-up log names the file.
+//
 // Bounded records: RunStore.List pages, filtered, through the RunIndex (an
 // in-memory index kept current by a watch of hookrun_runs) and never reads
 // the whole bucket; SweepRuns (StartRetention) removes the runs that
