@@ -42,25 +42,25 @@ const maxBatchesInFlight = 16
 type Queue struct {
 	connOpts []nats.Option // credentials (and TLS of an external NATS) of every connection
 	cfg      Config
-	// authUser and authPassword are what the embedded server's TCP
-	// ports require (ClientAuth); "" when nothing.
-	authUser, authPassword string
-	log                    *slog.Logger
-	srv                    *server.Server // nil with an external URL
-	nc                     *nats.Conn
-	js                     jetstream.JetStream
-	runsS                  jetstream.Stream
-	logsS                  jetstream.Stream
-	runsKV                 jetstream.KeyValue
-	delKV                  jetstream.KeyValue
-	headsKV                jetstream.KeyValue
-	outboxKV               jetstream.KeyValue
-	groupsKV               jetstream.KeyValue
-	recvKV                 jetstream.KeyValue
-	bodies                 jetstream.ObjectStore
+	log      *slog.Logger
+	srv      *server.Server // nil with an external URL
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	runsS    jetstream.Stream
+	logsS    jetstream.Stream
+	runsKV   jetstream.KeyValue
+	delKV    jetstream.KeyValue
+	headsKV  jetstream.KeyValue
+	outboxKV jetstream.KeyValue
+	groupsKV jetstream.KeyValue
+	recvKV   jetstream.KeyValue
+	bodies   jetstream.ObjectStore
 	// inlineMax is the largest body that travels inside a run request:
 	// Config.InlineBodyMax, at most half the server's max_payload.
 	inlineMax int
+	// authUser and authPassword are what the embedded server's TCP
+	// ports require (ClientAuth); "" when nothing.
+	authUser, authPassword string
 
 	runs     *RunStore
 	heads    *HeadStore
