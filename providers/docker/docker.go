@@ -186,7 +186,9 @@ func (d *Docker) pull(ctx context.Context, ref, policy string, progress io.Write
 }
 
 // binds turns the workflow's volumes into Docker binds: relative host paths
-// are resolved against the workspace, the workspace is mounted at
+// are resolved inside the workspace, symlinks followed only within it
+// (resolveInWorkspace: one leaving it is an error naming the volume), the
+// workspace is mounted at
 // WorkspaceMount unless a volume targets it, and the engine's socket is
 // refused unless allowed.
 func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
@@ -212,7 +214,11 @@ func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
 			if workspace == "" {
 				return nil, fmt.Errorf("resolving volume %q: relative host path without a workspace", v)
 			}
-			src = filepath.Join(workspace, src)
+			resolved, err := resolveInWorkspace(workspace, src)
+			if err != nil {
+				return nil, fmt.Errorf("resolving volume %q: %w", v, err)
+			}
+			src = resolved
 		}
 		src = filepath.Clean(src)
 		if !d.cfg.AllowDockerSocket && d.exposesSocket(src) {
