@@ -45,6 +45,8 @@ type Docker struct {
 
 	negotiateMu sync.Mutex
 	negotiated  atomic.Bool
+
+	nets runNets // the per-run networks of the runs this process executes
 }
 
 // New connects to the engine (client.FromEnv or cfg.Host, with API version
