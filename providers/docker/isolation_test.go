@@ -53,8 +53,11 @@ func TestVolumeSymlinkCannotLeaveWorkspace(t *testing.T) {
 			t.Errorf("volume %q: exit %d, err %v; want an error containing %q", vol, res.ExitCode, err, want)
 		}
 		// The root container of a run resolves its volumes alike.
-		_, err = d.Open(context.Background(), contract.OpenRequest{RunID: runID + "-root", Workspace: ws,
+		sess, err := d.Open(context.Background(), contract.OpenRequest{RunID: runID + "-root", Workspace: ws,
 			Workflow: &workflows.Workflow{Name: "test", Container: &c}})
+		if err == nil {
+			_ = sess.Close(context.Background())
+		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("root container with volume %q: err %v; want an error containing %q", vol, err, want)
 		}
@@ -81,7 +84,7 @@ func TestRunsIsolated(t *testing.T) {
 	runA, runB := runPrefix+"net-a", runPrefix+"net-b"
 	s := openRoot(t, d, runA, t.TempDir(), testImage)
 	if n := networksOf(t, d, runA); len(n) != 1 {
-		t.Fatalf("networks of run A while it runs: %v, want one", n)
+		t.Errorf("networks of run A while it runs: %v, want one", n)
 	}
 	// Run A serves a greeting on port 8080.
 	res, _, stderr, err := run(t, context.Background(), s, contract.ExecRequest{RunID: runA, StepID: "serve",
@@ -164,6 +167,7 @@ func TestRemoveOrphanNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
 	if n := networksOf(t, d, dead); len(n) != 1 {
 		t.Fatalf("networks of the run: %v, want one", n)
 	}
