@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -217,4 +218,70 @@ func TestContainedStepHasItsOwnIPCAndUTSNamespaces(t *testing.T) {
 	if lines[2] != hostname {
 		t.Errorf("the contained step is on %q, want the host's name %q", lines[2], hostname)
 	}
+}
+
+// mqueueChildEnv makes the test binary run mqueueChild (TestMain).
+const mqueueChildEnv = "HOOKRUN_TEST_MQUEUE_CHILD"
+
+// TestIsolatedStepHasItsOwnMqueue: where the host mounts /dev/mqueue (as
+// systemd does), an isolated step sees there its own IPC namespace's POSIX
+// message queues, not the host's, and a queue it makes is gone for the
+// next step and never on the host. This machine's /dev may have no
+// /dev/mqueue: the test builds one in mount and IPC namespaces of its own
+// (a tmpfs /dev with the few devices a step needs, and a "host" whose
+// queues die with the test) and runs its steps there.
+func TestIsolatedStepHasItsOwnMqueue(t *testing.T) {
+	requireRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("this test needs util-linux's unshare: %v", err)
+	}
+	old := t.TempDir()
+	script := `set -e
+mount --make-rprivate /
+mount --bind /dev "$OLD"
+mount -t tmpfs tmpfs /dev
+for f in null zero random urandom full; do touch /dev/$f; mount --bind "$OLD/$f" /dev/$f; done
+mkdir /dev/shm /dev/mqueue
+mount -t tmpfs tmpfs /dev/shm
+mount -t mqueue mqueue /dev/mqueue
+touch /dev/mqueue/hostq
+"$BIN"
+echo "host:" $(ls /dev/mqueue)`
+	cmd := exec.Command(unshare, "--mount", "--ipc", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "OLD="+old, "BIN="+os.Args[0], mqueueChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := "step1:\nstep2:\nhost: hostq\n"
+	if string(out) != want {
+		t.Fatalf("output %q, want %q: each step sees an empty /dev/mqueue, the host only its own queue", out, want)
+	}
+}
+
+// mqueueChild runs, in TestIsolatedStepHasItsOwnMqueue's mount namespace,
+// two isolated steps: the first lists /dev/mqueue and makes a queue there,
+// the second lists it.
+func mqueueChild() int {
+	ws, err := os.MkdirTemp("", "hookrun-mq-")
+	if err == nil {
+		defer os.RemoveAll(ws)
+		err = os.Chown(ws, stepUID, stepUID)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	for _, s := range []string{`echo step1: $(ls /dev/mqueue) && touch /dev/mqueue/stepq`, `echo step2: $(ls /dev/mqueue)`} {
+		res, err := isolated().Exec(context.Background(), contract.ExecRequest{
+			Argv: []string{"sh", "-c", s}, Env: []workflows.EnvVar{pathEnv},
+			Dir: ws, Workspace: ws, Stdout: os.Stdout, Stderr: os.Stdout,
+		})
+		if err != nil || res.ExitCode != 0 {
+			fmt.Println("exit", res.ExitCode, err)
+			return 1
+		}
+	}
+	return 0
 }

@@ -12,6 +12,9 @@ func TestMain(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
+	if os.Getenv(mqueueChildEnv) != "" {
+		os.Exit(mqueueChild())
+	}
 	if key := os.Getenv(shmKeyEnv); key != "" {
 		os.Exit(shmCreate(key))
 	}
