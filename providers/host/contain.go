@@ -31,7 +31,8 @@ import (
 //     and UTS namespaces of its own as well: the SysV IPC objects and
 //     POSIX message queues it makes end with it, and a step (as root) that
 //     changes the host name changes only its own; the name stays the
-//     host's, and /dev/shm is the host's (no mount namespace here).
+//     host's, and /dev/shm and /dev/mqueue are the host's (no mount
+//     namespace here).
 //   - Config.LeftoversDir, without Contain (no namespaces to be had): the
 //     command gets Pdeathsig SIGKILL (its children do not inherit it), and
 //     while it runs its process group is recorded in that directory (group
