@@ -182,8 +182,8 @@ type RunnerConfig struct {
 	// its own (a workflow's timeout, longer or shorter, wins); default 1h.
 	DefaultTimeout time.Duration `yaml:"default_timeout"`
 	// HostSteps says how steps that run on the host (no container, no
-	// sandbox) run: "isolated" (default) as StepUser in their own mount and
-	// PID namespaces, out of reach of hookrun's credentials, which needs
+	// sandbox) run: "isolated" (default) as StepUser in their own mount,
+	// PID, IPC and UTS namespaces, out of reach of hookrun's credentials, which needs
 	// hookrun to run as root (otherwise host steps are refused); or
 	// "same_user": as hookrun's own user, able to read everything hookrun
 	// can (its environment, this file, data_dir). Untrusted code belongs in
