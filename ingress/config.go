@@ -59,6 +59,15 @@ type Config struct {
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
+	// TrustedProxies are the addresses (CIDRs or single IPs) of the
+	// reverse proxies in front of the server: only a request whose peer is
+	// one of them has its client address taken from X-Forwarded-For (read
+	// from the right, skipping trusted hops) or X-Real-IP. Empty (the
+	// default): no header is believed, the client is the connection's
+	// peer. The address is what the logs name and what AuthLimit counts.
+	TrustedProxies []string
+	// AuthLimit bounds wrong token guesses per client address (guard.go).
+	AuthLimit AuthLimitConfig
 	// Tracer, when set, gives each delivery a trace: a "receive" span
 	// with "verify" and "publish" children, whose context the run
 	// messages carry to the runners. nil: no spans at all (tracing off).
@@ -217,6 +226,7 @@ func (c *Config) setDefaults() {
 	c.Trust.setDefaults()
 	c.Files.setDefaults()
 	c.Slack.setDefaults()
+	c.AuthLimit.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -244,7 +254,10 @@ func (c Config) Validate() error {
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitea", "webhook secret", c.Gitea.Enabled, c.Gitea.Secrets, c.InsecureNoVerify))
-	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate())
+	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate(), c.AuthLimit.Validate())
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("checking trusted proxies: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

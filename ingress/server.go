@@ -68,6 +68,9 @@ type Server struct {
 	metrics *metrics
 	assoc   *assocCache  // GitLab associations looked up (trust.go)
 	tracer  trace.Tracer // nil: tracing off (tracing.go)
+	guard   *AuthGuard   // failed token checks per client address (guard.go)
+	// apiGroup is /api/v1 behind the bearer token once RegisterAPI added it.
+	apiGroup *echo.Group
 
 	// Beside a publisher that has them (*queue.Queue; rerun.go): the run
 	// records re-runs read and link, the stored deliveries, and the
@@ -130,8 +133,12 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 		s.slackSecrets = append(s.slackSecrets, []byte(sec))
 	}
 
+	s.guard = newAuthGuard(cfg.AuthLimit, logger, time.Now)
+	trusted, _ := ParseTrustedProxies(cfg.TrustedProxies) // checked by Validate
+
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = ipExtractor(trusted)
 	e.HTTPErrorHandler = s.errorHandler
 	for _, r := range forgeRoutes {
 		e.POST("/hooks/"+string(r.forge), s.handleForge(r))
@@ -150,6 +157,10 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 func (s *Server) Route(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
 	s.echo.Add(method, path, h, m...)
 }
+
+// Guard is the limit on failed token checks per client address that the
+// API's bearer check uses; the web UI's login form shares it.
+func (s *Server) Guard() *AuthGuard { return s.guard }
 
 // Handler is the server's http.Handler (the echo instance).
 func (s *Server) Handler() http.Handler { return s.echo }

@@ -8,8 +8,10 @@
 // did not take in time (OutboxStore, retried by runner.Outbox), the
 // hookrun_received KV bucket of accepted deliveries (ReceivedStore: event
 // name and body, for replays and re-runs; AcceptDelivery writes it with the
-// delivery's keys, all or nothing), and the HOOKRUN_LOGS stream of step
-// output. It imports
+// delivery's keys, all or nothing), the hookrun_sessions KV bucket of the
+// web UI's login sessions (SessionStore, made on demand by Sessions: an
+// entry per session id, expiring with the session lifetime, deleted at
+// log-out), and the HOOKRUN_LOGS stream of step output. It imports
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //

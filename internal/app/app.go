@@ -230,6 +230,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		Trust:            forges.Trust(),
 		Files:            forges.Files(),
 		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry},
+		TrustedProxies:   c.API.TrustedProxies,
 		Collectors:       a.collectors(),
 		Tracer:           a.ingressTracer(),
 	}, a.queue, a.set, a.logger)
@@ -249,7 +250,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	}
 	a.closers = append(a.closers, closerFunc(stopSweep))
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
-	if err := a.registerUI(srv, canceller); err != nil {
+	if err := a.registerUI(ctx, srv, canceller); err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -262,9 +263,10 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 
 // registerUI mounts the web UI (ingress/ui) beside the API, behind the same
 // token: it cancels through the API's canceller, links to the forges'
-// web origins, and re-runs through the ingress server, as POST
-// /api/v1/runs/{id}/rerun does.
-func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller) error {
+// web origins, re-runs through the ingress server, as POST
+// /api/v1/runs/{id}/rerun does, and keeps its sessions in the
+// hookrun_sessions bucket (entries live ui.DefaultSessionTTL).
+func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller) error {
 	c := &a.cfg
 	if c.API.Token == "" {
 		return nil
@@ -277,13 +279,18 @@ func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller) error
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)
 	}
-	err = ui.Register(srv, ui.Config{Token: c.API.Token, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
-		Runs:   a.queue.Runs(),
-		Logs:   a.queue.Logs(),
-		Stream: ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
-		Cancel: canceller,
-		Rerun:  srv, // POST .../rerun's Server.Rerun
-		Logger: a.logger,
+	sessions, err := a.queue.Sessions(ctx, ui.DefaultSessionTTL)
+	if err != nil {
+		return fmt.Errorf("configuring ui: %w", err)
+	}
+	err = ui.Register(srv, ui.Config{Token: c.API.Token, SessionTTL: ui.DefaultSessionTTL, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
+		Runs:     a.queue.Runs(),
+		Logs:     a.queue.Logs(),
+		Stream:   ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
+		Cancel:   canceller,
+		Rerun:    srv, // POST .../rerun's Server.Rerun
+		Sessions: sessions,
+		Logger:   a.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)

@@ -226,6 +226,12 @@ const (
 // APIConfig protects /api/v1.
 type APIConfig struct {
 	Token string `yaml:"token"` // bearer token; empty: the API is disabled
+	// TrustedProxies are the reverse proxies in front of hookrun (CIDRs
+	// such as 10.0.0.0/8, or single addresses): only from these peers are
+	// X-Forwarded-For and X-Real-IP believed as the client's address, which
+	// the logs name and the limit on wrong tokens counts. Default none: the
+	// client is the connection's peer, whatever a header says.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // CommandsConfig names the comment commands the server acts on itself.
@@ -441,6 +447,11 @@ func (c *Config) Validate() error {
 	for i, p := range c.AllowRepos {
 		if err := workflows.CheckRepoPattern(p); err != nil {
 			bad(fmt.Sprintf("allow_repos[%d]", i), "%v", err)
+		}
+	}
+	for i, p := range c.API.TrustedProxies {
+		if _, err := ingress.ParseTrustedProxies([]string{p}); err != nil {
+			bad(fmt.Sprintf("api.trusted_proxies[%d]", i), "want a CIDR such as 10.0.0.0/8 or an IP address, got %q", p)
 		}
 	}
 	return errors.Join(errs...)
