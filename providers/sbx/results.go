@@ -71,10 +71,13 @@ func (s *Session) copyResults(ctx context.Context, dir string) error {
 	}()
 	lr := &io.LimitedReader{R: pr, N: maxResultsTar + 1}
 	xerr := extractTar(lr, dir)
+	if xerr == nil {
+		_, _ = io.Copy(io.Discard, lr) // the archive's padding
+	}
 	if lr.N <= 0 {
 		xerr = fmt.Errorf("the results folder of sandbox %s holds more than %d bytes", s.name, maxResultsTar)
 	}
-	pr.CloseWithError(errors.New("results read")) // let tar end if we stopped reading
+	pr.CloseWithError(errors.New("results not read further")) // let tar end if we stopped reading
 	d := <-done
 	switch {
 	case xerr != nil:
