@@ -482,6 +482,7 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		Home:      ws.Home,
 		TmpDir:    ws.TmpDir,
 		EventDir:  ws.EventDir,
+		Results:   ws.Results,
 		HeadSHA:   firstNonEmpty(ws.HeadSHA, rec.HeadSHA, req.Event.HeadSHA()),
 		Params:    params,
 		Ref:       refOf(rec),

@@ -8,7 +8,8 @@
 // memory, CPU and PID limits of the workflow, else of the server (Config).
 // The run's workspace is bind-mounted at /workspace unless a volume targets
 // it, and the run's event file read-only at contract.ContainerEventPath
-// (/hookrun/event.json). Volume sources are host paths; a relative one is
+// (/hookrun/event.json), and its results folder read-write at
+// contract.ContainerResultsPath (/hookrun/results). Volume sources are host paths; a relative one is
 // resolved inside the workspace with filepath-securejoin, symlinks followed
 // only within it, and one that leaves it (a symlink out, an absolute
 // symlink, `..` above it) is an error naming the volume; what is mounted is

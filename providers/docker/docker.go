@@ -250,6 +250,21 @@ func withEventFile(binds []string, eventFile string) []string {
 	return append(binds, eventFile+":"+contract.ContainerEventPath+":ro")
 }
 
+// withResults adds the run's results folder (contract.ExecRequest.Results),
+// read-write at contract.ContainerResultsPath, to binds; nothing without
+// one or when a volume of the workflow targets that path already.
+func withResults(binds []string, dir string) []string {
+	if dir == "" {
+		return binds
+	}
+	for _, b := range binds {
+		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == contract.ContainerResultsPath {
+			return binds
+		}
+	}
+	return append(binds, dir+":"+contract.ContainerResultsPath+":rw")
+}
+
 // exposesSocket reports whether mounting src would give a container the
 // engine's socket: src is the socket or a directory above it.
 func (d *Docker) exposesSocket(src string) bool {

@@ -48,7 +48,7 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
 	binds, err := d.binds(c.Volumes, req.Workspace)
-	binds = withEventFile(binds, req.EventFile)
+	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}

@@ -157,7 +157,7 @@ func shortID(id string) string {
 func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *container.HostConfig, error) {
 	c := req.Container
 	binds, err := d.binds(c.Volumes, req.Workspace)
-	binds = withEventFile(binds, req.EventFile)
+	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -41,7 +41,9 @@ import (
 //     workspace, HOME and TMPDIR (ExecRequest.Workspace, Home, TmpDir) stay
 //     reachable at their paths even when they lie under a hidden directory
 //     (hookrun's data_dir), and so does the directory of its event file
-//     (ExecRequest.EventFile); other runs' workspaces do not.
+//     (ExecRequest.EventFile) and its results folder (ExecRequest.Results,
+//     which its preparer gave to the step user); other runs' workspaces
+//     do not.
 //
 // It needs root (CAP_SYS_ADMIN for the namespaces, CAP_SETUID for the
 // user); Probe tells whether this process can do it. The commands start
