@@ -1,6 +1,9 @@
 package ingress
 
 import (
+	"strconv"
+	"time"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -47,6 +50,40 @@ type ghLabel struct {
 	Name string `json:"name"`
 }
 
+// ghTeam is go-github's Team (a pull request's requested_team).
+type ghTeam struct {
+	Slug string `json:"slug"`
+}
+
+// ghTime is go-github's Timestamp: RFC 3339 in quotes, or Unix seconds
+// (milliseconds past the year 3000), kept as RFC 3339 in UTC so that the
+// same instant reads the same whichever form and zone the forge wrote.
+type ghTime string
+
+// UnmarshalJSON decodes as go-github's Timestamp.UnmarshalJSON does.
+func (t *ghTime) UnmarshalJSON(data []byte) error {
+	str := string(data)
+	var tm time.Time
+	if i, err := strconv.ParseInt(str, 10, 64); err == nil {
+		tm = time.Unix(i, 0)
+		if tm.Year() > 3000 {
+			tm = time.Unix(0, i*1e6)
+		}
+	} else if tm, err = time.Parse(`"`+time.RFC3339+`"`, str); err != nil {
+		return err
+	}
+	*t = ghTime(tm.UTC().Format(time.RFC3339Nano))
+	return nil
+}
+
+// String is the time, "" for a missing one.
+func (t *ghTime) String() string {
+	if t == nil {
+		return ""
+	}
+	return string(*t)
+}
+
 type ghBranch struct {
 	Ref  string        `json:"ref"`
 	SHA  string        `json:"sha"`
@@ -63,6 +100,7 @@ type ghPull struct {
 	Head              ghBranch   `json:"head"`
 	Base              ghBranch   `json:"base"`
 	Labels            []*ghLabel `json:"labels"`
+	UpdatedAt         *ghTime    `json:"updated_at"`
 }
 
 type ghIssue struct {
@@ -71,37 +109,41 @@ type ghIssue struct {
 	HTMLURL           string     `json:"html_url"`
 	AuthorAssociation string     `json:"author_association"`
 	Labels            []*ghLabel `json:"labels"`
+	UpdatedAt         *ghTime    `json:"updated_at"`
 	// PullRequestLinks is set when the issue is a pull request (go-github's
 	// Issue.IsPullRequest).
 	PullRequestLinks *struct{} `json:"pull_request"`
 }
 
 type ghComment struct {
-	ID                int64  `json:"id"`
-	Body              string `json:"body"`
-	HTMLURL           string `json:"html_url"`
-	AuthorAssociation string `json:"author_association"`
+	ID                int64   `json:"id"`
+	Body              string  `json:"body"`
+	HTMLURL           string  `json:"html_url"`
+	AuthorAssociation string  `json:"author_association"`
+	UpdatedAt         *ghTime `json:"updated_at"`
 }
 
 // ghReviewComment is go-github's PullRequestComment: a comment on a line
 // of a pull request's diff.
 type ghReviewComment struct {
-	ID                int64  `json:"id"`
-	Body              string `json:"body"`
-	HTMLURL           string `json:"html_url"`
-	AuthorAssociation string `json:"author_association"`
-	Path              string `json:"path"`
-	Line              int    `json:"line"`
-	OriginalLine      int    `json:"original_line"`
+	ID                int64   `json:"id"`
+	Body              string  `json:"body"`
+	HTMLURL           string  `json:"html_url"`
+	AuthorAssociation string  `json:"author_association"`
+	Path              string  `json:"path"`
+	Line              int     `json:"line"`
+	OriginalLine      int     `json:"original_line"`
+	UpdatedAt         *ghTime `json:"updated_at"`
 }
 
 // ghReview is go-github's PullRequestReview.
 type ghReview struct {
-	ID                int64  `json:"id"`
-	Body              string `json:"body"`
-	HTMLURL           string `json:"html_url"`
-	AuthorAssociation string `json:"author_association"`
-	State             string `json:"state"`
+	ID                int64   `json:"id"`
+	Body              string  `json:"body"`
+	HTMLURL           string  `json:"html_url"`
+	AuthorAssociation string  `json:"author_association"`
+	State             string  `json:"state"`
+	SubmittedAt       *ghTime `json:"submitted_at"`
 }
 
 // ghCommon is what every handled event carries.
@@ -116,6 +158,39 @@ type ghPullRequestEvent struct {
 	ghCommon
 	Number      int     `json:"number"`
 	PullRequest *ghPull `json:"pull_request"`
+	ghTarget
+	// RequestedReviewer or RequestedTeam: review_requested and
+	// review_request_removed, one delivery per reviewer.
+	RequestedReviewer *ghUser `json:"requested_reviewer"`
+	RequestedTeam     *ghTeam `json:"requested_team"`
+}
+
+// ghTarget is what a pull_request or issues action was about beside the
+// object: the label of labeled/unlabeled, the user of assigned/unassigned.
+type ghTarget struct {
+	Label    *ghLabel `json:"label"`
+	Assignee *ghUser  `json:"assignee"`
+}
+
+// label is the label's name, "" without one.
+func (t *ghTarget) label() string {
+	if t.Label == nil {
+		return ""
+	}
+	return t.Label.Name
+}
+
+// target names the user or team the action was about, "" for none.
+func (t *ghTarget) target(reviewer *ghUser, team *ghTeam) string {
+	switch {
+	case t.Assignee != nil:
+		return t.Assignee.Login
+	case reviewer != nil:
+		return reviewer.Login
+	case team != nil:
+		return "team:" + team.Slug
+	}
+	return ""
 }
 
 type ghIssueCommentEvent struct {
@@ -139,6 +214,7 @@ type ghReviewEvent struct {
 type ghIssuesEvent struct {
 	ghCommon
 	Issue *ghIssue `json:"issue"`
+	ghTarget
 }
 
 type ghPushEvent struct {
