@@ -270,3 +270,25 @@ func TestObjectKey(t *testing.T) {
 		t.Fatal("a chat command has an object key")
 	}
 }
+
+// touched is a GitHub body as the forge would send it for a new event
+// about the same object: its pull_request, issue and comment updated n
+// seconds into 2026 (other tests send one fixture as many events).
+func touched(t testing.TB, body []byte, n int) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Second).Format(time.RFC3339)
+	for _, k := range []string{"pull_request", "issue", "comment"} {
+		if o, ok := m[k].(map[string]any); ok {
+			o["updated_at"] = at
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
