@@ -194,8 +194,10 @@ func (s *Server) retries(ctx context.Context, ev *workflows.Event, resp *respons
 			return nil, err
 		}
 		// One /retry comment re-runs each workflow once, whatever
-		// delivery id it comes under (dedupe.go).
-		req.Object = objectKey(ev, cmd)
+		// delivery id it comes under (dedupe.go); the suffix keeps it
+		// apart from a run of a `command: /retry` trigger of the same
+		// workflow (objectKey's parts leave nothing after the last).
+		req.Object = objectKey(ev, cmd) + "|retry"
 		reqs = append(reqs, req)
 	}
 	return reqs, nil
