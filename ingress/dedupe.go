@@ -43,6 +43,7 @@ import (
 // command), which leaves that run to its delivery key.
 func objectKey(ev *workflows.Event, line string) string {
 	var b strings.Builder
+	b.Grow(128 + len(ev.Repo) + len(ev.UpdatedAt) + len(line)) // one allocation for most keys
 	part := func(s string) {
 		b.WriteString(strconv.Itoa(len(s)))
 		b.WriteByte(':')

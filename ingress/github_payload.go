@@ -60,29 +60,42 @@ type ghTeam struct {
 // same instant reads the same whichever form and zone the forge wrote.
 type ghTime string
 
-// UnmarshalJSON decodes as go-github's Timestamp.UnmarshalJSON does.
-func (t *ghTime) UnmarshalJSON(data []byte) error {
-	str := string(data)
+// UnmarshalJSONFrom decodes as go-github's Timestamp.UnmarshalJSON does
+// (the v2 engine's interface: the value is read in place, not copied).
+func (t *ghTime) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	data, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if string(data) == "null" {
+		*t = "" // go-github's nil *Timestamp
+		return nil
+	}
 	var tm time.Time
-	if i, err := strconv.ParseInt(str, 10, 64); err == nil {
+	if data[0] != '"' { // only a number parses as one (no error built for a string)
+		i, err := strconv.ParseInt(string(data), 10, 64)
+		if err != nil {
+			return err
+		}
 		tm = time.Unix(i, 0)
 		if tm.Year() > 3000 {
 			tm = time.Unix(0, i*1e6)
 		}
-	} else if tm, err = time.Parse(`"`+time.RFC3339+`"`, str); err != nil {
+	} else if tm, err = time.Parse(`"`+time.RFC3339+`"`, string(data)); err != nil {
 		return err
+	}
+	// Most forges write the canonical form already: one allocation.
+	var buf [64]byte
+	if canon := tm.UTC().AppendFormat(buf[:0], time.RFC3339Nano); len(data) == len(canon)+2 && string(data[1:len(data)-1]) == string(canon) {
+		*t = ghTime(data[1 : len(data)-1])
+		return nil
 	}
 	*t = ghTime(tm.UTC().Format(time.RFC3339Nano))
 	return nil
 }
 
 // String is the time, "" for a missing one.
-func (t *ghTime) String() string {
-	if t == nil {
-		return ""
-	}
-	return string(*t)
-}
+func (t ghTime) String() string { return string(t) }
 
 type ghBranch struct {
 	Ref  string        `json:"ref"`
@@ -100,7 +113,7 @@ type ghPull struct {
 	Head              ghBranch   `json:"head"`
 	Base              ghBranch   `json:"base"`
 	Labels            []*ghLabel `json:"labels"`
-	UpdatedAt         *ghTime    `json:"updated_at"`
+	UpdatedAt         ghTime     `json:"updated_at"`
 }
 
 type ghIssue struct {
@@ -109,41 +122,41 @@ type ghIssue struct {
 	HTMLURL           string     `json:"html_url"`
 	AuthorAssociation string     `json:"author_association"`
 	Labels            []*ghLabel `json:"labels"`
-	UpdatedAt         *ghTime    `json:"updated_at"`
+	UpdatedAt         ghTime     `json:"updated_at"`
 	// PullRequestLinks is set when the issue is a pull request (go-github's
 	// Issue.IsPullRequest).
 	PullRequestLinks *struct{} `json:"pull_request"`
 }
 
 type ghComment struct {
-	ID                int64   `json:"id"`
-	Body              string  `json:"body"`
-	HTMLURL           string  `json:"html_url"`
-	AuthorAssociation string  `json:"author_association"`
-	UpdatedAt         *ghTime `json:"updated_at"`
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+	UpdatedAt         ghTime `json:"updated_at"`
 }
 
 // ghReviewComment is go-github's PullRequestComment: a comment on a line
 // of a pull request's diff.
 type ghReviewComment struct {
-	ID                int64   `json:"id"`
-	Body              string  `json:"body"`
-	HTMLURL           string  `json:"html_url"`
-	AuthorAssociation string  `json:"author_association"`
-	Path              string  `json:"path"`
-	Line              int     `json:"line"`
-	OriginalLine      int     `json:"original_line"`
-	UpdatedAt         *ghTime `json:"updated_at"`
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+	Path              string `json:"path"`
+	Line              int    `json:"line"`
+	OriginalLine      int    `json:"original_line"`
+	UpdatedAt         ghTime `json:"updated_at"`
 }
 
 // ghReview is go-github's PullRequestReview.
 type ghReview struct {
-	ID                int64   `json:"id"`
-	Body              string  `json:"body"`
-	HTMLURL           string  `json:"html_url"`
-	AuthorAssociation string  `json:"author_association"`
-	State             string  `json:"state"`
-	SubmittedAt       *ghTime `json:"submitted_at"`
+	ID                int64  `json:"id"`
+	Body              string `json:"body"`
+	HTMLURL           string `json:"html_url"`
+	AuthorAssociation string `json:"author_association"`
+	State             string `json:"state"`
+	SubmittedAt       ghTime `json:"submitted_at"`
 }
 
 // ghCommon is what every handled event carries.
