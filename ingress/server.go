@@ -616,7 +616,7 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 			continue
 		}
 		if len(c.cmds) == 0 {
-			c.cmds, c.lines = []string{""}, []string{""}
+			c.cmds, c.lines = noCommand, noCommand // read only
 		}
 		for n, args := range c.cmds {
 			if c.lines[n] != "" && !budget.admit(c.w.Name, c.lines[n]) {
@@ -631,6 +631,9 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 	resp.Skipped = append(resp.Skipped, budget.skipped()...)
 	return reqs
 }
+
+// noCommand is the one run of a match without command lines.
+var noCommand = []string{""}
 
 // publishAll publishes the runs of one delivery, all or nothing, and
 // returns their results in request order.
