@@ -52,6 +52,12 @@ type RunRequest struct {
 	// than the field would run without the body, so upgrade runners
 	// before ingress.
 	Body string `json:"body,omitempty"`
+	// BodyDigest is the SHA-256 ("sha256:<hex>") of the body Body names,
+	// set with it: the consumer refuses a stored body that does not match
+	// (the object store is as reachable as the stream; the request's
+	// authenticator covers this digest, reqauth.go). Optional and omitted
+	// when Body is empty.
+	BodyDigest string `json:"body_digest,omitempty"`
 	// Command tells apart the runs of one workflow that one delivery
 	// started: a comment with several command lines runs the workflow once
 	// per line, and the n-th line's run (n ≥ 1, counting from 0) has
@@ -171,6 +177,9 @@ func (q *Queue) AcceptDelivery(ctx context.Context, d *Received, reqs []*RunRequ
 	if len(reqs) == 0 && d == nil {
 		return nil, nil
 	}
+	if len(reqs) > 0 && q.macs == nil {
+		return nil, errors.New("publishing runs: no request key is configured (queue.Config.RequestKey)")
+	}
 	ws := make([]*runWrite, len(reqs))
 	traceID := traceIDOf(ctx)
 	for i, req := range reqs {
@@ -256,6 +265,7 @@ type runWrite struct {
 	dkey, kvKey string
 	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
 	body        string       // the hookrun_bodies object of a body too large to travel inline
+	bodyDigest  string       // RunRequest.BodyDigest of body
 	keyRev      uint64       // the delivery key's revision when this attempt created it
 	recs        []writtenRec // records this attempt created
 }
@@ -354,7 +364,7 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		req := w.req
 		if w.body != "" {
 			r := *w.req
-			r.Event.Raw, r.Body = nil, w.body
+			r.Event.Raw, r.Body, r.BodyDigest = nil, w.body, w.bodyDigest
 			req = &r
 		}
 		data, err := appendRunRequest(getMsgBuf(), req)
@@ -364,6 +374,7 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		m := nats.NewMsg(runsSubjectPrefix + w.req.Workflow)
 		m.Data = data
 		m.Header.Set(jetstream.MsgIDHeader, w.dkey)
+		m.Header.Set(HeaderMAC, q.macs.header(m.Subject, data))
 		injectTrace(ctx, m.Header)
 		msgs[i] = m
 	}

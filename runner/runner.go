@@ -425,7 +425,8 @@ func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPl
 // admit decides whether this runner runs d: the workflow it runs, or the
 // error to hand the run back with: a queue.Retry while another runner, or
 // this one after a reload, may have the run's workflow at the digest it
-// was queued with (a rolling deploy), else a queue.Term to fail it with.
+// was queued with (a rolling deploy), else a queue.Term to fail it with
+// (Config.Admit or recheck refused it, or the workflow never came).
 func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
 	req := d.Request
 	if r.cfg.Admit != nil {
@@ -442,6 +443,9 @@ func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
 		err = fmt.Errorf("workflow %s at %s, which the run was queued with, is not loaded on runner %s (it has %s)",
 			req.Workflow, req.WorkflowDigest, r.cfg.ID, wf.Digest)
 	default:
+		if err := recheck(wf, req); err != nil {
+			return nil, queue.Term(fmt.Errorf("refusing run: %w", err))
+		}
 		return wf, nil
 	}
 	if d.NumDelivered < uint64(r.cfg.WorkflowDeliveries) {

@@ -81,7 +81,7 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: filepath.Join(tmp, "nats"), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: filepath.Join(tmp, "nats"), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
