@@ -8,7 +8,7 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// recheck decides again, against the event the run request carries, what
+// CheckRequest decides again, against the event the run request carries, what
 // ingress decided before it queued the run: that the event matches one of
 // the workflow's triggers and that the workflow's `authorize` policy lets
 // its sender through (allow_repos is Config.Admit's). It calls the very
@@ -38,7 +38,9 @@ import (
 // changed files (a run carries only whether it was complete, so `paths`
 // filters are not re-checked) and the command arguments ingress fills in
 // after matching (cleared, as they were when ingress matched).
-func recheck(wf *workflows.Workflow, req *queue.RunRequest) error {
+//
+// It is Config.Recheck's default.
+func CheckRequest(wf *workflows.Workflow, req *queue.RunRequest) error {
 	if req.Event.Kind == "" || req.RerunOf != "" {
 		return nil
 	}
