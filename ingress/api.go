@@ -71,6 +71,7 @@ func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Ca
 	a := &api{cfg: cfg, srv: s, runs: runs, logs: logs, cancel: c, tokenSum: sha256.Sum256([]byte(cfg.Token)),
 		stream: NewLogStream(runs, logs, cfg.FollowGrace)}
 	g := s.echo.Group("/api/v1", a.auth)
+	s.apiGroup = g
 	g.GET("/runs", a.list)
 	g.GET("/runs/:id", a.get)
 	g.GET("/runs/:id/logs", a.logsHandler)
@@ -91,18 +92,39 @@ type api struct {
 }
 
 // auth checks the bearer token in constant time (digests, so that the
-// token's length leaks nothing either).
+// token's length leaks nothing either), through the server's AuthGuard: an
+// address past its failed checks is answered 429 with Retry-After.
 func (a *api) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get("Authorization")
-		token, ok := strings.CutPrefix(h, "Bearer ")
-		sum := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) != 1 {
+		ok, wait := a.srv.guard.Check(c, func() bool {
+			h := c.Request().Header.Get("Authorization")
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			sum := sha256.Sum256([]byte(token))
+			return ok && subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
+		})
+		switch {
+		case wait > 0:
+			SetRetryAfter(c, wait)
+			return c.JSON(http.StatusTooManyRequests, map[string]string{"error": "too many wrong tokens from this address; retry later"})
+		case !ok:
+			a.srv.logger.Debug("API token refused", "remote", c.RealIP(), "path", c.Path())
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="hookrun"`)
 			return c.JSON(http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		}
 		return next(c)
 	}
+}
+
+// APIRoute adds a route under /api/v1, behind the API's bearer token (and
+// its limit on wrong ones): the web UI mounts POST
+// /api/v1/sessions/revoke this way. It fails when the API is not
+// registered (RegisterAPI without a token, or not yet called).
+func (s *Server) APIRoute(method, path string, h echo.HandlerFunc) error {
+	if s.apiGroup == nil {
+		return fmt.Errorf("adding API route %s %s: the API is not registered", method, path)
+	}
+	s.apiGroup.Add(method, path, h)
+	return nil
 }
 
 // List limits of GET /api/v1/runs.
@@ -317,6 +339,8 @@ func (a *api) rerunHandler(c echo.Context) error {
 		return runError(c, err)
 	case errors.Is(err, ErrNotFinished), errors.Is(err, errWorkflowGone):
 		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
+	case errors.Is(err, ErrRepoNotAllowed):
+		return c.JSON(http.StatusForbidden, map[string]string{"error": err.Error()})
 	case err != nil:
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "re-running: queue unavailable"})
 	}

@@ -59,6 +59,15 @@ type Config struct {
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
+	// TrustedProxies are the addresses (CIDRs or single IPs) of the
+	// reverse proxies in front of the server: only a request whose peer is
+	// one of them has its client address taken from X-Forwarded-For (read
+	// from the right, skipping trusted hops) or X-Real-IP. Empty (the
+	// default): no header is believed, the client is the connection's
+	// peer. The address is what the logs name and what AuthLimit counts.
+	TrustedProxies []string
+	// AuthLimit bounds wrong token guesses per client address (guard.go).
+	AuthLimit AuthLimitConfig
 	// Tracer, when set, gives each delivery a trace: a "receive" span
 	// with "verify" and "publish" children, whose context the run
 	// messages carry to the runners. nil: no spans at all (tracing off).
@@ -100,6 +109,11 @@ type CommandsConfig struct {
 	// each run's workflow `authorize` policy admits). Default "retry";
 	// "-" turns the command off.
 	Retry string
+	// MaxPerComment is how many distinct command lines of one comment
+	// start runs, across the workflows that take them (decide); the
+	// lines past it are listed as skipped in the answer. Default
+	// DefaultMaxCommandsPerComment (10).
+	MaxPerComment int
 }
 
 // DefaultRetryCommand is CommandsConfig.Retry's default.
@@ -205,6 +219,9 @@ func (c *Config) setDefaults() {
 	if c.Commands.Retry == "" {
 		c.Commands.Retry = DefaultRetryCommand
 	}
+	if c.Commands.MaxPerComment == 0 {
+		c.Commands.MaxPerComment = DefaultMaxCommandsPerComment
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -217,6 +234,7 @@ func (c *Config) setDefaults() {
 	c.Trust.setDefaults()
 	c.Files.setDefaults()
 	c.Slack.setDefaults()
+	c.AuthLimit.setDefaults()
 }
 
 // Validate reports every problem of c, defaults applied. It refuses a forge
@@ -241,10 +259,16 @@ func (c Config) Validate() error {
 	if r := c.Commands.Retry; r != "-" && !retryName.MatchString(r) {
 		errs = append(errs, fmt.Errorf("checking commands: retry %q must be a name of letters, digits, - and _ (without the slash), or - to turn it off", r))
 	}
+	if c.Commands.MaxPerComment < 0 {
+		errs = append(errs, fmt.Errorf("checking commands: max per comment must not be negative, got %d", c.Commands.MaxPerComment))
+	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitea", "webhook secret", c.Gitea.Enabled, c.Gitea.Secrets, c.InsecureNoVerify))
-	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate())
+	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate(), c.AuthLimit.Validate())
+	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("checking trusted proxies: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

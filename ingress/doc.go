@@ -5,8 +5,14 @@
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
 // serves health and metrics (Prometheus, a registry per server), and
 // Server.RegisterAPI adds the /api/v1 routes to the same echo instance
-// (Server.Route is how the web UI of ingress/ui adds its pages; LogStream is
-// the live log both serve). The
+// (Server.Route is how the web UI of ingress/ui adds its pages, and
+// Server.APIRoute its POST /api/v1/sessions/revoke; LogStream is the live log
+// both serve). Token checks, the API's bearer token and the UI's login form,
+// go through the server's AuthGuard (guard.go): after Config.AuthLimit
+// failures within its window one client address gets 429 with Retry-After.
+// The client address (c.RealIP()) is the connection's peer, or what
+// X-Forwarded-For / X-Real-IP say only when the peer is one of
+// Config.TrustedProxies (the echo IPExtractor). The
 // workflows come from a WorkflowSource (a workflows.WorkflowSet, which the
 // composition root, internal/app, keeps reloading). Forge payload types stop
 // here. Every accepted delivery is also stored (queue.AcceptDelivery), so
@@ -23,7 +29,12 @@
 // past Config.MaxBodyBytes; 503 {"error":"queue unavailable"} when any run
 // request of the delivery was not persisted in time. A redelivery maps to the
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
-// carries "duplicate": true with an identical "runs" list.
+// carries "duplicate": true with an identical "runs" list; so does the same
+// event under another delivery id (a re-sent body, a second hook): each run
+// is also deduplicated by the forge's object and version (dedupe.go). A
+// comment starts runs for at most CommandsConfig.MaxPerComment distinct
+// command lines; the others are listed in "skipped". A re-run of a
+// repository outside allow_repos is refused (403 through the API).
 //
 // POST /hooks/slack takes Slack slash commands (slack.go): verified by the
 // v0 signing secret within a 5-minute window, turned into chat events, run

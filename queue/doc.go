@@ -8,15 +8,21 @@
 // did not take in time (OutboxStore, retried by runner.Outbox), the
 // hookrun_received KV bucket of accepted deliveries (ReceivedStore: event
 // name and body, for replays and re-runs; AcceptDelivery writes it with the
-// delivery's keys, all or nothing), and the HOOKRUN_LOGS stream of step
-// output. It imports
+// delivery's keys, all or nothing), the hookrun_sessions KV bucket of the
+// web UI's login sessions (SessionStore, made on demand by Sessions: an
+// entry per session id, expiring with the session lifetime, deleted at
+// log-out), and the HOOKRUN_LOGS stream of step output. It imports
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //
 // Exactly-once in effect: PublishDelivery maps each (forge, delivery,
 // workflow) to one run id through a create-only hookrun_deliveries entry and
 // publishes with Nats-Msg-Id, so concurrent or later redeliveries of a
-// webhook return the same run. A delivery's runs are persisted all or
+// webhook return the same run. A run whose request names its forge object
+// (RunRequest.Object) also gets a create-only object key in the same bucket,
+// written in the same round trip: the same object under another delivery id
+// maps to the run it started (PublishResult.SameObject), and its messages
+// carry that run's Nats-Msg-Id (ObjectKey). A delivery's runs are persisted all or
 // nothing: keys and records first, then its messages as one atomic batch,
 // the commit point. A body too large to travel inside a run request is
 // stored once in the hookrun_bodies object store and referenced. Delivery is at-least-once: a run request may reach a
@@ -40,6 +46,12 @@
 // every start. Against an external cluster Open presents User with
 // Password or PasswordFile, or CredsFile, or TLS client certificates. No
 // password reaches a log line or an error; the start-up log names the file.
+//
+// Authenticated requests (reqauth.go): Publish signs every run request
+// with Config.RequestKey (an HMAC-SHA256 in the Hookrun-Mac header, over
+// the subject and the exact body, which carries a stored body's digest);
+// a Consumer terminates, logs and counts a message without a valid one
+// before anything else and writes no record for it.
 //
 // Bounded records: RunStore.List pages, filtered, through the RunIndex (an
 // in-memory index kept current by a watch of hookrun_runs) and never reads

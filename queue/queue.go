@@ -61,6 +61,9 @@ type Queue struct {
 	// authUser and authPassword are what the embedded server's TCP
 	// ports require (ClientAuth); "" when nothing.
 	authUser, authPassword string
+	// macs signs and verifies run requests with cfg.RequestKey; nil
+	// without a key (Publish and Consume then refuse).
+	macs *macer
 
 	runs     *RunStore
 	heads    *HeadStore
@@ -93,7 +96,8 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating queue config: %w", err)
 	}
-	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight)}
+	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight),
+		macs: newMacer(cfg.RequestKey)}
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 

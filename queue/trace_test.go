@@ -66,7 +66,6 @@ func TestPublishCarriesTheTraceContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
 	for range reqs {
 		select {
 		case h := <-got:
@@ -76,6 +75,13 @@ func TestPublishCarriesTheTraceContext(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no delivery")
 		}
+	}
+
+	// The consumer must stop before "three" is published: on the
+	// work-queue stream it would take (and remove) that message before
+	// runHeaders reads it.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	// Without a span: no header, no trace id.

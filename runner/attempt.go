@@ -50,6 +50,7 @@ func (x *execution) execStep(ctx context.Context, idx int, st workflows.Step, ex
 	x.changed()
 
 	out := x.attempts(ctx, &st, extra)
+	x.scanResults(ctx, &st, &out)
 
 	finished := x.now()
 	x.mu.Lock()
@@ -193,6 +194,7 @@ func (s *stepRun) attempt(r route) contract.Attempt {
 		Home:        x.spec.Home,
 		TmpDir:      x.spec.TmpDir,
 		EventFile:   x.eventFile,
+		Results:     x.resultsDir,
 		Container:   st.Container,
 		Stdout:      out,
 		Stderr:      s.stderr,

@@ -10,6 +10,13 @@
 //
 // # Lifecycle
 //
+// The queue hands Handle only run requests whose authenticator it verified
+// (queue/reqauth.go). Before the claim, Handle decides again what ingress
+// decided: Config.Admit (allow_repos) and Config.Recheck (CheckRequest,
+// recheck.go: the workflow's trigger and authorize, with the functions
+// ingress calls); a refusal fails the run with the reason, before any
+// workspace or step.
+//
 // Runner.Handle, the queue consumer's handler, reads the run record
 // (creating it queued if absent). A terminal record is acked and skipped. A
 // record running under another claimant whose heartbeat is fresher than
@@ -58,7 +65,7 @@
 // the workflow's env, then params (a value given for the run,
 // RunSpec.Params, replaces its default as data, not expanded); the event's HOOKRUN_* variables and
 // HOOKRUN_RUN_ID, HOOKRUN_WORKFLOW, HOOKRUN_WORKSPACE, HOOKRUN_EVENT_PATH,
-// HOOKRUN_SANDBOX (so a workflow cannot override them); the outputs of
+// HOOKRUN_RESULTS, HOOKRUN_SANDBOX (so a workflow cannot override them); the outputs of
 // earlier steps; the step's env (for a step container, its container env
 // first); HOOKRUN_RUN_STATUS for handlers; the secrets. Nothing else of the
 // runner's environment is passed on.
@@ -68,6 +75,21 @@
 // end), never into the workspace: the host path on the host,
 // contract.ContainerEventPath in containers, contract.SandboxEventPath in
 // the sandbox (the sandbox provider copies the file in).
+//
+// HOOKRUN_RESULTS names the run's results folder (RunSpec.Results, which
+// its preparer hands to the step user, else a folder of the run's own,
+// removed at its end), also outside the workspace: the host path on the
+// host, contract.ContainerResultsPath in containers (bind-mounted
+// read-write), contract.SandboxResultsPath in the sandbox (the sandbox
+// provider copies it back after each command). After every step (its
+// failure included: a linter exits 1 when it finds something) the engine
+// reads the folder with a results.Reader, never following a symlink, up to
+// contract.MaxResultsBytes and contract.MaxResultsFindings per run: SARIF,
+// reviewdog rdjson/rdjsonl and actions.json. A malformed file fails the
+// step with its file:line:col. At the run's end the findings and actions,
+// redacted like everything else, are Result.Results and the final
+// RunReport's Results; what was cut or skipped is in their Notes and the
+// run log.
 //
 // Values written by the workflow author (env, params, container env) may
 // reference, as ${NAME}, any variable set before them, and also the HOOKRUN_*

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/results"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -128,6 +129,7 @@ type RunSpec struct {
 	Event     *workflows.Event    // what triggered it; nil: an empty event
 	Workspace string              // host directory the steps work in; "" = none
 	EventDir  string              // host directory for the event file, outside Workspace (contract.Workspace.EventDir); "" = one of the run's own
+	Results   string              // the run's results folder, $HOOKRUN_RESULTS, outside Workspace (contract.Workspace.Results); "" = one of the run's own
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
 	HeadSHA   string              // resolved head (checkout), else the event's
@@ -156,9 +158,12 @@ type Result struct {
 	Ref         contract.ReportRef    `json:"ref,omitzero"`
 	// Delivery is what became of the agent's commits (sandbox.push); nil
 	// when the run had nothing to deliver.
-	Delivery   *workflows.Delivery `json:"delivery,omitempty"`
-	StartedAt  time.Time           `json:"started_at"`
-	FinishedAt time.Time           `json:"finished_at"`
+	Delivery *workflows.Delivery `json:"delivery,omitempty"`
+	// Results are the findings and actions the steps left in
+	// $HOOKRUN_RESULTS, redacted; nil when they left none.
+	Results    *contract.Results `json:"results,omitempty"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt time.Time         `json:"finished_at"`
 	// Abandoned is set when the run was stopped because the runner is
 	// shutting down or lost its claim: no handler ran and no final report was
 	// sent; another runner will execute it again.
@@ -197,6 +202,10 @@ type execution struct {
 
 	eventFile string // host path of the event file; "" until written
 	eventTmp  string // the directory writeEventFile made for it, removed at the run's end
+
+	resultsDir string          // host path of the results folder; "" until made
+	resultsTmp string          // the folder makeResultsDir made, removed at the run's end
+	results    *results.Reader // reads it after each step
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -248,6 +257,7 @@ func (x *execution) run(ctx context.Context) *Result {
 	x.start(ctx)
 	defer x.sys.Close()
 	defer x.removeEventFile() // after the handlers and the session
+	defer x.removeResultsDir()
 
 	runCtx := ctx
 	if t := x.timeout(); t > 0 {
@@ -290,7 +300,11 @@ func (x *execution) start(ctx context.Context) {
 // run is skipped, x.skipped says why), opens the session and runs the DAG;
 // its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
-	if err := x.writeEventFile(); err != nil {
+	err := x.writeEventFile()
+	if err == nil {
+		err = x.makeResultsDir()
+	}
+	if err != nil {
 		if pl, perr := x.plan(); pl != nil || perr != nil {
 			x.sessionErr = fmt.Errorf("its sandbox or root container was not opened: %w", err)
 		}
@@ -368,6 +382,9 @@ func (x *execution) finish(ctx context.Context, res *Result, end runEnd) {
 	if end.err != nil {
 		res.Error = x.red.String(end.err.Error())
 		x.sysf("run %s: %s", res.Status, res.Error)
+	}
+	if !res.Abandoned {
+		res.Results = x.collectResults()
 	}
 	if !res.Abandoned && x.wf.Report.Body != "" {
 		res.Body = x.red.String(workflows.Expand(x.wf.Report.Body, x.reportLookup(res.Status)))

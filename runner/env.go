@@ -225,7 +225,14 @@ func (x *execution) setBaseEnv(l *envList) {
 // setRunVars sets the event's HOOKRUN_* variables (evEnv) and the run's
 // own, with the paths as a step at p sees them.
 func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) {
-	workspace, eventPath := x.spec.Workspace, x.eventFile
+	workspace, eventPath, resultsPath := x.spec.Workspace, x.eventFile, x.resultsDir
+	switch {
+	case resultsPath == "":
+	case p == placeContainer:
+		resultsPath = contract.ContainerResultsPath
+	case p == placeSandbox:
+		resultsPath = contract.SandboxResultsPath(x.spec.Workspace)
+	}
 	switch {
 	case eventPath == "":
 	case p == placeContainer:
@@ -241,6 +248,7 @@ func (x *execution) setRunVars(run *envList, evEnv []workflows.EnvVar, p place) 
 	run.set("HOOKRUN_WORKFLOW", x.wf.Name)
 	run.set("HOOKRUN_WORKSPACE", workspace)
 	run.set("HOOKRUN_EVENT_PATH", eventPath)
+	run.set("HOOKRUN_RESULTS", resultsPath)
 	run.set("HOOKRUN_SANDBOX", x.sandboxName)
 	if x.spec.HeadSHA != "" {
 		run.set("HOOKRUN_HEAD_SHA", x.spec.HeadSHA)

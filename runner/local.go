@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -76,7 +77,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	if ev == nil {
 		ev = &workflows.Event{}
 	}
-	dir, headSHA, eventDir := o.Dir, "", ""
+	dir, headSHA, eventDir, resultsDir := o.Dir, "", "", ""
 	if o.Workflow.Checkout && o.Workspaces != nil {
 		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, contract.PrepareOptions{Checkout: true, HostSteps: o.Workflow.Sandbox == nil})
 		if err != nil {
@@ -85,7 +86,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		}
 		defer o.Workspaces.Remove(o.RunID) //nolint:errcheck // best effort cleanup of a local checkout
 		// HOME and TMPDIR stay the invoking user's: a local run is theirs.
-		dir, headSHA, eventDir = ws.Dir, ws.HeadSHA, ws.EventDir
+		dir, headSHA, eventDir, resultsDir = ws.Dir, ws.HeadSHA, ws.EventDir, ws.Results
 	}
 	if dir == "" {
 		wd, err := os.Getwd()
@@ -113,7 +114,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	}
 	// The event file lies outside dir (in a directory of the run's own
 	// without a checkout): the user's directory stays as it was.
-	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventDir: eventDir})
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventDir: eventDir, Results: resultsDir})
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)
@@ -122,6 +123,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 			fmt.Fprintf(o.Stderr, "hookrun run: encoding result: %v\n", err)
 		}
 	} else {
+		PrintFindings(o.Stdout, res.Results)
 		PrintSummary(o.Stdout, res)
 	}
 	if res.Status.Passed() {
@@ -156,6 +158,34 @@ func PrintSummary(w io.Writer, res *Result) {
 		fmt.Fprintf(w, ": %s", res.Error)
 	}
 	fmt.Fprintln(w)
+}
+
+// PrintFindings writes the findings the steps left in $HOOKRUN_RESULTS,
+// one a line as compilers write them (path:line: level rule: message),
+// then what was dropped or cut; nothing when there are none.
+func PrintFindings(w io.Writer, r *contract.Results) {
+	if r == nil || len(r.Findings) == 0 && len(r.Notes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFINDINGS (%d)\n", len(r.Findings))
+	for _, f := range r.Findings {
+		where := f.Path
+		if where == "" {
+			where = "(no file)"
+		}
+		if f.StartLine > 0 {
+			where += ":" + strconv.Itoa(f.StartLine)
+		}
+		rule := ""
+		if f.Rule != "" {
+			rule = " " + f.Rule
+		}
+		msg := strings.ReplaceAll(f.Message, "\n", " ")
+		fmt.Fprintf(w, "%s: %s%s: %s\n", where, f.Level, rule, msg)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 // printSink prints log lines prefixed with their step id.

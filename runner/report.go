@@ -153,6 +153,7 @@ func (p *progress) snapshot(phase contract.Phase, status workflows.Status, res *
 		r.Body = res.Body
 		r.Error = res.Error
 		r.Delivery = res.Delivery
+		r.Results = res.Results
 	} else {
 		x.mu.Lock()
 		r.Steps = append([]workflows.StepState(nil), x.states...)

@@ -66,6 +66,7 @@ func (x *execution) openSession(ctx context.Context) error {
 		RunID:     x.spec.ID,
 		Workspace: x.spec.Workspace,
 		EventFile: x.eventFile,
+		Results:   x.resultsDir,
 		Workflow:  x.wf,
 		Env:       append([]workflows.EnvVar(nil), env.vars...),
 		Stdout:    x.sys,

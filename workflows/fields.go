@@ -352,11 +352,23 @@ func (c *rawContainer) fields() []field {
 		{key: "working_dir", to: &c.workingDir, pattern: absolutePath, def: "/workspace"},
 		{key: "volumes", to: &c.volumes, pattern: volumeSpec},
 		{key: "env", to: &c.env},
-		{key: "user", to: &c.user},
-		{key: "network", to: &c.network},
+		{key: "user", to: &c.user, doc: "user[:group] the container's processes run as; default: the image's (often root, with a reduced set of capabilities)"},
+		{key: "network", to: &c.network,
+			doc: "default (or bridge): a network of the run's own; none, host or a network's name: that network"},
+		nested("capabilities", "added to the default set (CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE); all others are dropped",
+			inline((*rawCapabilities).fields), func(r *reader, v *yaml.Node) {
+				c.caps = readInto(r, &rawCapabilities{node: v}, v, "capabilities", "capabilities.")
+			}),
 		{key: "memory", to: &c.memory, form: formSize, bounds: moreThan(0)},
 		{key: "cpus", to: &c.cpus, bounds: moreThan(0)},
 		{key: "pids", to: &c.pids, bounds: moreThan(0)},
+	}
+}
+
+// fields is the table of a container's `capabilities:`.
+func (c *rawCapabilities) fields() []field {
+	return []field{
+		{key: "add", to: &c.add, enum: Capabilities, unique: true},
 	}
 }
 

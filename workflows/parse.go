@@ -662,6 +662,11 @@ func (r *reader) buildContainer(raw *rawContainer, what string) *Container {
 		return nil
 	}
 	r.checkFields(raw.node, scope{what, "."}, raw.fields())
+	var capAdd []string
+	if raw.caps != nil {
+		r.checkFields(raw.caps.node, scope{what + ".capabilities", "."}, raw.caps.fields())
+		capAdd = texts(raw.caps.add)
+	}
 	return &Container{
 		Image:      raw.image.v,
 		PullPolicy: raw.pullPolicy.v,
@@ -670,6 +675,7 @@ func (r *reader) buildContainer(raw *rawContainer, what string) *Container {
 		Env:        envVars(raw.env.v),
 		User:       raw.user.v,
 		Network:    raw.network.v,
+		CapAdd:     capAdd,
 		Memory:     raw.memory.v,
 		CPUs:       raw.cpus.v,
 		PIDs:       raw.pids.v,

@@ -99,9 +99,15 @@ type rawContainer struct {
 	env        envList
 	user       val[string]
 	network    val[string]
+	caps       *rawCapabilities
 	memory     val[int64]
 	cpus       val[float64]
 	pids       val[int64]
+}
+
+type rawCapabilities struct {
+	node *yaml.Node
+	add  list[string]
 }
 
 type rawHarness struct {

@@ -124,11 +124,14 @@ type Container struct {
 	WorkingDir string   `json:"working_dir"`       // default /workspace
 	Volumes    []string `json:"volumes,omitempty"` // "host:container[:ro]"; relative host paths are resolved against the workspace
 	Env        []EnvVar `json:"env,omitempty"`
-	User       string   `json:"user,omitempty"`
-	Network    string   `json:"network,omitempty"` // bridge (default) | none | host | a network name
-	Memory     int64    `json:"memory,omitempty"`  // bytes; 0 = server default
-	CPUs       float64  `json:"cpus,omitempty"`    // 0 = server default
-	PIDs       int64    `json:"pids,omitempty"`    // 0 = server default
+	User       string   `json:"user,omitempty"`    // "" : the image's user
+	Network    string   `json:"network,omitempty"` // "" or bridge: the run's own network | none | host | a network name
+	// CapAdd (capabilities.add) are Linux capabilities the container gets
+	// besides the provider's default set; every other one is dropped.
+	CapAdd []string `json:"cap_add,omitempty"`
+	Memory int64    `json:"memory,omitempty"` // bytes; 0 = server default
+	CPUs   float64  `json:"cpus,omitempty"`   // 0 = server default
+	PIDs   int64    `json:"pids,omitempty"`   // 0 = server default
 }
 
 // Harness is a custom agent CLI declared under `harnesses:`.
@@ -331,6 +334,17 @@ var DefaultCommandActions = []string{"created"}
 // DefaultMaxActiveSteps is the default `max_active_steps`: the parser fills
 // it in, and the engine applies it to a workflow built without the parser.
 const DefaultMaxActiveSteps = 4
+
+// Capabilities are the Linux capability names (without CAP_) that a
+// container's capabilities.add may list.
+var Capabilities = []string{
+	"AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE",
+	"CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER",
+	"KILL", "LEASE", "LINUX_IMMUTABLE", "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN",
+	"NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON", "SETFCAP", "SETGID", "SETPCAP",
+	"SETUID", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT", "SYS_MODULE", "SYS_NICE", "SYS_PACCT",
+	"SYS_PTRACE", "SYS_RAWIO", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "SYSLOG", "WAKE_ALARM",
+}
 
 // DefaultAuthorAssociations is the default `authorize.author_association`.
 var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}

@@ -36,6 +36,7 @@ func clientCommands() []clientCommand {
 	return []clientCommand{
 		{"runs", "list, inspect, follow, cancel and re-run runs through the API"},
 		{"deliveries", "replay a stored webhook delivery through the API"},
+		{"sessions", "end every web UI login session through the API (revoke --all)"},
 		{"completion", "print a shell completion script (bash, zsh, fish, powershell)"},
 	}
 }
@@ -68,7 +69,7 @@ func newRootCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Comman
 			},
 		})
 	}
-	root.AddCommand(newRunsCommand(), newDeliveriesCommand())
+	root.AddCommand(newRunsCommand(), newDeliveriesCommand(), newSessionsCommand())
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }

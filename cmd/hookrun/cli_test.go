@@ -189,6 +189,9 @@ shutdown_grace: 5s
 	if code, out, errs = runCLIWithin(t, 10*time.Second, "runs", "list", "--token-file", tokenFile, "--server", url); code != 0 || !strings.Contains(out, orig) {
 		t.Errorf("--token-file: %d %q %q", code, out, errs)
 	}
+
+	// sessions revoke --all ends the UI's sessions, not the token
+	checkRevokeAll(t, url, apiToken, tokenFile)
 }
 
 // TestCLICommandTree: every command and subcommand answers --help (exit 0),
@@ -198,7 +201,7 @@ func TestCLICommandTree(t *testing.T) {
 	for _, args := range [][]string{
 		{"runs", "--help"}, {"runs", "list", "--help"}, {"runs", "get", "--help"}, {"runs", "logs", "--help"},
 		{"runs", "cancel", "--help"}, {"runs", "rerun", "--help"}, {"deliveries", "--help"}, {"deliveries", "replay", "--help"},
-		{"completion", "--help"},
+		{"sessions", "--help"}, {"sessions", "revoke", "--help"}, {"completion", "--help"},
 	} {
 		code, out, errs := runCLI(t, args...)
 		if code != 0 || !strings.Contains(out+errs, "Usage:") {
@@ -228,6 +231,8 @@ func TestCLICommandTree(t *testing.T) {
 		{[]string{"runs", "get"}, "want a run id"},
 		{[]string{"runs", "nope"}, `unknown command "nope"`},
 		{[]string{"deliveries"}, "replay"},
+		{[]string{"sessions"}, "revoke"},
+		{[]string{"sessions", "revoke"}, "want --all"},
 		{[]string{"runs", "rerun", "a", "b"}, "want a run id, got 2"},
 		{[]string{"runs", "list", "--limit", "x"}, "invalid argument"},
 		{[]string{"runs", "list", "--server", "ftp://x"}, "is not an http(s) URL"},

@@ -61,6 +61,7 @@ func TestLoadConfigErrorsNameTheKey(t *testing.T) {
 		{"password and password_file", "nats: { url: 'nats://a:4222', password: x, password_file: /p }\n", "nats.password: set password or password_file, not both"},
 		{"creds_file and password", "nats: { url: 'nats://a:4222', creds_file: /c, password: x }\n", "nats.creds_file: cannot be combined"},
 		{"app without key", "github: { app_id: 12 }\n", "github.private_key_file"},
+		{"bad trusted proxy", "api: { trusted_proxies: [10.0.0.0/8, 'proxy.example'] }\n", `api.trusted_proxies[1]: want a CIDR such as 10.0.0.0/8 or an IP address, got "proxy.example"`},
 		{"wrong type", "runner: { concurrency: many }\n", "cannot unmarshal"},
 		{"negative default timeout", "runner: { default_timeout: -1m }\n", "runner.default_timeout: must not be negative"},
 		{"negative outbox backoff", "runner: { report_outbox: { poll: 1s, backoff: -1s } }\n", "runner.report_outbox.backoff: must not be negative"},

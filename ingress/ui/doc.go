@@ -12,7 +12,7 @@
 // Routes (Register; none without an API token):
 //
 //	GET  /login, POST /login   the token form; sets the session cookie
-//	POST /logout               clears it (CSRF-checked)
+//	POST /logout               ends the session (CSRF-checked)
 //	GET  /                     runs, newest first (?workflow=&repo=&status=&pr=&cursor=)
 //	GET  /runs/:id             one run: status, timings, steps, links, logs
 //	GET  /runs/:id/summary     the run page's status and steps block (the page refreshes it)
@@ -20,12 +20,20 @@
 //	POST /runs/:id/cancel      cancel (CSRF-checked)
 //	POST /runs/:id/rerun       re-run (CSRF-checked; only with a Rerunner)
 //	GET  /static/*             CSS and JavaScript
+//	POST /api/v1/sessions/revoke  (behind the API token) ends every session
 //
 // Authentication: the login form takes the API token (compared in constant
-// time through digests) and sets a cookie that is not the token: an expiry
-// and a random session id signed with HMAC-SHA256 under a key derived from
-// the token (so a token rotation ends every session, and every ingress
-// replica with the same token accepts it). The cookie is HttpOnly,
+// time through digests, through the server's ingress.AuthGuard: wrong tokens
+// are limited per client address, with the API's, then 429) and sets a
+// cookie that is not the token: an expiry and a random 256-bit session id
+// signed with HMAC-SHA256 under a key derived from the token (so a token
+// rotation ends every session). The session lives server-side
+// (Deps.Sessions, queue.SessionStore, the hookrun_sessions bucket): the
+// cookie is a session only while its id is stored, so log-out, which
+// deletes it, ends the session on every replica even for a copy of the
+// cookie, and revoke-all ends them all without changing the token. next=
+// after login is kept only when a browser resolves it on this origin
+// (localPath). The cookie is HttpOnly,
 // SameSite=Strict, Path=/, Secure when the request came over TLS. Every
 // page without a valid cookie redirects to /login; no token ever appears in
 // a URL. Form posts carry a CSRF token, an HMAC of the session id, checked

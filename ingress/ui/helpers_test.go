@@ -67,12 +67,33 @@ type env struct {
 	q     *queue.Queue
 	http  *httptest.Server
 	clock *testClock
+	logs  *logBuffer
 }
 
 type envOpts struct {
 	rerun    Rerunner
 	pageSize int
 	tls      bool
+	// trustedProxies is ingress.Config.TrustedProxies.
+	trustedProxies []string
+}
+
+// logBuffer collects the server's log lines (debug included).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // newEnv serves the UI on a real ingress server over a real embedded
@@ -81,19 +102,27 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening queue: %v", err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	srv, err := ingress.New(ingress.Config{GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{"s"}}}, q, staticSource{}, nil)
+	logs := &logBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := ingress.New(ingress.Config{GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{"s"}},
+		TrustedProxies: o.trustedProxies}, q, staticSource{}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.RegisterAPI(ingress.APIConfig{Token: testToken}, q.Runs(), q.Logs(), storeCanceller{q.Runs()})
+	store, err := q.Sessions(ctx, DefaultSessionTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := &testClock{t: time.Now()}
 	err = Register(srv, Config{Token: testToken, Now: clk.Now, PageSize: o.pageSize}, Deps{
 		Runs: q.Runs(), Logs: q.Logs(), Stream: ingress.NewLogStream(q.Runs(), q.Logs(), 50*time.Millisecond),
-		Cancel: storeCanceller{q.Runs()}, Rerun: o.rerun,
+		Cancel: storeCanceller{q.Runs()}, Rerun: o.rerun, Sessions: store, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +134,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		hs = httptest.NewServer(srv.Handler())
 	}
 	t.Cleanup(hs.Close)
-	return &env{t: t, q: q, http: hs, clock: clk}
+	return &env{t: t, q: q, http: hs, clock: clk, logs: logs}
 }
 
 type staticSource struct{}

@@ -53,7 +53,9 @@ type Deps struct {
 	Stream *ingress.LogStream // the live log, shared with the API
 	Cancel Canceller
 	Rerun  Rerunner // nil: no re-run button
-	Logger *slog.Logger
+	// Sessions is where logins live (queue.SessionStore); required.
+	Sessions SessionStore
+	Logger   *slog.Logger
 }
 
 //go:embed templates/*.html
@@ -62,8 +64,10 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Register mounts the UI's routes (see the package doc) on srv. A config
-// without a token registers nothing: the UI needs the API token to log in.
+// Register mounts the UI's routes (see the package doc) on srv, and POST
+// /api/v1/sessions/revoke on its API, which must be registered first
+// (ingress.Server.RegisterAPI with the same token). A config without a
+// token registers nothing: the UI needs the API token to log in.
 func Register(srv *ingress.Server, cfg Config, d Deps) error {
 	if cfg.Token == "" {
 		return nil
@@ -71,6 +75,10 @@ func Register(srv *ingress.Server, cfg Config, d Deps) error {
 	u, err := newUI(cfg, d)
 	if err != nil {
 		return err
+	}
+	u.guard = srv.Guard()
+	if err := srv.APIRoute(http.MethodPost, "/sessions/revoke", u.revokeAll); err != nil {
+		return fmt.Errorf("registering ui: %w", err)
 	}
 	u.mount(srv.Route)
 	return nil
@@ -81,6 +89,7 @@ type ui struct {
 	cfg   Config
 	d     Deps
 	sess  *sessions
+	guard *ingress.AuthGuard // the server's limit on wrong tokens, shared with the API
 	pages map[string]*template.Template
 }
 
@@ -89,13 +98,13 @@ func newUI(cfg Config, d Deps) (*ui, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating ui config: %w", err)
 	}
-	if d.Runs == nil || d.Logs == nil || d.Stream == nil || d.Cancel == nil {
-		return nil, errors.New("creating ui: runs, logs, stream and canceller are required")
+	if d.Runs == nil || d.Logs == nil || d.Stream == nil || d.Cancel == nil || d.Sessions == nil {
+		return nil, errors.New("creating ui: runs, logs, stream, canceller and sessions are required")
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	u := &ui{cfg: cfg, d: d, sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Now), pages: map[string]*template.Template{}}
+	u := &ui{cfg: cfg, d: d, sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Now, d.Sessions), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
 		"duration":  u.duration,
 		"clock":     clock,
@@ -158,7 +167,12 @@ const sessionKey = "ui.session"
 func (u *ui) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if ck, err := c.Cookie(cookieName); err == nil {
-			if id, ok := u.sess.check(ck.Value); ok {
+			id, ok, err := u.sess.check(c.Request().Context(), ck.Value)
+			if err != nil {
+				u.d.Logger.Warn("ui: checking a session", "err", err)
+				return c.String(http.StatusServiceUnavailable, "The queue is unavailable; try again in a moment.")
+			}
+			if ok {
 				c.Set(sessionKey, id)
 				return next(c)
 			}
@@ -241,28 +255,76 @@ func (u *ui) loginForm(c echo.Context) error {
 	return u.render(c, http.StatusOK, "login", "layout", loginPage{page: page{Title: "Log in"}, Next: localPath(c.QueryParam("next"))})
 }
 
+// login checks the token through the server's AuthGuard (the API's limit
+// on wrong tokens per client address): past it, 429 with Retry-After.
 func (u *ui) login(c echo.Context) error {
 	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, maxFormBody)
 	next := localPath(c.FormValue("next"))
-	if !u.sess.tokenOK(c.FormValue("token")) {
+	token := c.FormValue("token")
+	ok, wait := u.guard.Check(c, func() bool { return u.sess.tokenOK(token) })
+	if wait > 0 {
+		ingress.SetRetryAfter(c, wait)
+		return u.render(c, http.StatusTooManyRequests, "login", "layout", loginPage{page: page{Title: "Log in"}, Next: next,
+			Error: fmt.Sprintf("Too many wrong tokens from this address: try again in %s.", wait.Round(time.Second))})
+	}
+	if !ok {
 		u.d.Logger.Info("ui: login refused", "remote", c.RealIP())
 		return u.render(c, http.StatusUnauthorized, "login", "layout",
 			loginPage{page: page{Title: "Log in"}, Next: next, Error: "That is not the API token."})
 	}
-	v, exp := u.sess.issue()
+	v, exp, err := u.sess.issue(c.Request().Context())
+	if err != nil {
+		u.d.Logger.Warn("ui: storing a session", "err", err)
+		return u.render(c, http.StatusServiceUnavailable, "login", "layout",
+			loginPage{page: page{Title: "Log in"}, Next: next, Error: "The queue is unavailable; try again in a moment."})
+	}
+	u.d.Logger.Info("ui: logged in", "remote", c.RealIP())
 	c.SetCookie(cookie(v, exp, c.Scheme() == "https"))
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
+// logout deletes the session from the store, so that its cookie, wherever
+// a copy of it is, no longer opens a page; then clears the cookie.
 func (u *ui) logout(c echo.Context) error {
+	id, _ := c.Get(sessionKey).(string)
+	if err := u.sess.store.Delete(c.Request().Context(), id); err != nil {
+		u.d.Logger.Warn("ui: deleting a session", "err", err)
+		return u.fail(c, http.StatusServiceUnavailable, "The session could not be ended: the queue is unavailable. Try again in a moment.")
+	}
 	c.SetCookie(cookie("", time.Time{}, c.Scheme() == "https"))
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 
-// localPath is next when it is a path on this server, else "/": the login
-// never redirects elsewhere.
+// revokeAll answers POST /api/v1/sessions/revoke (behind the API token):
+// every session ends, the token stays.
+func (u *ui) revokeAll(c echo.Context) error {
+	n, err := u.sess.store.DeleteAll(c.Request().Context())
+	if err != nil {
+		u.d.Logger.Error("ui: revoking every session", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "revoking sessions: queue unavailable"})
+	}
+	u.d.Logger.Info("ui: every session revoked", "sessions", n, "remote", c.RealIP())
+	return c.JSON(http.StatusOK, map[string]int{"revoked": n})
+}
+
+// localPath is next when a browser resolves it to a path on this server,
+// else "/": the login never redirects elsewhere. As browsers do, it first
+// removes TAB, CR and LF anywhere; then it wants one leading "/" not
+// followed by "/" or "\" (either makes "//host", another origin), no "\"
+// at all (browsers read it as "/"), and no scheme or host. A leading
+// space or control character is refused, not trimmed: browsers trim it,
+// and what follows could be "//host".
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	next = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\r' || r == '\n' {
+			return -1
+		}
+		return r
+	}, next)
+	if len(next) == 0 || next[0] != '/' || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/"
+	}
+	if p, err := url.Parse(next); err != nil || p.Scheme != "" || p.Host != "" || p.Opaque != "" {
 		return "/"
 	}
 	return next

@@ -129,8 +129,16 @@ func TestSessionCookie(t *testing.T) {
 		t.Errorf("forged expiry accepted: %v %v", resp, err)
 	}
 	// Another server's token does not open this one.
-	other := newSessions("another-token", time.Hour, time.Now)
-	v, _ := other.issue()
+	// (its session id even stored in this server's bucket)
+	store, err := e.q.Sessions(context.Background(), DefaultSessionTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newSessions("another-token", time.Hour, time.Now, store)
+	v, _, err := other.issue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, _ = http.NewRequest(http.MethodGet, e.http.URL+"/", nil)
 	req.AddCookie(&http.Cookie{Name: cookieName, Value: v})
 	if resp, err := e.client().Do(req); err != nil || resp.StatusCode != http.StatusSeeOther {

@@ -40,6 +40,8 @@ type App struct {
 	metrics    *runner.Metrics // nil without a runner
 	metricsSrv *metricsServer  // runner.metrics_listen of `hookrun runner`; nil without
 	tracing    *telemetry.Tracing
+	// requestKey authenticates run requests (requestKey); never logged.
+	requestKey []byte
 	// closers are closed last, in reverse order: the executors, then the
 	// queue.
 	closers closers
@@ -83,17 +85,25 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 			return nil, err
 		}
 	}
+	if a.requestKey, err = requestKey(c, m, logger); err != nil {
+		return nil, err
+	}
+	if c.NATS.Listen != "" && c.Runs.RequestKey == "" && c.Runs.RequestKeyFile == "" {
+		logger.Info("a `hookrun runner` against this server needs its request key: copy the file (mode 0600) and name it in the runner's runs.request_key_file",
+			"file", filepath.Join(c.DataDir, RequestKeyFile))
+	}
 	if a.queue, err = queue.Open(ctx, queue.Config{
-		URL:       c.NATS.URL,
-		CredsFile: c.NATS.CredsFile,
-		CAFile:    c.NATS.CAFile,
-		CertFile:  c.NATS.CertFile,
-		KeyFile:   c.NATS.KeyFile,
-		DataDir:   filepath.Join(c.DataDir, "nats"),
-		Listen:    c.NATS.Listen,
-		Sync:      c.NATS.Sync,
-		Replicas:  c.NATS.Replicas,
-		Logger:    logger,
+		RequestKey: a.requestKey,
+		URL:        c.NATS.URL,
+		CredsFile:  c.NATS.CredsFile,
+		CAFile:     c.NATS.CAFile,
+		CertFile:   c.NATS.CertFile,
+		KeyFile:    c.NATS.KeyFile,
+		DataDir:    filepath.Join(c.DataDir, "nats"),
+		Listen:     c.NATS.Listen,
+		Sync:       c.NATS.Sync,
+		Replicas:   c.NATS.Replicas,
+		Logger:     logger,
 
 		User:           c.NATS.User,
 		Password:       c.NATS.Password,
@@ -178,12 +188,12 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
 		Outbox:    outbox,
 		Logger:    a.logger,
-		Redact:    serverCredentials(c),
+		Redact:    append(serverCredentials(c), string(a.requestKey)),
 		// The bound of runs whose workflow sets no timeout.
 		DefaultTimeout: c.Runner.DefaultTimeout,
 		// What a harness that runs sbx itself on the host needs of this
 		// process's environment (docs/operations.md, "sbx on the host").
-		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), serverCredentials(c)),
+		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), append(serverCredentials(c), string(a.requestKey))),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)
@@ -234,7 +244,8 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
 		Files:            forges.Files(),
-		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry},
+		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry, MaxPerComment: c.Commands.MaxPerComment},
+		TrustedProxies:   c.API.TrustedProxies,
 		Collectors:       a.collectors(),
 		Tracer:           a.ingressTracer(),
 	}, a.queue, a.set, a.logger)
@@ -254,7 +265,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	}
 	a.closers = append(a.closers, closerFunc(stopSweep))
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
-	if err := a.registerUI(srv, canceller); err != nil {
+	if err := a.registerUI(ctx, srv, canceller); err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -267,9 +278,10 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 
 // registerUI mounts the web UI (ingress/ui) beside the API, behind the same
 // token: it cancels through the API's canceller, links to the forges'
-// web origins, and re-runs through the ingress server, as POST
-// /api/v1/runs/{id}/rerun does.
-func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller) error {
+// web origins, re-runs through the ingress server, as POST
+// /api/v1/runs/{id}/rerun does, and keeps its sessions in the
+// hookrun_sessions bucket (entries live ui.DefaultSessionTTL).
+func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller) error {
 	c := &a.cfg
 	if c.API.Token == "" {
 		return nil
@@ -282,13 +294,18 @@ func (a *App) registerUI(srv *ingress.Server, canceller ingress.Canceller) error
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)
 	}
-	err = ui.Register(srv, ui.Config{Token: c.API.Token, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
-		Runs:   a.queue.Runs(),
-		Logs:   a.queue.Logs(),
-		Stream: ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
-		Cancel: canceller,
-		Rerun:  srv, // POST .../rerun's Server.Rerun
-		Logger: a.logger,
+	sessions, err := a.queue.Sessions(ctx, ui.DefaultSessionTTL)
+	if err != nil {
+		return fmt.Errorf("configuring ui: %w", err)
+	}
+	err = ui.Register(srv, ui.Config{Token: c.API.Token, SessionTTL: ui.DefaultSessionTTL, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
+		Runs:     a.queue.Runs(),
+		Logs:     a.queue.Logs(),
+		Stream:   ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
+		Cancel:   canceller,
+		Rerun:    srv, // POST .../rerun's Server.Rerun
+		Sessions: sessions,
+		Logger:   a.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)

@@ -199,8 +199,8 @@ type RunnerConfig struct {
 	// its own (a workflow's timeout, longer or shorter, wins); default 1h.
 	DefaultTimeout time.Duration `yaml:"default_timeout"`
 	// HostSteps says how steps that run on the host (no container, no
-	// sandbox) run: "isolated" (default) as StepUser in their own mount and
-	// PID namespaces, out of reach of hookrun's credentials, which needs
+	// sandbox) run: "isolated" (default) as StepUser in their own mount,
+	// PID, IPC and UTS namespaces, out of reach of hookrun's credentials, which needs
 	// hookrun to run as root (otherwise host steps are refused); or
 	// "same_user": as hookrun's own user, able to read everything hookrun
 	// can (its environment, this file, data_dir). Untrusted code belongs in
@@ -243,6 +243,12 @@ const (
 // APIConfig protects /api/v1.
 type APIConfig struct {
 	Token string `yaml:"token"` // bearer token; empty: the API is disabled
+	// TrustedProxies are the reverse proxies in front of hookrun (CIDRs
+	// such as 10.0.0.0/8, or single addresses): only from these peers are
+	// X-Forwarded-For and X-Real-IP believed as the client's address, which
+	// the logs name and the limit on wrong tokens counts. Default none: the
+	// client is the connection's peer, whatever a header says.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // CommandsConfig names the comment commands the server acts on itself.
@@ -251,6 +257,10 @@ type CommandsConfig struct {
 	// runs for a user each workflow's authorize admits; default "retry",
 	// "-" turns it off (ingress.CommandsConfig).
 	Retry string `yaml:"retry"`
+	// MaxPerComment: at most this many distinct command lines of one
+	// comment start runs; the others are listed as skipped in the webhook
+	// answer. Default 10 (ingress.DefaultMaxCommandsPerComment); at least 1.
+	MaxPerComment int `yaml:"max_per_comment"`
 }
 
 // RunsConfig bounds the run records (docs/operations.md, "Retention").
@@ -262,6 +272,15 @@ type RunsConfig struct {
 	Retention time.Duration `yaml:"retention"`
 	// SweepInterval is how often that sweep runs; default 1h.
 	SweepInterval time.Duration `yaml:"sweep_interval"`
+	// RequestKey authenticates run requests: ingress signs each with it
+	// (HMAC-SHA256) and runners run only what it signed. At least 32
+	// characters; write it as ${HOOKRUN_REQUEST_KEY}. Required by
+	// `hookrun ingress` and `hookrun runner` (the same key everywhere);
+	// `serve` without it generates one in data_dir/request.key.
+	RequestKey string `yaml:"request_key"`
+	// RequestKeyFile is a file holding the request key instead (mode 0600
+	// or stricter; surrounding white space ignored).
+	RequestKeyFile string `yaml:"request_key_file"`
 }
 
 // LogConfig sets up log/slog.
@@ -384,6 +403,9 @@ func (c *Config) Validate() error {
 	if c.Runner.MaxDeliver < 1 {
 		bad("runner.max_deliver", "must be at least 1, got %d", c.Runner.MaxDeliver)
 	}
+	if c.Commands.MaxPerComment < 0 {
+		bad("commands.max_per_comment", "must be at least 1 (0 or absent: the default, 10), got %d", c.Commands.MaxPerComment)
+	}
 	if c.Runner.WorkflowRetry < 0 {
 		bad("runner.workflow_retry", "must not be negative, got %v", c.Runner.WorkflowRetry)
 	}
@@ -420,6 +442,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Runs.SweepInterval < time.Second {
 		bad("runs.sweep_interval", "must be at least 1s, got %v", c.Runs.SweepInterval)
+	}
+	if c.Runs.RequestKey != "" && c.Runs.RequestKeyFile != "" {
+		bad("runs.request_key", "set either runs.request_key or runs.request_key_file, not both")
+	} else if c.Runs.RequestKey != "" && len(c.Runs.RequestKey) < queue.MinRequestKey {
+		bad("runs.request_key", "must be at least %d characters, got %d", queue.MinRequestKey, len(c.Runs.RequestKey))
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -469,6 +496,11 @@ func (c *Config) Validate() error {
 	for i, p := range c.AllowRepos {
 		if err := workflows.CheckRepoPattern(p); err != nil {
 			bad(fmt.Sprintf("allow_repos[%d]", i), "%v", err)
+		}
+	}
+	for i, p := range c.API.TrustedProxies {
+		if _, err := ingress.ParseTrustedProxies([]string{p}); err != nil {
+			bad(fmt.Sprintf("api.trusted_proxies[%d]", i), "want a CIDR such as 10.0.0.0/8 or an IP address, got %q", p)
 		}
 	}
 	return errors.Join(errs...)

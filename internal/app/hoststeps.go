@@ -118,7 +118,7 @@ func (h hostSteps) sbxHostEnv(env []workflows.EnvVar, credentials []string) []wo
 
 // newHostSteps decides how `serve` and `runner` run host steps (DESIGN §4):
 //   - isolated (the default) as root: as runner.step_user in their own
-//     mount and PID namespaces with data_dir, the configuration file and
+//     mount, PID, IPC and UTS namespaces with data_dir, the configuration file and
 //     key files hidden; if this machine cannot create the namespaces, host
 //     steps are refused with the reason;
 //   - isolated when hookrun is not root: refused (it cannot switch users);
@@ -148,7 +148,7 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := iso.Probe(pctx); err != nil {
-		reason := "host steps are refused: they run isolated (runner.host_steps: isolated) in their own mount and PID namespaces, " +
+		reason := "host steps are refused: they run isolated (runner.host_steps: isolated) in their own mount, PID, IPC and UTS namespaces, " +
 			"which this runner cannot create (" + err.Error() + "); run the step in a container (container:) or sbx, " +
 			"give hookrun CAP_SYS_ADMIN, or set runner.host_steps: same_user"
 		logger.Error("host steps are refused: cannot isolate them", "err", err)

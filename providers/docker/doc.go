@@ -8,11 +8,23 @@
 // memory, CPU and PID limits of the workflow, else of the server (Config).
 // The run's workspace is bind-mounted at /workspace unless a volume targets
 // it, and the run's event file read-only at contract.ContainerEventPath
-// (/hookrun/event.json). Volume sources are host paths, relative ones resolved against the
-// workspace; named volumes are not supported (they would outlive the run and
-// be shared between runs). A volume exposing the engine's socket (the
-// socket itself, or a directory above it) is refused unless
-// Config.AllowDockerSocket is set.
+// (/hookrun/event.json), and its results folder read-write at
+// contract.ContainerResultsPath (/hookrun/results). Volume sources are host paths; a relative one is
+// resolved inside the workspace with filepath-securejoin, symlinks followed
+// only within it, and one that leaves it (a symlink out, an absolute
+// symlink, `..` above it) is an error naming the volume; what is mounted is
+// the symlink-free path of what the resolution opened (resolveInWorkspace
+// says which race remains). Named volumes are not supported (they would
+// outlive the run and be shared between runs). A volume exposing the
+// engine's socket (the socket itself, or a directory above it) is refused
+// unless Config.AllowDockerSocket is set.
+//
+// Containers run with CapDrop ALL plus DefaultCapabilities (and the
+// workflow's capabilities.add), as the image's user unless `user:` says
+// otherwise. A run's containers join a bridge network of the run's own,
+// labelled hookrun.run, created before its first container and removed
+// after its last (acquireNetwork), unless the workflow names another
+// network; RemoveOrphans sweeps such networks with the containers.
 //
 // In the root container a step runs as `sh -c WRAPPER PIDFILE ARGV...`: the
 // wrapper records the pid of the exec's process (which docker exec makes

@@ -45,6 +45,8 @@ type Docker struct {
 
 	negotiateMu sync.Mutex
 	negotiated  atomic.Bool
+
+	nets runNets // the per-run networks of the runs this process executes
 }
 
 // New connects to the engine (client.FromEnv or cfg.Host, with API version
@@ -186,7 +188,9 @@ func (d *Docker) pull(ctx context.Context, ref, policy string, progress io.Write
 }
 
 // binds turns the workflow's volumes into Docker binds: relative host paths
-// are resolved against the workspace, the workspace is mounted at
+// are resolved inside the workspace, symlinks followed only within it
+// (resolveInWorkspace: one leaving it is an error naming the volume), the
+// workspace is mounted at
 // WorkspaceMount unless a volume targets it, and the engine's socket is
 // refused unless allowed.
 func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
@@ -212,7 +216,11 @@ func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
 			if workspace == "" {
 				return nil, fmt.Errorf("resolving volume %q: relative host path without a workspace", v)
 			}
-			src = filepath.Join(workspace, src)
+			resolved, err := resolveInWorkspace(workspace, src)
+			if err != nil {
+				return nil, fmt.Errorf("resolving volume %q: %w", v, err)
+			}
+			src = resolved
 		}
 		src = filepath.Clean(src)
 		if !d.cfg.AllowDockerSocket && d.exposesSocket(src) {
@@ -240,6 +248,21 @@ func withEventFile(binds []string, eventFile string) []string {
 		}
 	}
 	return append(binds, eventFile+":"+contract.ContainerEventPath+":ro")
+}
+
+// withResults adds the run's results folder (contract.ExecRequest.Results),
+// read-write at contract.ContainerResultsPath, to binds; nothing without
+// one or when a volume of the workflow targets that path already.
+func withResults(binds []string, dir string) []string {
+	if dir == "" {
+		return binds
+	}
+	for _, b := range binds {
+		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == contract.ContainerResultsPath {
+			return binds
+		}
+	}
+	return append(binds, dir+":"+contract.ContainerResultsPath+":rw")
 }
 
 // exposesSocket reports whether mounting src would give a container the

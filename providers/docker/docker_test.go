@@ -72,6 +72,9 @@ func TestConformancePerStep(t *testing.T) {
 			req.Workspace = root // the host path; Dir is the path inside
 			req.Container = testImage
 		},
+		Results: func(t *testing.T) (string, string) {
+			return contracttest.ResultsDir(t), contract.ContainerResultsPath
+		},
 		// Creating and starting a container takes 0.3-1 s here, several
 		// seconds when the machine is busy.
 		Startup:    4 * time.Second,
@@ -82,9 +85,11 @@ func TestConformancePerStep(t *testing.T) {
 func TestConformanceRoot(t *testing.T) {
 	d := newDocker(t, Config{})
 	root, ws := sharedWorkspace(t)
-	s := openRoot(t, d, runPrefix+"root", root, testImage)
+	results := contracttest.ResultsDir(t)
+	s := openRootResults(t, d, runPrefix+"root", root, results, testImage)
 	contracttest.Run(t, func(t *testing.T) contract.Executor { return s }, contracttest.Options{
 		Workspace:  ws,
+		Results:    func(*testing.T) (string, string) { return results, contract.ContainerResultsPath },
 		Startup:    time.Second, // an exec starts in tens of milliseconds, more when busy
 		StopWithin: 10 * time.Second,
 	})
@@ -117,6 +122,7 @@ func TestSandboxConformanceRoot(t *testing.T) {
 			return d
 		},
 		PrivateDir:  "/tmp", // the workspace is the host's, shared by the attempts of a run
+		ResultsPath: func(contract.OpenRequest) string { return contract.ContainerResultsPath },
 		RunIDPrefix: runPrefix + "sandbox-",
 		Startup:     time.Second,
 		StopWithin:  10 * time.Second,
@@ -125,8 +131,14 @@ func TestSandboxConformanceRoot(t *testing.T) {
 
 func openRoot(t *testing.T, d *Docker, runID, workspace string, c *workflows.Container) *Session {
 	t.Helper()
+	return openRootResults(t, d, runID, workspace, "", c)
+}
+
+// openRootResults is openRoot with a results folder (OpenRequest.Results).
+func openRootResults(t *testing.T, d *Docker, runID, workspace, results string, c *workflows.Container) *Session {
+	t.Helper()
 	sess, err := d.Open(context.Background(), contract.OpenRequest{
-		RunID: runID, Workspace: workspace,
+		RunID: runID, Workspace: workspace, Results: results,
 		Workflow: &workflows.Workflow{Name: "test", Container: c},
 		Env:      []workflows.EnvVar{{Name: "RUN_WIDE", Value: "yes"}},
 	})

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
 	"github.com/hookrun/hookrun/providers/docker/dockertest"
 )
 
@@ -50,6 +53,22 @@ func TestMain(m *testing.M) {
 	}
 	if len(mine) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: containers labelled hookrun.run left behind:\n  %s\n", strings.Join(mine, "\n  "))
+		code = 1
+	}
+	// Nor any network of them.
+	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelRun))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "checking leftover networks:", err)
+		os.Exit(1)
+	}
+	var mineNets []string
+	for _, n := range nets {
+		if strings.HasPrefix(n.Labels[LabelRun], runPrefix) {
+			mineNets = append(mineNets, n.Name)
+		}
+	}
+	if len(mineNets) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: networks labelled hookrun.run left behind:\n  %s\n", strings.Join(mineNets, "\n  "))
 		code = 1
 	}
 	os.Exit(code)

@@ -48,7 +48,7 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
 	binds, err := d.binds(c.Volumes, req.Workspace)
-	binds = withEventFile(binds, req.EventFile)
+	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
@@ -67,13 +67,20 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		User:       c.User,
 		Labels:     map[string]string{LabelRun: req.RunID, LabelRole: "root"},
 	}
+	netMode, releaseNet, err := d.acquireNetwork(ctx, req.RunID, c)
+	if err != nil {
+		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
+	}
+	hc := d.hostConfig(c, binds)
+	hc.NetworkMode = container.NetworkMode(netMode)
 	actx, cancel := d.apiCtx(ctx)
-	created, err := d.api(actx).ContainerCreate(actx, cfg, d.hostConfig(c, binds), nil, nil, name)
+	created, err := d.api(actx).ContainerCreate(actx, cfg, hc, nil, nil, name)
 	cancel()
 	if err != nil {
+		releaseNet()
 		return nil, fmt.Errorf("creating root container for run %s from %s: %w", req.RunID, c.Image, err)
 	}
-	s := &Session{d: d, id: created.ID, runID: req.RunID, c: c}
+	s := &Session{d: d, id: created.ID, runID: req.RunID, c: c, releaseNet: releaseNet}
 	actx, cancel = d.apiCtx(ctx)
 	err = d.api(actx).ContainerStart(actx, s.id, container.StartOptions{})
 	cancel()
@@ -93,6 +100,8 @@ type Session struct {
 	id    string
 	runID string
 	c     *workflows.Container
+
+	releaseNet func() // lets go of the run's network once the container is removed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -206,6 +215,7 @@ func (s *Session) signal(ctx context.Context, pidFile, sig string) {
 func (s *Session) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.d.removeContainer(ctx, s.id)
+		s.releaseNet()
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("closing root container of run %s: %w", s.runID, s.closeErr)
 		}
@@ -214,7 +224,8 @@ func (s *Session) Close(ctx context.Context) error {
 }
 
 // RemoveOrphans removes every container labelled hookrun.run whose run is
-// not live (a runner calls it at start, before claiming runs).
+// not live, then every such network (a runner calls it at start, before
+// claiming runs). removed counts both.
 func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool) (removed int, err error) {
 	list, err := d.api(ctx).ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelRun))})
 	if err != nil {
@@ -234,7 +245,10 @@ func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool
 	if len(errs) > 0 {
 		return removed, fmt.Errorf("removing orphaned containers: %w", errors.Join(errs...))
 	}
-	return removed, nil
+	// The networks after the containers: a network with a container
+	// attached cannot be removed.
+	n, err := d.removeOrphanNetworks(ctx, live)
+	return removed + n, err
 }
 
 func randomID() string {

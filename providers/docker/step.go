@@ -47,6 +47,12 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	if err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
+	netMode, releaseNet, err := d.acquireNetwork(ctx, req.RunID, c)
+	if err != nil {
+		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+	}
+	defer releaseNet() // after the container's removal below
+	hc.NetworkMode = container.NetworkMode(netMode)
 
 	// Create with a context that outlives ctx: a container created after
 	// ctx ended would otherwise be left behind without our knowing its id.
@@ -151,7 +157,7 @@ func shortID(id string) string {
 func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *container.HostConfig, error) {
 	c := req.Container
 	binds, err := d.binds(c.Volumes, req.Workspace)
-	binds = withEventFile(binds, req.EventFile)
+	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,14 +178,25 @@ func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *conta
 	return cfg, d.hostConfig(c, binds), nil
 }
 
-// hostConfig applies limits, binds, network and the no-new-privileges
-// option shared by both container kinds.
+// DefaultCapabilities are the capabilities a container keeps of Docker's
+// default set; every other one is dropped (CapDrop ALL). They are what
+// images that install packages or change users at start need: apt and
+// dpkg (chown, file modes, dropping to _apt), su-exec/gosu entrypoints,
+// killing a child of another user, a test server on a port below 1024.
+// Gone, among Docker's defaults: NET_RAW (raw sockets: ARP and ICMP
+// spoofing of the neighbours on the network), MKNOD, SYS_CHROOT, SETPCAP,
+// SETFCAP and AUDIT_WRITE. A workflow adds more with capabilities.add.
+var DefaultCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
+
+// hostConfig applies limits, binds, capabilities and the no-new-privileges
+// option shared by both container kinds; the caller sets the network.
 func (d *Docker) hostConfig(c *workflows.Container, binds []string) *container.HostConfig {
 	memory, nanoCPUs, pids := d.limits(c)
 	init := true
 	hc := &container.HostConfig{
 		Binds:       binds,
-		NetworkMode: container.NetworkMode(c.Network),
+		CapDrop:     []string{"ALL"},
+		CapAdd:      append(append([]string(nil), DefaultCapabilities...), c.CapAdd...),
 		SecurityOpt: []string{"no-new-privileges"},
 		Init:        &init, // a real PID 1: signals reach the step, zombies are reaped
 		Resources: container.Resources{

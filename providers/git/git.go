@@ -184,15 +184,22 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 	}
+	// The results folder ($HOOKRUN_RESULTS) is the step user's, private
+	// like HOME: steps write it, hookrun reads it after each step.
+	results := filepath.Join(w.scratch, runID, "results")
+	if err := os.Mkdir(results, 0o700); err != nil {
+		_ = w.Remove(runID)
+		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
+	}
 	tree := dir
 	if !o.HostSteps {
 		tree = "" // the workspace stays hookrun's; HOME and TMPDIR are still the step user's
 	}
-	if err := w.handOver(tree, home, tmp); err != nil {
+	if err := w.handOver(tree, home, tmp, results); err != nil {
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
 	}
-	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp, EventDir: event}, nil
+	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp, EventDir: event, Results: results}, nil
 }
 
 // clone fills dir with a checkout of e's head and returns the SHA.

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/hookrun/hookrun/providers/host"
@@ -11,7 +12,8 @@ import (
 )
 
 // BenchmarkExec measures what one trivial host step costs: as hookrun's own
-// user, and isolated (two namespaces, the mounts, and an init: a
+// user, directly and contained (the init in its own namespaces), and
+// isolated (its namespaces, the mounts, and an init: a
 // re-execution of this test binary, or hookrun-step-init). Run without
 // -race: the race runtime's start-up dominates an isolated step there. The
 // test binary starts faster than hookrun does, so re-exec here understates
@@ -34,11 +36,12 @@ func BenchmarkExec(b *testing.B) {
 		exec *host.Executor
 	}{
 		{"same_user", host.New(host.Config{})},
+		{"contained", host.New(host.Config{Contain: true})},
 		{"isolated-re-exec", isolated(ws + "-hidden")},
 		{"isolated-step-init", isolatedWith(init, ws+"-hidden")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			if bc.name != "same_user" && os.Geteuid() != 0 {
+			if strings.HasPrefix(bc.name, "isolated") && os.Geteuid() != 0 {
 				b.Fatal("isolated steps need root")
 			}
 			req := contract.ExecRequest{Argv: []string{"sh", "-c", "true"}, Env: []workflows.EnvVar{pathEnv}, Dir: ws, Workspace: ws}

@@ -27,7 +27,12 @@ import (
 //     own, inside a user namespace that maps this process's uid and gid to
 //     themselves when it is not root. The init dies with this process
 //     (Pdeathsig, SIGKILL included), and the kernel then kills every
-//     process of the namespace, those that called setsid too.
+//     process of the namespace, those that called setsid too. It has IPC
+//     and UTS namespaces of its own as well: the SysV IPC objects and
+//     POSIX message queues it makes end with it, and a step (as root) that
+//     changes the host name changes only its own; the name stays the
+//     host's, and /dev/shm and /dev/mqueue are the host's (no mount
+//     namespace here).
 //   - Config.LeftoversDir, without Contain (no namespaces to be had): the
 //     command gets Pdeathsig SIGKILL (its children do not inherit it), and
 //     while it runs its process group is recorded in that directory (group
@@ -36,12 +41,12 @@ import (
 //     that left its group (setsid) escapes both.
 
 // containedCommand builds the init that runs spec as this process's user
-// in a PID namespace of its own (see Config.Contain).
+// in PID, IPC and UTS namespaces of its own (see Config.Contain).
 func containedCommand(initPath string, spec stepinit.Spec) (cmd *exec.Cmd, errR *os.File, cleanup func(), err error) {
 	spec.SameUser = true
 	sys := &syscall.SysProcAttr{
 		Setpgid:    true,
-		Cloneflags: syscall.CLONE_NEWPID,
+		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
 		// This process dying (kill -9 included) kills the init, and with
 		// it, as PID 1 of its namespace, every process of the command.
 		Pdeathsig: syscall.SIGKILL,

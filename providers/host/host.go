@@ -34,11 +34,11 @@ type Config struct {
 	// group with setsid may still hold the pipes). Default 2s.
 	DrainTimeout time.Duration
 	// Isolation, when set, runs every command as an unprivileged user in
-	// its own mount and PID namespaces (see Isolation). nil: commands run
+	// its own mount, PID, IPC and UTS namespaces (see Isolation). nil: commands run
 	// as this process's user, seeing what it sees.
 	Isolation *Isolation
 	// Contain (without Isolation) runs every command through the init in
-	// a PID namespace of its own, as this process's user (in a user
+	// PID, IPC and UTS namespaces of its own, as this process's user (in a user
 	// namespace that maps it to itself when not root), so that none of
 	// its processes outlives the command or this process (contain.go).
 	// ProbeContain tells whether the platform allows it.
@@ -164,7 +164,7 @@ func (e *Executor) check(ctx context.Context, req *contract.ExecRequest) (expose
 		return nil, err
 	}
 	if iso := e.cfg.Isolation; iso != nil {
-		exposed = expose(req.Workspace, req.Home, req.TmpDir, eventDir(req.EventFile))
+		exposed = expose(req.Workspace, req.Home, req.TmpDir, eventDir(req.EventFile), req.Results)
 		if req.Dir == "" {
 			// Never the runner's own working directory, which may lie in
 			// what the isolation hides.

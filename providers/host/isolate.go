@@ -30,12 +30,20 @@ import (
 //     different uid may not read them anyway), and when the step ends or the
 //     runner dies (even by SIGKILL) every process of the step is killed by
 //     the kernel;
+//   - in its own IPC namespace, with a /dev/shm of its own (a fresh tmpfs
+//     of ShmSize): a SysV shared-memory segment, semaphore or message
+//     queue, a POSIX message queue or a /dev/shm file that one step makes
+//     is gone when it ends, and no step sees the host's or another run's;
+//   - in its own UTS namespace, named Hostname ("hookrun-step"): the step
+//     does not learn the host's name and cannot change it;
 //   - in its own mount namespace, where each path in Hide is covered: a
 //     directory by an empty read-only tmpfs, a file by /dev/null. The run's
 //     workspace, HOME and TMPDIR (ExecRequest.Workspace, Home, TmpDir) stay
 //     reachable at their paths even when they lie under a hidden directory
 //     (hookrun's data_dir), and so does the directory of its event file
-//     (ExecRequest.EventFile); other runs' workspaces do not.
+//     (ExecRequest.EventFile) and its results folder (ExecRequest.Results,
+//     which its preparer gave to the step user); other runs' workspaces
+//     do not.
 //
 // It needs root (CAP_SYS_ADMIN for the namespaces, CAP_SETUID for the
 // user); Probe tells whether this process can do it. The commands start
@@ -57,7 +65,18 @@ type Isolation struct {
 	// about a millisecond), else the running executable re-executed, which
 	// costs its own start-up (some 25 ms for hookrun) per step.
 	InitBinary string
+	// ShmSize bounds, in bytes, the step's own /dev/shm (a tmpfs that
+	// lives as long as the step, in memory); default DefaultShmSize.
+	ShmSize uint64
 }
+
+// DefaultShmSize is the size of an isolated step's /dev/shm when
+// Isolation.ShmSize is 0: 4 times Docker's default (64 MiB), which
+// browsers and multi-process data loaders are known to outgrow.
+const DefaultShmSize = 256 << 20
+
+// Hostname is the host name an isolated step sees (its UTS namespace's).
+const Hostname = "hookrun-step"
 
 // InitPath is the program that runs as each command's init.
 func (i *Isolation) InitPath() string { return initPath(i.InitBinary) }
@@ -148,9 +167,14 @@ func init() {
 func (i *Isolation) initCommand(spec stepinit.Spec) (cmd *exec.Cmd, errR *os.File, cleanup func(), err error) {
 	spec.UID, spec.GID = i.UID, i.GID
 	spec.Hide = append(append([]string(nil), i.Hide...), i.blockedAncestors(spec.Expose)...)
+	spec.Hostname = Hostname
+	spec.ShmSize = i.ShmSize
+	if spec.ShmSize == 0 {
+		spec.ShmSize = DefaultShmSize
+	}
 	return initProcess(i.InitPath(), spec, &syscall.SysProcAttr{
 		Setpgid:    true,
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
 		// The runner dying (kill -9 included) kills the init, and with
 		// it, as PID 1 of its namespace, every process of the step.
 		Pdeathsig: syscall.SIGKILL,

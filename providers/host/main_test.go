@@ -12,6 +12,12 @@ func TestMain(m *testing.M) {
 	if reexec.Init() {
 		return
 	}
+	if os.Getenv(mqueueChildEnv) != "" {
+		os.Exit(mqueueChild())
+	}
+	if key := os.Getenv(shmKeyEnv); key != "" {
+		os.Exit(shmCreate(key))
+	}
 	if mark := os.Getenv("HOOKRUN_TEST_RUNNER_CHILD"); mark != "" {
 		runnerChild(mark)
 		return

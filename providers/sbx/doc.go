@@ -31,6 +31,16 @@
 // hookrun-R sh -c SCRIPT hookrun-event PATH` with the file on stdin, SCRIPT
 // fixed text and PATH an argument.
 //
+// With a results folder (OpenRequest.Results), Open creates
+// contract.SandboxResultsPath, WORKSPACE/.git/hookrun/results, in the
+// sandbox, and every Exec given ExecRequest.Results copies it back to that
+// host folder once its command has ended (whatever its exit): `sbx exec
+// hookrun-R sh -c SCRIPT hookrun-results PATH` writes it as a tar stream,
+// which hookrun unpacks with regular files and directories only (symlinks,
+// links and devices are skipped), at most 11 MiB, each path component
+// opened O_NOFOLLOW on the host so that a symlink there is never written
+// through. Files removed in the sandbox stay on the host.
+//
 // Environment variables reach the sandbox by bare name (`-e NAME`), their
 // values set in the sbx process's own environment, so no value is ever on a
 // command line. Secrets (ExecRequest.SecretNames) are not forwarded into the

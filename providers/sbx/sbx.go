@@ -122,6 +122,12 @@ func (p *Provider) Open(ctx context.Context, req contract.OpenRequest) (contract
 		_ = s.Close(ctx)
 		return nil, fmt.Errorf("creating sandbox %s: %w", name, err)
 	}
+	if req.Results != "" {
+		if err := s.makeResults(ctx); err != nil {
+			_ = s.Close(ctx)
+			return nil, fmt.Errorf("creating the results folder in sandbox %s: %w", name, err)
+		}
+	}
 	if req.EventFile != "" {
 		if err := s.writeEventFile(ctx, req.EventFile); err != nil {
 			_ = s.Close(ctx)
@@ -141,6 +147,8 @@ type Session struct {
 	log       io.Writer
 
 	stopped atomic.Bool // sbx stop ran and no sbx exec since: the git daemon is down
+
+	resultsMu sync.Mutex // one copy of the results folder at a time
 
 	closeOnce  sync.Once
 	closeErr   error
@@ -260,6 +268,13 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 		}
 	default:
 		return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, err))
+	}
+	if req.Results != "" {
+		// The sandbox's results folder back to the host, whatever the
+		// command's exit (a linter that found something exits 1).
+		if err := s.copyResults(ctx, req.Results); err != nil {
+			return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+		}
 	}
 	return done(nil)
 }

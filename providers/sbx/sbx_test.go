@@ -24,7 +24,13 @@ func workflow(agent string) *workflows.Workflow {
 
 func open(t *testing.T, p *Provider, runID, ws string) *Session {
 	t.Helper()
-	sess, err := p.Open(context.Background(), contract.OpenRequest{RunID: runID, Workspace: ws, Workflow: workflow("claude")})
+	return openResults(t, p, runID, ws, "")
+}
+
+// openResults is open with a results folder (OpenRequest.Results).
+func openResults(t *testing.T, p *Provider, runID, ws, results string) *Session {
+	t.Helper()
+	sess, err := p.Open(context.Background(), contract.OpenRequest{RunID: runID, Workspace: ws, Results: results, Workflow: workflow("claude")})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -35,7 +41,8 @@ func TestConformance(t *testing.T) {
 	sim := newSim(t)
 	p := sim.provider(t)
 	const runID = "conformance"
-	s := open(t, p, runID, gitRepo(t))
+	ws, results := gitRepo(t), contracttest.ResultsDir(t)
+	s := openResults(t, p, runID, ws, results)
 	t.Cleanup(func() {
 		if err := s.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
@@ -52,6 +59,7 @@ func TestConformance(t *testing.T) {
 			}
 			return d, d
 		},
+		Results: func(*testing.T) (string, string) { return results, contract.SandboxResultsPath(ws) },
 	})
 }
 
@@ -69,8 +77,9 @@ func TestSandboxConformance(t *testing.T) {
 			return leftovers(t, s, req.Workspace, req.RunID)
 		},
 		// sbx refuses the create (the name was taken meanwhile).
-		FailOpen: func(*testing.T, *contract.OpenRequest) contract.Sandbox { return failing },
-		Env:      []workflows.EnvVar{{Name: "PATH", Value: os.Getenv("PATH")}},
+		FailOpen:    func(*testing.T, *contract.OpenRequest) contract.Sandbox { return failing },
+		Env:         []workflows.EnvVar{{Name: "PATH", Value: os.Getenv("PATH")}},
+		ResultsPath: func(req contract.OpenRequest) string { return contract.SandboxResultsPath(req.Workspace) },
 	})
 }
 

@@ -56,6 +56,14 @@ type ExecRequest struct {
 	// executor that hides parts of the host keeps it readable; containers
 	// get it read-only at ContainerEventPath.
 	EventFile string
+	// Results is the host path of the run's results folder, which the
+	// command sees as $HOOKRUN_RESULTS and may write; "" when the run has
+	// none. The host executor keeps it reachable and writable at its path;
+	// containers get it read-write at ContainerResultsPath; the sbx
+	// sandbox has it at SandboxResultsPath and copies it back here after
+	// the command. After each step hookrun reads it (package
+	// runner/results).
+	Results string
 
 	// Container is set for a step with its own `container:`; only the
 	// per-step container executor reads it.
@@ -105,6 +113,9 @@ type Workspace struct {
 	// EventDir is a directory outside Dir for the run's event file, which
 	// host steps may read but not write; "" lets the engine make one.
 	EventDir string
+	// Results is the run's results folder ($HOOKRUN_RESULTS), outside
+	// Dir, writable by host steps; "" lets the engine make one.
+	Results string
 }
 
 // ContainerEventPath is where containers see the run's event file
@@ -148,6 +159,7 @@ type OpenRequest struct {
 	RunID     string
 	Workspace string              // host path of the run's workspace
 	EventFile string              // host path of the run's event file (ExecRequest.EventFile); "" when none
+	Results   string              // host path of the run's results folder (ExecRequest.Results); "" when none
 	Workflow  *workflows.Workflow // Container or Sandbox says what to open
 	Env       []workflows.EnvVar  // run-wide environment (root container env)
 	Stdout    io.Writer           // progress of opening/closing, for the run log
@@ -198,6 +210,10 @@ type RunReport struct {
 	// Delivery, in the final phase of a sandboxed run with checkout, is what
 	// became of the agent's commits (sandbox.push); nil otherwise.
 	Delivery *workflows.Delivery
+	// Results, in the final phase, are the findings and actions the
+	// steps left in $HOOKRUN_RESULTS (redacted), with what was dropped;
+	// nil when they left none.
+	Results *Results
 }
 
 // ReportRef is what a reporter wants kept in the run record so a restarted or

@@ -1,8 +1,9 @@
 // Package stepinit is the init of an isolated host step (providers/host
-// Isolation): PID 1 of the step's own PID and mount namespaces, started by
-// the host executor with the step's Spec on fd 3 and a status pipe on fd 4.
-// It covers the paths the step must not reach, brings the run's own
-// directories back, mounts a /proc of the namespace, starts the step as the
+// Isolation): PID 1 of the step's own PID, mount, IPC and UTS namespaces,
+// started by the host executor with the step's Spec on fd 3 and a status
+// pipe on fd 4. It covers the paths the step must not reach, brings the
+// run's own directories back, mounts a /proc of the namespace and a fresh
+// /dev/shm, sets the step's hostname, starts the step as the
 // step user with no_new_privs, forwards signals and reaps every process of
 // the namespace.
 //

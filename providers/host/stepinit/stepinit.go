@@ -32,10 +32,17 @@ type Spec struct {
 	Hide   []string      `json:"hide"`   // absolute paths to cover
 	Expose []string      `json:"expose"` // absolute directories to bring back under covered ones
 	Grace  time.Duration `json:"grace"`  // SIGTERM → SIGKILL for processes the command leaves behind
+	// Hostname is set in the step's own UTS namespace (the NIS domain
+	// name becomes the kernel's default, "(none)"), so that the step does
+	// not learn the host's; "" leaves both as they are.
+	Hostname string `json:"hostname,omitempty"`
+	// ShmSize is the size limit, in bytes, of the fresh tmpfs mounted on
+	// /dev/shm for the step (POSIX shared memory); 0 leaves /dev/shm alone.
+	ShmSize uint64 `json:"shm_size,omitempty"`
 	// SameUser runs the command as the init's own user, in the init's
-	// mounts, without no_new_privs (UID, GID, Hide and Expose unused): the
-	// init only contains the command's processes in its PID namespace
-	// (host.Config.Contain).
+	// mounts, without no_new_privs (UID, GID, Hide, Expose, Hostname and
+	// ShmSize unused): the init only contains the command's processes in
+	// its namespaces (host.Config.Contain).
 	SameUser bool `json:"same_user,omitempty"`
 }
 
@@ -72,8 +79,9 @@ func StartErrorCode(err error) int {
 const Ready = 'R'
 
 // Main is the init of an isolated command: PID 1 of a fresh PID
-// namespace, in a fresh mount namespace, still root. It hides what the spec
-// says, starts the command as the step user in a process group of its own
+// namespace, in fresh mount, IPC and UTS namespaces, still root. It hides
+// what the spec says, gives the command a /dev/shm of its own and names
+// the host (Spec.Hostname), starts the command as the step user in a process group of its own
 // (with Spec.SameUser: PID 1 of a fresh PID namespace only, and the command
 // as the init's own user, nothing hidden),
 // forwards the signals it gets to that group, reaps every process of the
@@ -111,6 +119,12 @@ func Main() int {
 	}
 	if !spec.SameUser {
 		if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+			return fail(err)
+		}
+		if err := privateIPC(spec.ShmSize); err != nil {
+			return fail(err)
+		}
+		if err := setHostname(spec.Hostname); err != nil {
 			return fail(err)
 		}
 	}
@@ -268,6 +282,45 @@ func isolateMounts(hide, exposed []string) error {
 		return fmt.Errorf("mounting /proc for the step's PID namespace: %w", err)
 	}
 	return nil
+}
+
+// privateIPC gives the step a /dev/shm of its own: POSIX shared memory
+// (shm_open) is files on that tmpfs, which the IPC namespace does not
+// separate. A fresh mqueue file system on /dev/mqueue, where the host has
+// one, shows the step's own IPC namespace's message queues instead of the
+// host's. Either is left alone where the host has no such directory.
+func privateIPC(shmSize uint64) error {
+	if shmSize > 0 && isDir("/dev/shm") {
+		opts := fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", shmSize, 65536)
+		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mounting a private /dev/shm: %w", err)
+		}
+	}
+	if isDir("/dev/mqueue") {
+		if err := unix.Mount("mqueue", "/dev/mqueue", "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mounting a private /dev/mqueue: %w", err)
+		}
+	}
+	return nil
+}
+
+// setHostname names the step's UTS namespace.
+func setHostname(name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return fmt.Errorf("setting the step's hostname: %w", err)
+	}
+	if err := unix.Setdomainname([]byte("(none)")); err != nil {
+		return fmt.Errorf("setting the step's domain name: %w", err)
+	}
+	return nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // reapAll waits for the command (pid), reaping every other process of the

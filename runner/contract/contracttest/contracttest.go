@@ -27,6 +27,11 @@ type Options struct {
 	// the command sees it (ExecRequest.Dir and ExecRequest.Workspace are set
 	// from them). Default: a t.TempDir() for both (the host executor).
 	Workspace func(t *testing.T) (hostDir, dirInside string)
+	// Results returns the run's results folder for one subtest: hostDir is
+	// ExecRequest.Results, where the suite looks for what the command
+	// wrote, inside is $HOOKRUN_RESULTS as the command sees it. Default: a
+	// t.TempDir() writable by every user, for both (the host executor).
+	Results func(t *testing.T) (hostDir, inside string)
 	// Env is added before the suite's own variables to every request's Env.
 	// Default: PATH=DefaultPath.
 	Env []workflows.EnvVar
@@ -56,6 +61,23 @@ func (o *Options) setDefaults() {
 	if o.StopWithin == 0 {
 		o.StopWithin = defaultStopWithin
 	}
+	if o.Results == nil {
+		o.Results = func(t *testing.T) (string, string) {
+			d := ResultsDir(t)
+			return d, d
+		}
+	}
+}
+
+// ResultsDir is a fresh results folder that a step of any user may write
+// (as its preparer hands it to the step user).
+func ResultsDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // defaultStopWithin is the default of Options.StopWithin and
@@ -94,6 +116,33 @@ func Run(t *testing.T, newExec func(t *testing.T) contract.Executor, opts Option
 	t.Run("AlreadyCancelled", s.alreadyCancelled)
 	t.Run("LargeOutput", s.largeOutput)
 	t.Run("ManyLines", s.manyLines)
+	t.Run("Results", s.results)
+}
+
+// resultsScript writes the results folder as a step does, then fails
+// (a linter that found something): the runner side must see the files
+// whatever the exit.
+const resultsScript = `printf '%s\n' "$1" > "$HOOKRUN_RESULTS/x" && mkdir -p "$HOOKRUN_RESULTS/sub" && printf 'deep\n' > "$HOOKRUN_RESULTS/sub/y" && exit 3`
+
+// results: a step writes $HOOKRUN_RESULTS/x and the runner side sees it
+// in ExecRequest.Results once Exec has returned.
+func (s *suite) results(t *testing.T) {
+	host, inside := s.opts.Results(t)
+	token := fmt.Sprintf("finding-%d", callSeq.Add(1))
+	c := s.exec(t, context.Background(), contract.ExecRequest{
+		Argv:    []string{"sh", "-c", resultsScript, "sh", token},
+		Env:     []workflows.EnvVar{{Name: "HOOKRUN_RESULTS", Value: inside}},
+		Results: host,
+	})
+	if c.err != nil || c.res.ExitCode != 3 {
+		t.Fatalf("exit %d, err %v; want 3, nil (stderr %q)", c.res.ExitCode, c.err, c.stderr.String())
+	}
+	for name, want := range map[string]string{"x": token + "\n", "sub/y": "deep\n"} {
+		got, err := os.ReadFile(filepath.Join(host, name))
+		if err != nil || string(got) != want {
+			t.Errorf("runner side %s: %q, %v; want %q", name, got, err, want)
+		}
+	}
 }
 
 type suite struct {

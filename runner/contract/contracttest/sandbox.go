@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,10 @@ type SandboxOptions struct {
 	RunIDPrefix string
 	// Env is every ExecRequest's Env. Default: PATH=DefaultPath.
 	Env []workflows.EnvVar
+	// ResultsPath is $HOOKRUN_RESULTS inside a session opened for req
+	// (contract.ContainerResultsPath, contract.SandboxResultsPath); ""
+	// skips the results subtest.
+	ResultsPath func(req contract.OpenRequest) string
 	// Startup and StopWithin are as in Options.
 	Startup, StopWithin time.Duration
 }
@@ -69,6 +75,35 @@ func RunSandbox(t *testing.T, newSandbox func(t *testing.T) contract.Sandbox, op
 	t.Run("CloseAfterCancelledStep", s.closeAfterCancel)
 	t.Run("OpenReplacesEarlierAttempt", s.reopen)
 	t.Run("FailedOpenLeavesNothing", s.failedOpen)
+	t.Run("Results", s.results)
+}
+
+// results: a session opened with a results folder gives its steps
+// $HOOKRUN_RESULTS; what a step writes there is in OpenRequest.Results on
+// the runner's side once Exec has returned.
+func (s *sandboxSuite) results(t *testing.T) {
+	if s.opts.ResultsPath == nil {
+		t.Skip("SandboxOptions.ResultsPath not set")
+	}
+	req := s.request(t)
+	req.Results = ResultsDir(t)
+	sess := s.open(t, context.Background(), s.newSandbox(t), req)
+	c := &call{}
+	c.res, c.err = sess.Exec(context.Background(), contract.ExecRequest{
+		RunID: req.RunID, StepID: "step", Argv: []string{"sh", "-c", resultsScript, "sh", "from-session"},
+		Env:       append(append([]workflows.EnvVar(nil), s.opts.Env...), workflows.EnvVar{Name: "HOOKRUN_RESULTS", Value: s.opts.ResultsPath(req)}),
+		Workspace: req.Workspace, Results: req.Results, Stdout: &c.stdout, Stderr: &c.stderr,
+	})
+	if c.err != nil || c.res.ExitCode != 3 {
+		t.Fatalf("exit %d, err %v; want 3, nil (stderr %q)", c.res.ExitCode, c.err, c.stderr.String())
+	}
+	for name, want := range map[string]string{"x": "from-session\n", "sub/y": "deep\n"} {
+		got, err := os.ReadFile(filepath.Join(req.Results, name))
+		if err != nil || string(got) != want {
+			t.Errorf("runner side %s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	s.closeClean(t, context.Background(), sess, req)
 }
 
 type sandboxSuite struct {

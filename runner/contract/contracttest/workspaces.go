@@ -85,7 +85,7 @@ func (s *workspacesSuite) prepare(t *testing.T, ws contract.Workspaces, id strin
 // dirsOf lists the directories of w ("" ones left out).
 func dirsOf(w contract.Workspace) []string {
 	var out []string
-	for _, d := range []string{w.Dir, w.Home, w.TmpDir, w.EventDir} {
+	for _, d := range []string{w.Dir, w.Home, w.TmpDir, w.EventDir, w.Results} {
 		if d != "" {
 			out = append(out, d)
 		}
