@@ -37,13 +37,19 @@ func (q *Queue) Sessions(ctx context.Context, ttl time.Duration) (*SessionStore,
 	if ttl < time.Second {
 		return nil, fmt.Errorf("creating bucket %s: ttl %v is shorter than a second", BucketSessions, ttl)
 	}
-	kv, err := q.bucket(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketSessions,
-		Description: "hookrun web UI login sessions",
-		TTL:         ttl,
+	// Under the same retry as setup's buckets: at R3, with other replicas
+	// creating it at the same moment, one request may get no answer.
+	var kv jetstream.KeyValue
+	err := q.retry(ctx, "creating bucket "+BucketSessions, func(ctx context.Context) (err error) {
+		kv, err = q.bucket(ctx, jetstream.KeyValueConfig{
+			Bucket:      BucketSessions,
+			Description: "hookrun web UI login sessions",
+			TTL:         ttl,
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating bucket %s: %w", BucketSessions, err)
+		return nil, err
 	}
 	return &SessionStore{kv: kv, stream: q.js}, nil
 }

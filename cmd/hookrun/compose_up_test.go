@@ -365,7 +365,7 @@ shutdown_grace: 5s
 			kill("nats-3")
 			t.Logf("killed nats-3 after %d deliveries", sent.Load())
 		}
-		next <- delivery{id: fmt.Sprintf("%s-load-%03d", project, i), event: "pull_request", body: opened}
+		next <- delivery{id: fmt.Sprintf("%s-load-%03d", project, i), event: "pull_request", body: touched(t, opened, i)}
 	}
 	close(next)
 	wg.Wait()

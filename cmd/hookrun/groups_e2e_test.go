@@ -46,8 +46,8 @@ shutdown_grace: 5s
 	waitReady(t, p, url, 60*time.Second)
 	body := fixture(t, "github/pull_request/opened.payload.json")
 	var ids []string
-	for _, delivery := range []string{"group-1", "group-2"} {
-		code, ans := postGitHub(t, url, secret, "pull_request", delivery, body)
+	for i, delivery := range []string{"group-1", "group-2"} {
+		code, ans := postGitHub(t, url, secret, "pull_request", delivery, touched(t, body, i))
 		if code != http.StatusAccepted || len(ans.Runs) != 1 {
 			t.Fatalf("delivery %s: %d %+v", delivery, code, ans)
 		}

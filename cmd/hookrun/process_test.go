@@ -129,7 +129,7 @@ func waitReady(t *testing.T, p *proc, url string, within time.Duration) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			t.Fatalf("%s exited before it was ready:\n%s", p.name, tail(p.out.String(), 4000))
+			t.Fatalf("%s exited before it was ready (%v):\n%s", p.name, p.cmd.ProcessState, tail(p.out.String(), 4000))
 		default:
 		}
 		resp, err := http.Get(url + "/readyz")
@@ -206,6 +206,24 @@ func writeFile(t *testing.T, path, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// touched is body (a GitHub pull_request delivery) as GitHub sends it for a
+// later event about the same pull request: its updated_at n seconds into
+// 2026. Ingress deduplicates by the forge's object, so one fixture sent
+// as several events must differ as real events do.
+func touched(t *testing.T, body []byte, n int) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["pull_request"].(map[string]any)["updated_at"] = time.Date(2026, 1, 1, 0, 0, n, 0, time.UTC).Format(time.RFC3339)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func fixture(t *testing.T, rel string) []byte {

@@ -147,6 +147,10 @@ shutdown_grace: 5s
 	}
 
 	body := fixture(t, "github/pull_request/opened.payload.json")
+	bodies := make([][]byte, total) // distinct events: ingress dedupes a re-sent body
+	for i := range bodies {
+		bodies[i] = touched(t, body, i)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var (
@@ -166,7 +170,7 @@ shutdown_grace: 5s
 					// A NATS node dies mid-load: a 503 is the contract
 					// (nothing was persisted); the forge would redeliver, so
 					// we do too, on the other ingress.
-					code, ans := postGitHub(t, ingressURLs[(i+attempt)%2], secret, "pull_request", delivery, body)
+					code, ans := postGitHub(t, ingressURLs[(i+attempt)%2], secret, "pull_request", delivery, bodies[i])
 					if code == http.StatusAccepted && len(ans.Runs) == 1 {
 						mu.Lock()
 						runIDs[ans.Runs[0].ID] = true

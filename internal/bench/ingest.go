@@ -216,45 +216,64 @@ func (s *stack) purge(ctx context.Context, name string) error {
 	return nil
 }
 
-// sender posts signed GitHub pull_request deliveries of the payload.
+// sender posts signed GitHub pull_request deliveries of the payload, each
+// a distinct event: ingress deduplicates by the forge's object as well as
+// by delivery id (a re-sent body is not a new event), so every delivery
+// carries its own pull_request.updated_at, as GitHub's own deliveries of
+// successive changes do, and is signed for it.
 type sender struct {
 	client *http.Client
 	url    string
-	sig    string
 	seq    atomic.Int64
 	nonce  string
+	start  time.Time
 }
 
 func newSender(baseURL string) *sender {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(payload)
 	tr := &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: 90 * time.Second}
 	return &sender{
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		url:    baseURL + "/hooks/github",
-		sig:    "sha256=" + hex.EncodeToString(mac.Sum(nil)),
 		nonce:  strconv.FormatInt(time.Now().UnixNano(), 36),
+		start:  time.Now().UTC().Truncate(time.Second),
 	}
+}
+
+// updatedAt is where the payload's pull_request.updated_at value starts
+// (its first "updated_at"; the ones after it are the repositories').
+var updatedAt = bytes.Index(payload, []byte(`"updated_at": "`)) + len(`"updated_at": "`)
+
+// delivery is the n-th delivery's body (the payload with updated_at n
+// seconds after the sender started: as long as the original, so the body's
+// size is the payload's) and its signature.
+func (s *sender) delivery(n int64) ([]byte, string) {
+	body := bytes.Clone(payload)
+	copy(body[updatedAt:], s.start.Add(time.Duration(n)*time.Second).Format("2006-01-02T15:04:05Z"))
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return body, "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // send posts one delivery with a fresh X-GitHub-Delivery and returns the
 // answer's status and body.
 func (s *sender) send(ctx context.Context) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(payload))
+	n := s.seq.Add(1)
+	body, sig := s.delivery(n)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "pull_request")
-	req.Header.Set("X-GitHub-Delivery", "bench-"+s.nonce+"-"+strconv.FormatInt(s.seq.Add(1), 10))
-	req.Header.Set("X-Hub-Signature-256", s.sig)
+	req.Header.Set("X-GitHub-Delivery", "bench-"+s.nonce+"-"+strconv.FormatInt(n, 10))
+	req.Header.Set("X-Hub-Signature-256", sig)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
+	answer, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, answer, err
 }
 
 // accept sends one delivery and fails unless it was answered 202.
