@@ -89,8 +89,8 @@ func TestAllowRepos(t *testing.T) {
 	if !slices.Equal(ids, allowedRuns) {
 		t.Errorf("stream holds runs %v, want only the allowed %v", ids, allowedRuns)
 	}
-	if keys := bucketKeys(t, env.q, queue.BucketDelivery); len(keys) != 2 {
-		t.Errorf("delivery keys %v, want the 2 allowed deliveries'", keys)
+	if keys := bucketKeys(t, env.q, queue.BucketDelivery); len(keys) != 4 || len(slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, "o.") })) != 2 {
+		t.Errorf("delivery keys %v, want the 2 allowed deliveries' and their objects'", keys)
 	}
 	if keys := bucketKeys(t, env.q, queue.BucketRuns); len(keys) != 2 {
 		t.Errorf("run records %v, want the 2 allowed runs'", keys)

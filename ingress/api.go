@@ -339,6 +339,8 @@ func (a *api) rerunHandler(c echo.Context) error {
 		return runError(c, err)
 	case errors.Is(err, ErrNotFinished), errors.Is(err, errWorkflowGone):
 		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
+	case errors.Is(err, ErrRepoNotAllowed):
+		return c.JSON(http.StatusForbidden, map[string]string{"error": err.Error()})
 	case err != nil:
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "re-running: queue unavailable"})
 	}

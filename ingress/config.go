@@ -109,6 +109,11 @@ type CommandsConfig struct {
 	// each run's workflow `authorize` policy admits). Default "retry";
 	// "-" turns the command off.
 	Retry string
+	// MaxPerComment is how many distinct command lines of one comment
+	// start runs, across the workflows that take them (decide); the
+	// lines past it are listed as skipped in the answer. Default
+	// DefaultMaxCommandsPerComment (10).
+	MaxPerComment int
 }
 
 // DefaultRetryCommand is CommandsConfig.Retry's default.
@@ -214,6 +219,9 @@ func (c *Config) setDefaults() {
 	if c.Commands.Retry == "" {
 		c.Commands.Retry = DefaultRetryCommand
 	}
+	if c.Commands.MaxPerComment == 0 {
+		c.Commands.MaxPerComment = DefaultMaxCommandsPerComment
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -250,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	if r := c.Commands.Retry; r != "-" && !retryName.MatchString(r) {
 		errs = append(errs, fmt.Errorf("checking commands: retry %q must be a name of letters, digits, - and _ (without the slash), or - to turn it off", r))
+	}
+	if c.Commands.MaxPerComment < 0 {
+		errs = append(errs, fmt.Errorf("checking commands: max per comment must not be negative, got %d", c.Commands.MaxPerComment))
 	}
 	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
 	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))

@@ -29,7 +29,12 @@
 // past Config.MaxBodyBytes; 503 {"error":"queue unavailable"} when any run
 // request of the delivery was not persisted in time. A redelivery maps to the
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
-// carries "duplicate": true with an identical "runs" list.
+// carries "duplicate": true with an identical "runs" list; so does the same
+// event under another delivery id (a re-sent body, a second hook): each run
+// is also deduplicated by the forge's object and version (dedupe.go). A
+// comment starts runs for at most CommandsConfig.MaxPerComment distinct
+// command lines; the others are listed in "skipped". A re-run of a
+// repository outside allow_repos is refused (403 through the API).
 //
 // POST /hooks/slack takes Slack slash commands (slack.go): verified by the
 // v0 signing secret within a 5-minute window, turned into chat events, run

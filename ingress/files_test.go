@@ -100,7 +100,7 @@ func TestPathsTriggers(t *testing.T) {
 	n := 0
 	deliver := func(event string, body []byte) answer {
 		n++
-		return env.github(t, event, fmt.Sprintf("paths-%d", n), body)
+		return env.github(t, event, fmt.Sprintf("paths-%d", n), touched(t, body, n)) // each a new event
 	}
 	runFiles := func(a answer) *workflows.ChangedFiles {
 		t.Helper()

@@ -42,6 +42,7 @@ type gtPullRequestEvent struct {
 	Number      int       `json:"number"`
 	PullRequest *gtPull   `json:"pull_request"`
 	Review      *gtReview `json:"review"`
+	ghTarget
 }
 
 // gtIssueCommentEvent is Gitea's IssueCommentPayload; a comment on a pull
@@ -57,6 +58,7 @@ type gtIssueCommentEvent struct {
 type gtIssuesEvent struct {
 	ghCommon
 	Issue *gtIssue `json:"issue"`
+	ghTarget
 }
 
 // Gitea event names (X-Gitea-Event) that ingress handles beside GitHub's

@@ -1,6 +1,9 @@
 package ingress
 
 import (
+	"strconv"
+	"time"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -47,6 +50,53 @@ type ghLabel struct {
 	Name string `json:"name"`
 }
 
+// ghTeam is go-github's Team (a pull request's requested_team).
+type ghTeam struct {
+	Slug string `json:"slug"`
+}
+
+// ghTime is go-github's Timestamp: RFC 3339 in quotes, or Unix seconds
+// (milliseconds past the year 3000), kept as RFC 3339 in UTC so that the
+// same instant reads the same whichever form and zone the forge wrote.
+type ghTime string
+
+// UnmarshalJSONFrom decodes as go-github's Timestamp.UnmarshalJSON does
+// (the v2 engine's interface: the value is read in place, not copied).
+func (t *ghTime) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	data, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if string(data) == "null" {
+		*t = "" // go-github's nil *Timestamp
+		return nil
+	}
+	var tm time.Time
+	if data[0] != '"' { // only a number parses as one (no error built for a string)
+		i, err := strconv.ParseInt(string(data), 10, 64)
+		if err != nil {
+			return err
+		}
+		tm = time.Unix(i, 0)
+		if tm.Year() > 3000 {
+			tm = time.Unix(0, i*1e6)
+		}
+	} else if tm, err = time.Parse(`"`+time.RFC3339+`"`, string(data)); err != nil {
+		return err
+	}
+	// Most forges write the canonical form already: one allocation.
+	var buf [64]byte
+	if canon := tm.UTC().AppendFormat(buf[:0], time.RFC3339Nano); len(data) == len(canon)+2 && string(data[1:len(data)-1]) == string(canon) {
+		*t = ghTime(data[1 : len(data)-1])
+		return nil
+	}
+	*t = ghTime(tm.UTC().Format(time.RFC3339Nano))
+	return nil
+}
+
+// String is the time, "" for a missing one.
+func (t ghTime) String() string { return string(t) }
+
 type ghBranch struct {
 	Ref  string        `json:"ref"`
 	SHA  string        `json:"sha"`
@@ -63,6 +113,7 @@ type ghPull struct {
 	Head              ghBranch   `json:"head"`
 	Base              ghBranch   `json:"base"`
 	Labels            []*ghLabel `json:"labels"`
+	UpdatedAt         ghTime     `json:"updated_at"`
 }
 
 type ghIssue struct {
@@ -71,6 +122,7 @@ type ghIssue struct {
 	HTMLURL           string     `json:"html_url"`
 	AuthorAssociation string     `json:"author_association"`
 	Labels            []*ghLabel `json:"labels"`
+	UpdatedAt         ghTime     `json:"updated_at"`
 	// PullRequestLinks is set when the issue is a pull request (go-github's
 	// Issue.IsPullRequest).
 	PullRequestLinks *struct{} `json:"pull_request"`
@@ -81,6 +133,7 @@ type ghComment struct {
 	Body              string `json:"body"`
 	HTMLURL           string `json:"html_url"`
 	AuthorAssociation string `json:"author_association"`
+	UpdatedAt         ghTime `json:"updated_at"`
 }
 
 // ghReviewComment is go-github's PullRequestComment: a comment on a line
@@ -93,6 +146,7 @@ type ghReviewComment struct {
 	Path              string `json:"path"`
 	Line              int    `json:"line"`
 	OriginalLine      int    `json:"original_line"`
+	UpdatedAt         ghTime `json:"updated_at"`
 }
 
 // ghReview is go-github's PullRequestReview.
@@ -102,6 +156,7 @@ type ghReview struct {
 	HTMLURL           string `json:"html_url"`
 	AuthorAssociation string `json:"author_association"`
 	State             string `json:"state"`
+	SubmittedAt       ghTime `json:"submitted_at"`
 }
 
 // ghCommon is what every handled event carries.
@@ -116,6 +171,39 @@ type ghPullRequestEvent struct {
 	ghCommon
 	Number      int     `json:"number"`
 	PullRequest *ghPull `json:"pull_request"`
+	ghTarget
+	// RequestedReviewer or RequestedTeam: review_requested and
+	// review_request_removed, one delivery per reviewer.
+	RequestedReviewer *ghUser `json:"requested_reviewer"`
+	RequestedTeam     *ghTeam `json:"requested_team"`
+}
+
+// ghTarget is what a pull_request or issues action was about beside the
+// object: the label of labeled/unlabeled, the user of assigned/unassigned.
+type ghTarget struct {
+	Label    *ghLabel `json:"label"`
+	Assignee *ghUser  `json:"assignee"`
+}
+
+// label is the label's name, "" without one.
+func (t *ghTarget) label() string {
+	if t.Label == nil {
+		return ""
+	}
+	return t.Label.Name
+}
+
+// target names the user or team the action was about, "" for none.
+func (t *ghTarget) target(reviewer *ghUser, team *ghTeam) string {
+	switch {
+	case t.Assignee != nil:
+		return t.Assignee.Login
+	case reviewer != nil:
+		return reviewer.Login
+	case team != nil:
+		return "team:" + team.Slug
+	}
+	return ""
 }
 
 type ghIssueCommentEvent struct {
@@ -139,6 +227,7 @@ type ghReviewEvent struct {
 type ghIssuesEvent struct {
 	ghCommon
 	Issue *ghIssue `json:"issue"`
+	ghTarget
 }
 
 type ghPushEvent struct {

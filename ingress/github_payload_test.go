@@ -51,6 +51,13 @@ func FuzzGitHubProjection(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"pull_request":{"html-url":"u","htmlurl":"v","HTML_URL":"w"},"repository":{"fullname":"a/b","full_name":"c/d"},"sender":{"login":"\xff\xfe"}}`))
 	f.Add(uint8(2), []byte(`{"issue":{"number":1},"issue":{"title":"t"},"repository":{"full_name":"a/b"},"repository":null}`))
 	f.Add(uint8(3), []byte(`{"repository":{},"pusher":{"username":"u","name":"n"},"ref":"refs/heads/x","ref":"refs/tags/y"}`))
+	// updated_at as go-github reads it: null, Unix seconds and
+	// milliseconds, an offset; the label and users an action is about.
+	f.Add(uint8(0), []byte(`{"pull_request":{"updated_at":null},"label":{"name":"bug"},"requested_reviewer":{"login":"a"},"repository":{}}`))
+	f.Add(uint8(0), []byte(`{"pull_request":{"updated_at":1557933633},"requested_team":{"slug":"t"},"repository":{}}`))
+	f.Add(uint8(2), []byte(`{"issue":{"updated_at":1557933633000},"assignee":{"login":"a"},"label":null,"repository":{}}`))
+	f.Add(uint8(1), []byte(`{"issue":{},"comment":{"updated_at":"2019-05-15T17:20:33+02:00"},"repository":{}}`))
+	f.Add(uint8(5), []byte(`{"pull_request":{},"review":{"submitted_at":"2019-05-15T15:20:33.5Z"},"repository":{}}`))
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		event := events[int(which)%len(events)]
 		want, ok := referenceGitHub(t, event, body)

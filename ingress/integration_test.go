@@ -33,6 +33,11 @@ func TestConcurrentDeliveriesDedupe(t *testing.T) {
 		deliveries = append(deliveries, deliveries[rng.IntN(unique)])
 	}
 	rng.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	bodies := map[string][]byte{} // one event each: the same body is the same event under any delivery id
+	for i := range unique {
+		d := fmt.Sprintf("load-%04d", i)
+		bodies[d] = touched(t, body, i)
+	}
 
 	answers := make([]answer, total)
 	latencies := make([]time.Duration, total)
@@ -42,7 +47,7 @@ func TestConcurrentDeliveriesDedupe(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			t0 := time.Now()
-			answers[i] = env.github(t, "pull_request", d, body)
+			answers[i] = env.github(t, "pull_request", d, bodies[d])
 			latencies[i] = time.Since(t0)
 		})
 	}
@@ -122,7 +127,7 @@ func TestQueueStoppedMidLoad(t *testing.T) {
 					return
 				}
 				after := closed.Load()
-				a := env.github(t, "pull_request", fmt.Sprintf("stop-%04d", i), body)
+				a := env.github(t, "pull_request", fmt.Sprintf("stop-%04d", i), touched(t, body, i))
 				o := outcome{code: a.Code, afterClosed: after}
 				if a.Code == http.StatusAccepted {
 					if len(a.Runs) != 1 {

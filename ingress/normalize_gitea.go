@@ -86,6 +86,7 @@ func giteaPullRequest(p *gtPullRequestEvent) (*workflows.Event, error) {
 		ev.PullRequest.Number = p.Number
 	}
 	ev.Labels = githubLabels(pr.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(nil, nil), pr.UpdatedAt.String()
 	return ev, nil
 }
 
@@ -106,6 +107,7 @@ func giteaReview(eventName string, p *gtPullRequestEvent) (*workflows.Event, err
 	ev.PullRequest = githubPull(&pr.ghPull, p.Repo)
 	ev.Comment = &workflows.Comment{Body: p.Review.Content, URL: pr.HTMLURL}
 	ev.Labels = githubLabels(pr.Labels)
+	ev.UpdatedAt = pr.UpdatedAt.String() // a review delivery has no time of its own
 	return ev, nil
 }
 
@@ -123,6 +125,7 @@ func giteaIssueComment(p *gtIssueCommentEvent) (*workflows.Event, error) {
 	ev.Kind = workflows.KindComment
 	ev.AuthorAssociation, ev.Author = associationNone, comment.User.Login
 	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL}
+	ev.UpdatedAt = comment.UpdatedAt.String()
 	switch {
 	case p.PullRequest != nil:
 		ev.PullRequest = githubPull(&p.PullRequest.ghPull, p.Repo)
@@ -152,5 +155,6 @@ func giteaIssues(p *gtIssuesEvent) (*workflows.Event, error) {
 	ev.AuthorAssociation, ev.Author = associationNone, issue.User.Login
 	ev.Issue = githubIssueOf(&issue.ghIssue)
 	ev.Labels = githubLabels(issue.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(nil, nil), issue.UpdatedAt.String()
 	return ev, nil
 }

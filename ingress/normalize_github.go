@@ -98,6 +98,7 @@ func githubPullRequest(p *ghPullRequestEvent) (*workflows.Event, error) {
 		ev.PullRequest.Number = p.Number
 	}
 	ev.Labels = githubLabels(pr.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(p.RequestedReviewer, p.RequestedTeam), pr.UpdatedAt.String()
 	return ev, nil
 }
 
@@ -148,6 +149,7 @@ func githubReviewComment(p *ghReviewCommentEvent) (*workflows.Event, error) {
 	}
 	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL, Path: comment.Path, Line: line}
 	ev.Labels = githubLabels(pr.Labels)
+	ev.UpdatedAt = comment.UpdatedAt.String()
 	return ev, nil
 }
 
@@ -173,6 +175,7 @@ func githubReview(p *ghReviewEvent) (*workflows.Event, error) {
 	ev.PullRequest = githubPull(pr, p.Repo)
 	ev.Comment = &workflows.Comment{ID: review.ID, Body: review.Body, URL: review.HTMLURL}
 	ev.Labels = githubLabels(pr.Labels)
+	ev.UpdatedAt = review.SubmittedAt.String()
 	return ev, nil
 }
 
@@ -194,6 +197,7 @@ func githubIssueComment(p *ghIssueCommentEvent) (*workflows.Event, error) {
 		Body: comment.Body,
 		URL:  comment.HTMLURL,
 	}
+	ev.UpdatedAt = comment.UpdatedAt.String()
 	if issue.PullRequestLinks != nil {
 		ev.PullRequest = &workflows.PullRequest{
 			Number: issue.Number,
@@ -221,6 +225,7 @@ func githubIssues(p *ghIssuesEvent) (*workflows.Event, error) {
 	ev.AuthorAssociation = issue.AuthorAssociation
 	ev.Issue = githubIssueOf(issue)
 	ev.Labels = githubLabels(issue.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(nil, nil), issue.UpdatedAt.String()
 	return ev, nil
 }
 

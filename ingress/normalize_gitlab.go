@@ -104,7 +104,8 @@ func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
 			Draft:   oa.Draft || oa.WorkInProgress,
 			Merged:  merged || oa.State == "merged",
 		},
-		Labels: gitlabLabels(p.Labels, oa.Labels),
+		Labels:    gitlabLabels(p.Labels, oa.Labels),
+		UpdatedAt: oa.UpdatedAt,
 	}
 }
 
@@ -142,8 +143,9 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 			Draft:   mr.WorkInProgress,
 			Merged:  mr.State == "merged",
 		},
-		Comment: gitlabDiffNote(&workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL}, oa.Position),
-		Labels:  gitlabLabels(mr.Labels),
+		Comment:   gitlabDiffNote(&workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL}, oa.Position),
+		Labels:    gitlabLabels(mr.Labels),
+		UpdatedAt: oa.UpdatedAt,
 	}
 }
 
@@ -181,6 +183,7 @@ func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
 		Issue:             &workflows.Issue{Number: int(p.Issue.IID), Title: p.Issue.Title, URL: p.Issue.URL},
 		Comment:           &workflows.Comment{ID: oa.ID, Body: oa.Note, URL: oa.URL},
 		Labels:            gitlabLabels(p.Issue.Labels),
+		UpdatedAt:         oa.UpdatedAt,
 	}
 }
 
@@ -212,6 +215,7 @@ func gitlabIssue(p *gitlab.IssueEvent) *workflows.Event {
 		AuthorID:          oa.AuthorID,
 		Issue:             &workflows.Issue{Number: int(oa.IID), Title: oa.Title, URL: oa.URL},
 		Labels:            gitlabLabels(p.Labels, oa.Labels),
+		UpdatedAt:         oa.UpdatedAt,
 	}
 }
 

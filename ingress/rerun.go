@@ -193,6 +193,11 @@ func (s *Server) retries(ctx context.Context, ev *workflows.Event, resp *respons
 		if err != nil {
 			return nil, err
 		}
+		// One /retry comment re-runs each workflow once, whatever
+		// delivery id it comes under (dedupe.go); the suffix keeps it
+		// apart from a run of a `command: /retry` trigger of the same
+		// workflow (objectKey's parts leave nothing after the last).
+		req.Object = objectKey(ev, cmd) + "|retry"
 		reqs = append(reqs, req)
 	}
 	return reqs, nil
@@ -205,7 +210,8 @@ func (s *Server) linkReruns(ctx context.Context, reqs []*queue.RunRequest, resul
 		return
 	}
 	for i, r := range reqs {
-		if r.RerunOf == "" {
+		if r.RerunOf == "" || results[i].SameObject {
+			// Another delivery's run of the same /retry: linked by it.
 			continue
 		}
 		if err := s.records.LinkRerun(ctx, r.RerunOf, results[i].RunID); err != nil {
@@ -274,6 +280,9 @@ func (s *Server) replay(ctx context.Context, forge workflows.Forge, id string) (
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, err)
 	}
 	reqs = append(reqs, more...)
+	// The operator asked for new runs: the original's objects must not
+	// map them to its runs.
+	withoutObjects(reqs)
 	if len(reqs) == 0 {
 		ans.Reason = noRunReason(ans.Skipped)
 		return ans, nil
@@ -324,13 +333,17 @@ func (s *Server) receivedTTL() string {
 	return "a limited time"
 }
 
+// ErrRepoNotAllowed: the run's repository is no longer in allow_repos.
+var ErrRepoNotAllowed = errors.New("repository not allowed (allow_repos)")
+
 // ErrNotFinished: only a finished run can be re-run.
 var ErrNotFinished = errors.New("only a finished run can be re-run (cancel it first)")
 
 // rerun queues a new run of a finished run's workflow (loaded now) on its
 // event, linked both ways: POST /api/v1/runs/{id}/rerun and the UI's
-// button. queue.ErrNotFound, ErrNotFinished and errWorkflowGone say why
-// not; any other error is the queue's.
+// button. queue.ErrNotFound, ErrNotFinished, ErrRepoNotAllowed (the
+// repository has left allow_repos since) and errWorkflowGone say why not;
+// any other error is the queue's.
 func (s *Server) rerun(ctx context.Context, id string) (rerunAnswer, error) {
 	if s.records == nil {
 		return rerunAnswer{}, errors.New("re-running: the publisher keeps no run records")
@@ -341,6 +354,10 @@ func (s *Server) rerun(ctx context.Context, id string) (rerunAnswer, error) {
 	}
 	if !rec.Status.Terminal() {
 		return rerunAnswer{}, fmt.Errorf("run %s is %s: %w", rec.ID, rec.Status, ErrNotFinished)
+	}
+	if rec.Event.Repo != "" && !s.repoAllowed(rec.Event.Repo) {
+		s.logger.Info("re-run refused: repository not allowed", "run", rec.ID, "repo", rec.Event.Repo)
+		return rerunAnswer{}, fmt.Errorf("re-running run %s of %s: %w", rec.ID, rec.Event.Repo, ErrRepoNotAllowed)
 	}
 	req, err := s.rerunRequest(ctx, rec, "")
 	if errors.Is(err, errWorkflowGone) {

@@ -217,9 +217,28 @@ steps:
 		t.Fatalf("redelivered /again: %d %s", again.Code, again.Raw)
 	}
 	// the re-run is now the latest of pr-check and still queued: nothing to retry
-	a = env.github(t, "issue_comment", "retry-c-3", prComment(t, "/again", "MEMBER"))
+	a = env.github(t, "issue_comment", "retry-c-3", touched(t, prComment(t, "/again", "MEMBER"), 3))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 0 || !strings.Contains(a.Raw, "no failed run on Codertocat/Hello-World#1") {
 		t.Fatalf("/again with nothing failed: %d %s", a.Code, a.Raw)
+	}
+	// the re-run failed too; the /again comment re-sent under another
+	// delivery id is still that comment: its re-run, nothing new
+	setStatus(t, env.q, re.ID, workflows.StatusFailed, 31)
+	msgs := len(streamRunIDs(t, env.q))
+	resent := env.github(t, "issue_comment", "retry-c-2-resent", prComment(t, "/again", "MEMBER"))
+	if resent.Code != http.StatusAccepted || len(resent.Runs) != 1 || resent.Runs[0].ID != re.ID || !resent.Duplicate {
+		t.Fatalf("re-sent /again: %d %s, want run %s, duplicate", resent.Code, resent.Raw, re.ID)
+	}
+	if n := len(streamRunIDs(t, env.q)); n != msgs {
+		t.Fatalf("the re-sent /again put %d messages on the stream", n-msgs)
+	}
+	if r := getRecord(t, env.q, re.ID); len(r.Reruns) != 0 {
+		t.Fatalf("the re-sent /again linked reruns %v to its own re-run", r.Reruns)
+	}
+	// a new /again comment re-runs it
+	a = env.github(t, "issue_comment", "retry-c-4", touched(t, prComment(t, "/again", "MEMBER"), 4))
+	if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].RerunOf != re.ID || a.Duplicate {
+		t.Fatalf("a new /again after the re-run failed: %d %s", a.Code, a.Raw)
 	}
 }
 

@@ -574,10 +574,14 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 // resp.Skipped (in workflow order). Once anything matched, a GitLab
 // event's author association is looked up first, and the runs of a comment
 // are pinned to the pull request's head (or Refused when it is unknown).
+// A comment starts runs for at most CommandsConfig.MaxPerComment distinct
+// command lines; the others are listed in resp.Skipped. Each request
+// carries its event's object (dedupe.go).
 func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response) []*queue.RunRequest {
 	type candidate struct {
 		w      *workflows.Workflow
-		cmds   []string // a command trigger's command lines: one run each
+		cmds   []string // a command trigger's command lines' arguments: one run each
+		lines  []string // the lines cmds come from
 		runs   bool
 		reason string // why it does not run
 	}
@@ -586,7 +590,7 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 	s.changedFiles(ctx, ev)
 	for _, w := range s.src.Workflows() {
 		m := w.Match(ev)
-		cands = append(cands, candidate{w: w, cmds: m.Commands, runs: m.Matched, reason: m.Reason})
+		cands = append(cands, candidate{w: w, cmds: m.Commands, lines: m.Lines, runs: m.Matched, reason: m.Reason})
 		matched = matched || m.Matched
 	}
 	if !matched {
@@ -616,22 +620,31 @@ func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response
 		refused = s.pinHead(ctx, ev)
 	}
 	var reqs []*queue.RunRequest
+	budget := commandBudget{max: s.cfg.Commands.MaxPerComment}
 	for _, c := range cands {
 		if !c.runs {
 			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
 			continue
 		}
 		if len(c.cmds) == 0 {
-			c.cmds = []string{""}
+			c.cmds, c.lines = noCommand, noCommand // read only
 		}
 		for n, args := range c.cmds {
+			if c.lines[n] != "" && !budget.admit(c.w.Name, c.lines[n]) {
+				continue
+			}
 			req := s.newRunRequest(c.w, ev, args)
 			req.Refused, req.Command = refused, n
+			req.Object = objectKey(ev, c.lines[n])
 			reqs = append(reqs, req)
 		}
 	}
+	resp.Skipped = append(resp.Skipped, budget.skipped()...)
 	return reqs
 }
+
+// noCommand is the one run of a match without command lines.
+var noCommand = []string{""}
 
 // publishAll publishes the runs of one delivery, all or nothing, and
 // returns their results in request order.

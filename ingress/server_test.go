@@ -348,6 +348,10 @@ func TestGitLabDedupe(t *testing.T) {
 	if fmt.Sprint(first.Runs) != fmt.Sprint(again.Runs) || !again.Duplicate || first.Duplicate {
 		t.Fatalf("redelivery answered %s, first %s", again.Raw, first.Raw)
 	}
+	// Another event (the same one under another key is the same run).
+	body = patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+		obj(m, "object_attributes")["updated_at"] = "2026-01-01 00:00:00 UTC"
+	})
 	digest1 := env.gitlab(t, "Merge Request Hook", nil, body)
 	digest2 := env.gitlab(t, "Merge Request Hook", nil, body)
 	if len(digest1.Runs) != 1 || fmt.Sprint(digest1.Runs) != fmt.Sprint(digest2.Runs) || digest1.Runs[0].ID == first.Runs[0].ID {

@@ -151,7 +151,7 @@ func TestCommentPinnedToRememberedHead(t *testing.T) {
 	}
 
 	env.github(t, "pull_request", "pr-b", prEvent(t, headB))
-	req = onlyRequest(t, env, env.github(t, "issue_comment", "c-2", prComment(t, "/review", "MEMBER")))
+	req = onlyRequest(t, env, env.github(t, "issue_comment", "c-2", touched(t, prComment(t, "/review", "MEMBER"), 2))) // a new comment
 	if req.Event.PullRequest.HeadSHA != headB || req.Refused != "" {
 		t.Fatalf("after the push: head %q refused %q", req.Event.PullRequest.HeadSHA, req.Refused)
 	}

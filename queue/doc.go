@@ -18,7 +18,11 @@
 // Exactly-once in effect: PublishDelivery maps each (forge, delivery,
 // workflow) to one run id through a create-only hookrun_deliveries entry and
 // publishes with Nats-Msg-Id, so concurrent or later redeliveries of a
-// webhook return the same run. A delivery's runs are persisted all or
+// webhook return the same run. A run whose request names its forge object
+// (RunRequest.Object) also gets a create-only object key in the same bucket,
+// written in the same round trip: the same object under another delivery id
+// maps to the run it started (PublishResult.SameObject), and its messages
+// carry that run's Nats-Msg-Id (ObjectKey). A delivery's runs are persisted all or
 // nothing: keys and records first, then its messages as one atomic batch,
 // the commit point. A body too large to travel inside a run request is
 // stored once in the hookrun_bodies object store and referenced. Delivery is at-least-once: a run request may reach a

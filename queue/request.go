@@ -67,6 +67,15 @@ type RunRequest struct {
 	RerunOf   string `json:"rerun_of,omitempty"`
 	CommentID int64  `json:"comment_id,omitempty"`
 	Origin    string `json:"origin,omitempty"`
+	// Object, when set, is what the forge's object and its version are
+	// (ingress's objectKey: a comment and its command line, a pull
+	// request at a head and time, a push's ref and SHAs): PublishDelivery
+	// then also dedupes the run by (forge, Object, Workflow) in
+	// hookrun_deliveries beside its delivery key, so that the same event
+	// under another delivery id maps to the run it started. Empty for
+	// re-runs, replays, API runs and schedules, which dedupe by their
+	// delivery id alone. Not part of the message.
+	Object string `json:"-"`
 }
 
 // dedupeName is the workflow part of the request's delivery key: the
@@ -105,6 +114,27 @@ func DeliveryKey(forge workflows.Forge, delivery, workflow string) string {
 	return string(forge) + ":" + delivery + ":" + workflow
 }
 
+// ObjectKey identifies one workflow run of one forge object (RunRequest.Object);
+// it is the Nats-Msg-Id of such a run's request, so that JetStream's
+// duplicate window drops the message of a re-sent event too.
+func ObjectKey(forge workflows.Forge, object, workflow string) string {
+	return string(forge) + ":" + objectKVKey(forge, object, workflow) + ":" + workflow
+}
+
+// objectKVKey is the hookrun_deliveries key of a run's object: "o." and a
+// digest (objects hold untrusted text). Delivery keys start with a forge
+// name or "h.", so the two never meet.
+func objectKVKey(forge workflows.Forge, object, workflow string) string {
+	h := sha256.New()
+	h.Write([]byte(forge))
+	h.Write([]byte{0})
+	h.Write([]byte(workflow))
+	h.Write([]byte{0})
+	h.Write([]byte(object))
+	var sum [sha256.Size]byte
+	return "o." + hex.EncodeToString(h.Sum(sum[:0]))
+}
+
 var kvSafe = regexp.MustCompile(`^[-_=a-zA-Z0-9]+$`)
 
 // deliveryKVKey maps a delivery key to a hookrun_deliveries key: readable
@@ -121,6 +151,9 @@ func deliveryKVKey(forge workflows.Forge, delivery, workflow string) string {
 type PublishResult struct {
 	RunID     string // the run this delivery maps to
 	Duplicate bool   // the delivery was seen before; RunID is the earlier run
+	// SameObject: the run is another delivery's of the same object
+	// (RunRequest.Object), not this delivery's own (Duplicate is set too).
+	SameObject bool
 }
 
 // Publish makes one run request durable: PublishDelivery of a delivery
@@ -195,6 +228,10 @@ func (q *Queue) AcceptDelivery(ctx context.Context, d *Received, reqs []*RunRequ
 		}
 		ws[i] = &runWrite{req: req, traceID: traceID, delivery: delivery, dkey: DeliveryKey(req.Event.Forge, delivery, req.dedupeName()),
 			kvKey: deliveryKVKey(req.Event.Forge, delivery, req.dedupeName())}
+		if req.Object != "" {
+			ws[i].objKey = objectKVKey(req.Event.Forge, req.Object, req.Workflow)
+			ws[i].dkey = ObjectKey(req.Event.Forge, req.Object, req.Workflow)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()
@@ -243,7 +280,7 @@ func (q *Queue) AcceptDelivery(ctx context.Context, d *Received, reqs []*RunRequ
 	}
 	results := make([]PublishResult, len(ws))
 	for i, w := range ws {
-		results[i] = PublishResult{RunID: w.req.ID, Duplicate: w.dup}
+		results[i] = PublishResult{RunID: w.req.ID, Duplicate: w.dup, SameObject: w.sameObject}
 	}
 	return results, nil
 }
@@ -255,6 +292,9 @@ type runWrite struct {
 	delivery    string // the delivery id (the run id when the event has none)
 	dkey, kvKey string
 	dup         bool         // the key was an earlier attempt's; req.ID is now its run id
+	objKey      string       // the object key (RunRequest.Object), "" without one
+	objRev      uint64       // the object key's revision when this attempt created it
+	sameObject  bool         // dup through the object key: another delivery's run
 	body        string       // the hookrun_bodies object of a body too large to travel inline
 	keyRev      uint64       // the delivery key's revision when this attempt created it
 	recs        []writtenRec // records this attempt created
@@ -274,8 +314,8 @@ func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
 	return q.runs.delete(ctx, r.id, r.rev)
 }
 
-// writeKeysAndRecords creates every run's delivery key (one round trip),
-// settles them, then creates the queued record of each run under the id
+// writeKeysAndRecords creates every run's delivery key and object key
+// (one round trip), settles them (settleObjectKey), then creates the queued record of each run under the id
 // its key holds (a second round trip; an earlier attempt's record stays).
 // A record is written only once its key is known to hold its id, so no
 // record can ever land for an id no key names. Every write that landed, or
@@ -284,8 +324,12 @@ func (q *Queue) dropRecord(ctx context.Context, r writtenRec) error {
 func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite, rw *receivedWrite) error {
 	q.startReceived(rw)
 	keyWs := make([]*pendingWrite, len(ws))
+	objWs := make([]*pendingWrite, len(ws))
 	for i, w := range ws {
 		keyWs[i] = q.createAsync(kvSubject(BucketDelivery, w.kvKey), []byte(w.req.ID))
+		if w.objKey != "" {
+			objWs[i] = q.createAsync(kvSubject(BucketDelivery, w.objKey), []byte(w.req.ID))
+		}
 	}
 	var errs []error
 	if err := q.settleReceived(ctx, rw); err != nil {
@@ -298,7 +342,14 @@ func (q *Queue) writeKeysAndRecords(ctx context.Context, ws []*runWrite, rw *rec
 			errs = append(errs, fmt.Errorf("publishing run %s: recording delivery: %w", w.req.ID, err))
 			continue
 		}
+		fresh := w.req.ID
 		w.keyRev, w.dup, w.req.ID = rev, dup, id
+		if objWs[i] != nil {
+			objWs[i].wait(ctx)
+			if err := q.settleObjectKey(ctx, objWs[i], w, fresh); err != nil {
+				errs = append(errs, fmt.Errorf("publishing run %s: recording its object: %w", w.req.ID, err))
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -488,6 +539,13 @@ func (q *Queue) rollback(ctx context.Context, ws []*runWrite) {
 				}
 			}
 			w.recs = nil
+			if w.objRev != 0 {
+				if err := q.delKV.Delete(ctx, w.objKey, jetstream.LastRevision(w.objRev)); err != nil {
+					q.log.Warn("removing the object key of a failed publish", "run", w.req.ID, "err", err)
+					return
+				}
+				w.objRev = 0
+			}
 			if w.keyRev != 0 {
 				if err := q.delKV.Delete(ctx, w.kvKey, jetstream.LastRevision(w.keyRev)); err != nil {
 					q.log.Warn("removing the delivery key of a failed publish", "run", w.req.ID, "err", err)
@@ -563,6 +621,40 @@ func (q *Queue) settleDeliveryKey(ctx context.Context, w *pendingWrite, kvKey, i
 		return id, false, e.Revision(), nil
 	}
 	return existing, true, 0, nil
+}
+
+// settleObjectKey interprets the create-only write of w's object key,
+// made with the run id fresh, once its delivery key is settled:
+//   - the delivery was seen before (w.dup): its run stands; an object key
+//     this attempt created (the first delivery's had expired, or it had
+//     none) is made to name that run;
+//   - the object key is new (or this attempt's own): a new run;
+//   - it names another run: the same object came under another delivery
+//     id; the run is that one (w.dup, w.sameObject), and the delivery key
+//     this attempt created is made to name it, so that a redelivery of this
+//     delivery and the consumer's reconcile agree.
+func (q *Queue) settleObjectKey(ctx context.Context, pw *pendingWrite, w *runWrite, fresh string) error {
+	id, dup, rev, err := q.settleDeliveryKey(ctx, pw, w.objKey, fresh)
+	if err != nil {
+		return err
+	}
+	switch {
+	case w.dup:
+		if !dup && id != w.req.ID {
+			if _, err := q.delKV.Update(ctx, w.objKey, []byte(w.req.ID), rev); err != nil {
+				q.log.Warn("pointing an object key at the run of its delivery", "run", w.req.ID, "err", err)
+			}
+		}
+	case !dup:
+		w.objRev = rev
+	default:
+		nrev, err := q.delKV.Update(ctx, w.kvKey, []byte(id), w.keyRev)
+		if err != nil {
+			return fmt.Errorf("pointing the delivery at run %s of the same object: %w", id, err)
+		}
+		w.keyRev, w.dup, w.sameObject, w.req.ID = nrev, true, true, id
+	}
+	return nil
 }
 
 // pendingWrite is one asynchronous JetStream publish and, after wait, its

@@ -99,8 +99,23 @@ type Event struct {
 	// event; nil otherwise.
 	Files *ChangedFiles `json:"files,omitempty"`
 
-	Labels      []string `json:"labels,omitempty"`       // labels of the pull/merge request or issue
-	CommandArgs string   `json:"command_args,omitempty"` // filled per matched trigger: the rest of the command line
+	Labels []string `json:"labels,omitempty"` // labels of the pull/merge request or issue
+	// Label is the label a labeled or unlabeled event added or removed
+	// (GitHub, Gitea); "" otherwise.
+	Label string `json:"label,omitempty"`
+	// Target is who an assigned, unassigned, review_requested or
+	// review_request_removed event was about (a login; "team:<slug>" for a
+	// team), one event each (GitHub); "" otherwise.
+	Target string `json:"target,omitempty"`
+	// UpdatedAt is when the forge last changed the object the event is
+	// about, as RFC 3339 in UTC where the forge's format parses (GitLab's
+	// "2006-01-02 15:04:05 UTC" is kept as sent): the comment's for a
+	// comment (a review's submission for a review), else the pull/merge
+	// request's or the issue's; "" for pushes and where the forge sends
+	// none. With the other fields it tells a new event about an object
+	// from a re-sent one (ingress's object dedupe).
+	UpdatedAt   string `json:"updated_at,omitempty"`
+	CommandArgs string `json:"command_args,omitempty"` // filled per matched trigger: the rest of the command line
 
 	// Raw is the payload exactly as received; steps see it through
 	// HOOKRUN_EVENT_PATH. It is not part of golden files.

@@ -24,7 +24,10 @@ type Match struct {
 	// triggers takes, in comment order; a line repeated word for word counts
 	// once. Each is one run. Nil for a trigger without a command.
 	Commands []string
-	Trigger  int // index into Workflow.On of the first trigger that matched
+	// Lines holds the comment line each of Commands came from (trimmed,
+	// the command included): what tells two command runs apart.
+	Lines   []string
+	Trigger int // index into Workflow.On of the first trigger that matched
 }
 
 // Match reports whether any trigger of w matches e; the first matching
@@ -67,7 +70,7 @@ func (w *Workflow) Match(e *Event) Match {
 		}
 		m := Match{Matched: true, Trigger: i}
 		if t.Command != "" {
-			m.Commands = w.commands(e, lines, i, args)
+			m.Commands, m.Lines = w.commands(e, lines, i, args)
 			m.CommandArgs = m.Commands[0]
 		}
 		return m
@@ -82,7 +85,7 @@ func (w *Workflow) Match(e *Event) Match {
 // from w.On[first] on take (first took args, indexed by line), each line
 // with the arguments of the first trigger that takes it, in comment order,
 // a line repeated word for word once.
-func (w *Workflow) commands(e *Event, lines []string, first int, args map[int]string) []string {
+func (w *Workflow) commands(e *Event, lines []string, first int, args map[int]string) (cmds, from []string) {
 	taken := args
 	for j := first + 1; j < len(w.On); j++ {
 		t := &w.On[j]
@@ -99,7 +102,6 @@ func (w *Workflow) commands(e *Event, lines []string, first int, args map[int]st
 			}
 		}
 	}
-	var out []string
 	seen := map[string]bool{}
 	for n, line := range lines {
 		a, ok := taken[n]
@@ -107,9 +109,9 @@ func (w *Workflow) commands(e *Event, lines []string, first int, args map[int]st
 			continue
 		}
 		seen[line] = true
-		out = append(out, a)
+		cmds, from = append(cmds, a), append(from, line)
 	}
-	return out
+	return cmds, from
 }
 
 // Listens reports whether one of the workflow's triggers is for events of

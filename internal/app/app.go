@@ -229,7 +229,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		AllowRepos:       c.AllowRepos,
 		Trust:            forges.Trust(),
 		Files:            forges.Files(),
-		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry},
+		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry, MaxPerComment: c.Commands.MaxPerComment},
 		TrustedProxies:   c.API.TrustedProxies,
 		Collectors:       a.collectors(),
 		Tracer:           a.ingressTracer(),

@@ -240,6 +240,10 @@ type CommandsConfig struct {
 	// runs for a user each workflow's authorize admits; default "retry",
 	// "-" turns it off (ingress.CommandsConfig).
 	Retry string `yaml:"retry"`
+	// MaxPerComment: at most this many distinct command lines of one
+	// comment start runs; the others are listed as skipped in the webhook
+	// answer. Default 10 (ingress.DefaultMaxCommandsPerComment); at least 1.
+	MaxPerComment int `yaml:"max_per_comment"`
 }
 
 // RunsConfig bounds the run records (docs/operations.md, "Retention").
@@ -361,6 +365,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.MaxDeliver < 1 {
 		bad("runner.max_deliver", "must be at least 1, got %d", c.Runner.MaxDeliver)
+	}
+	if c.Commands.MaxPerComment < 0 {
+		bad("commands.max_per_comment", "must be at least 1 (0 or absent: the default, 10), got %d", c.Commands.MaxPerComment)
 	}
 	if c.Runner.WorkflowRetry < 0 {
 		bad("runner.workflow_retry", "must not be negative, got %v", c.Runner.WorkflowRetry)
