@@ -62,7 +62,7 @@ func openQueue(t testing.TB, dir string) *queue.Queue {
 	defer cancel()
 	// Generous publish timeout: these tests check what is persisted, and
 	// `make test` runs them beside every other package on two cores.
-	q, err := queue.Open(ctx, queue.Config{DataDir: dir, Listen: "127.0.0.1:0", PublishTimeout: 30 * time.Second,
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: dir, Listen: "127.0.0.1:0", PublishTimeout: 30 * time.Second,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening queue: %v", err)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -31,19 +32,22 @@ func bodyName(w *runWrite) string {
 // rewritten under a runner that may be reading it. It returns the objects
 // this call created, for the rollback.
 func (q *Queue) storeBodies(ctx context.Context, ws []*runWrite) (created []string, _ error) {
-	done := map[string]bool{}
+	done := map[string]string{} // body name: its digest
 	for _, w := range ws {
 		raw := w.req.Event.Raw
 		if len(raw) <= q.inlineMax {
 			continue
 		}
 		w.body = bodyName(w)
-		if done[w.body] {
+		if d, ok := done[w.body]; ok {
+			w.bodyDigest = d
 			continue
 		}
-		done[w.body] = true
+		sum := sha256.Sum256(raw)
+		w.bodyDigest = "sha256:" + hex.EncodeToString(sum[:])
+		done[w.body] = w.bodyDigest
 		info, err := q.bodies.GetInfo(ctx, w.body)
-		if err == nil && info.Size == uint64(len(raw)) {
+		if err == nil && info.Size == uint64(len(raw)) && info.Digest == objectDigest(sum) {
 			continue
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -94,6 +98,20 @@ func (q *Queue) loadBody(ctx context.Context, req *RunRequest) error {
 	if err != nil {
 		return fmt.Errorf("reading the webhook body %s of run %s: %w", req.Body, req.ID, err)
 	}
+	if req.BodyDigest == "" || bodyDigest(raw) != req.BodyDigest {
+		// Not what ingress stored (the request's authenticator covers
+		// the digest): the run must not see it. Not retried.
+		return fmt.Errorf("reading the webhook body %s of run %s: %w", req.Body, req.ID, ErrBodyMismatch)
+	}
 	req.Event.Raw = raw
 	return nil
+}
+
+// ErrBodyMismatch: a stored webhook body is not the one its run request's
+// BodyDigest names (changed in the store, or the request has no digest).
+var ErrBodyMismatch = errors.New("the stored body does not match the digest in the run request")
+
+// objectDigest is the object store's ObjectInfo.Digest of a SHA-256 sum.
+func objectDigest(sum [sha256.Size]byte) string {
+	return "SHA-256=" + base64.URLEncoding.EncodeToString(sum[:])
 }

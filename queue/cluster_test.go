@@ -51,7 +51,7 @@ func startCluster(t *testing.T) ([]*Queue, string) {
 			DataDir: t.TempDir(), Listen: clientAddrs[i],
 			ServerName: fmt.Sprintf("n%d", i+1), ClusterName: "hookrun-test",
 			ClusterListen: routeAddrs[i], Routes: routes, Replicas: 3,
-			Logger: testLogger(t),
+			Logger: testLogger(t), RequestKey: testRequestKey,
 		}
 		wg.Add(1)
 		go func() {

@@ -78,6 +78,13 @@ type Config struct {
 	// HeadTTL is how long hookrun_heads remembers a pull request's head
 	// after its latest pull_request event. Default 30 days.
 	HeadTTL time.Duration
+	// RequestKey authenticates run requests (reqauth.go): Publish signs
+	// each with it (HeaderMAC) and a Consumer runs only requests whose
+	// authenticator it verifies. Only ingress and runners hold it; at
+	// least MinRequestKey bytes. Publish and Consume refuse to work
+	// without it (a queue opened only to read, `hookrun recover`, needs
+	// none). No default.
+	RequestKey []byte
 	// PublishTimeout bounds one Publish (all its writes). Default 5s.
 	PublishTimeout time.Duration
 	// SetupTimeout bounds how long Open waits for the embedded server and
@@ -212,6 +219,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PublishTimeout <= 0 || c.SetupTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
+	}
+	if len(c.RequestKey) > 0 && len(c.RequestKey) < MinRequestKey {
+		errs = append(errs, fmt.Errorf("request key must be at least %d bytes, got %d", MinRequestKey, len(c.RequestKey)))
 	}
 	return errors.Join(errs...)
 }

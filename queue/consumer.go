@@ -71,6 +71,10 @@ type ConsumerObserver interface {
 	// GaveUp is called when the consumer marks a run failed itself
 	// (MaxDeliver reached, a Term, an unreadable body).
 	GaveUp(workflow string)
+	// Unauthenticated is called for every message refused because its
+	// authenticator is missing or wrong (reqauth.go). It has no label:
+	// nothing in such a message is trusted.
+	Unauthenticated()
 }
 
 func (c *ConsumerConfig) setDefaults() {
@@ -224,6 +228,9 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating consumer config: %w", err)
 	}
+	if q.macs == nil {
+		return nil, errors.New("creating consumer: no request key is configured (queue.Config.RequestKey): run requests could not be authenticated")
+	}
 	cons, err := q.runsS.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		Description:   "hookrun runners",
@@ -333,6 +340,10 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		_ = msg.Term()
 		return
 	}
+	if err := c.q.macs.verify(msg.Subject(), msg.Data(), msg.Headers().Get(HeaderMAC)); err != nil {
+		c.refuseUnauthenticated(msg, md, err)
+		return
+	}
 	req, err := decodeRunRequest(msg.Data())
 	if err != nil {
 		c.log.Error("undecodable run request; terminating it", "seq", md.Sequence.Stream, "err", err)
@@ -361,7 +372,7 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		// found may be a lagging replica's answer, or expired for good,
 		// which the last delivery then says.
 		if err := c.q.loadBody(hctx, req); err != nil {
-			if md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
+			if errors.Is(err, ErrBodyMismatch) || md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
 				actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
 				c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, err))
 				acancel()
@@ -431,6 +442,28 @@ func (c *Consumer) handle(msg jetstream.Msg) {
 		}
 		log.Warn("run failed, will retry", "err", herr, "after", delay)
 		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// refuseUnauthenticated ends a message whose authenticator is missing or
+// wrong: terminated (which removes it from the work queue), logged with
+// what it claims to be, counted. No run record is read or written: its run
+// id may be a real run's, which it does not own.
+func (c *Consumer) refuseUnauthenticated(msg jetstream.Msg, md *jetstream.MsgMetadata, err error) {
+	claims := []any{"subject", msg.Subject(), "seq", md.Sequence.Stream, "err", err}
+	var r struct {
+		ID       string `json:"id"`
+		Workflow string `json:"workflow"`
+	}
+	if json.Unmarshal(msg.Data(), &r) == nil {
+		claims = append(claims, "claimed_run", truncate(r.ID, 64), "claimed_workflow", truncate(r.Workflow, 64))
+	}
+	c.log.Warn("refusing a run request that ingress did not authenticate; nothing of it runs", claims...)
+	if c.cfg.Observer != nil {
+		c.cfg.Observer.Unauthenticated()
+	}
+	if err := msg.TermWithReason("unauthenticated run request"); err != nil {
+		c.log.Warn("terminating an unauthenticated run request", "seq", md.Sequence.Stream, "err", err)
 	}
 }
 
@@ -575,7 +608,9 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Error("loading run request after max deliveries", "err", err)
 			return
 		}
-		if req, err := decodeRunRequest(raw.Data); err != nil {
+		if err := c.q.macs.verify(raw.Subject, raw.Data, raw.Header.Get(HeaderMAC)); err != nil {
+			log.Warn("unauthenticated run request after max deliveries; deleting it, no record touched", "err", err)
+		} else if req, err := decodeRunRequest(raw.Data); err != nil {
 			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
 		} else {
 			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)

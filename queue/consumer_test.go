@@ -278,7 +278,7 @@ func TestUndecodableTermed(t *testing.T) {
 	q := openTest(t, Config{})
 	ctx := testCtx(t, 20*time.Second)
 	for _, body := range []string{`{not json`, `{"v":99,"id":"01J","workflow":"x"}`} {
-		if _, err := q.js.Publish(ctx, runsSubjectPrefix+"junk", []byte(body)); err != nil {
+		if _, err := q.js.PublishMsg(ctx, signedMsg(q, runsSubjectPrefix+"junk", []byte(body))); err != nil {
 			t.Fatal(err)
 		}
 	}

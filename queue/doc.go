@@ -36,6 +36,12 @@
 // max-deliveries advisory (runners died each time) all mark its record
 // failed with the reason.
 //
+// Authenticated requests (reqauth.go): Publish signs every run request
+// with Config.RequestKey (an HMAC-SHA256 in the Hookrun-Mac header, over
+// the subject and the exact body, which carries a stored body's digest);
+// a Consumer terminates, logs and counts a message without a valid one
+// before anything else and writes no record for it.
+//
 // Bounded records: RunStore.List pages, filtered, through the RunIndex (an
 // in-memory index kept current by a watch of hookrun_runs) and never reads
 // the whole bucket; SweepRuns (StartRetention) removes the runs that

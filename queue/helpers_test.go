@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -35,6 +37,9 @@ func (w *tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testRequestKey authenticates the run requests of every queue a test opens.
+var testRequestKey = []byte("queue-test-request-key-0123456789abcdef")
+
 // openTest opens an embedded queue in a fresh data dir (unless cfg has one)
 // and closes it at the end of the test.
 func openTest(t testing.TB, cfg Config) *Queue {
@@ -44,6 +49,9 @@ func openTest(t testing.TB, cfg Config) *Queue {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
+	}
+	if cfg.RequestKey == nil {
+		cfg.RequestKey = testRequestKey
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -94,4 +102,13 @@ func streamMsgs(t testing.TB, q *Queue) uint64 {
 		t.Fatalf("stream info: %v", err)
 	}
 	return info.State.Msgs
+}
+
+// signedMsg is a message of data on subject with the authenticator q's
+// Publish would give it.
+func signedMsg(q *Queue, subject string, data []byte) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Data = data
+	m.Header.Set(HeaderMAC, q.macs.header(subject, data))
+	return m
 }

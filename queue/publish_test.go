@@ -61,7 +61,7 @@ func TestRestartSurvival(t *testing.T) {
 	dir := t.TempDir()
 	ctx := testCtx(t, 30*time.Second)
 	const n = 50
-	q1, err := Open(ctx, Config{DataDir: dir, Logger: testLogger(t)})
+	q1, err := Open(ctx, Config{DataDir: dir, Logger: testLogger(t), RequestKey: testRequestKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestReconcileCreatesMissingRecord(t *testing.T) {
 	req := testRequest("norecord")
 	req.ID, req.V, req.Attempt = NewRunID(), WireVersion, 1
 	data, _ := json.Marshal(req)
-	if _, err := q.js.Publish(ctx, runsSubjectPrefix+req.Workflow, data); err != nil {
+	if _, err := q.js.PublishMsg(ctx, signedMsg(q, runsSubjectPrefix+req.Workflow, data)); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)

@@ -58,6 +58,9 @@ type Queue struct {
 	// inlineMax is the largest body that travels inside a run request:
 	// Config.InlineBodyMax, at most half the server's max_payload.
 	inlineMax int
+	// macs signs and verifies run requests with cfg.RequestKey; nil
+	// without a key (Publish and Consume then refuse).
+	macs *macer
 
 	runs     *RunStore
 	heads    *HeadStore
@@ -90,7 +93,8 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating queue config: %w", err)
 	}
-	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight)}
+	q := &Queue{cfg: cfg, log: cfg.Logger, consumers: map[*Consumer]struct{}{}, batchSlots: make(chan struct{}, maxBatchesInFlight),
+		macs: newMacer(cfg.RequestKey)}
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 

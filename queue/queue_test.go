@@ -134,7 +134,7 @@ func TestConcurrentCAS(t *testing.T) {
 func TestReadyAndClose(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 20*time.Second)
-	q, err := Open(ctx, Config{DataDir: t.TempDir(), Logger: testLogger(t)})
+	q, err := Open(ctx, Config{DataDir: t.TempDir(), Logger: testLogger(t), RequestKey: testRequestKey})
 	if err != nil {
 		t.Fatal(err)
 	}

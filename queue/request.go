@@ -52,6 +52,12 @@ type RunRequest struct {
 	// than the field would run without the body, so upgrade runners
 	// before ingress.
 	Body string `json:"body,omitempty"`
+	// BodyDigest is the SHA-256 ("sha256:<hex>") of the body Body names,
+	// set with it: the consumer refuses a stored body that does not match
+	// (the object store is as reachable as the stream; the request's
+	// authenticator covers this digest, reqauth.go). Optional and omitted
+	// when Body is empty.
+	BodyDigest string `json:"body_digest,omitempty"`
 	// Command tells apart the runs of one workflow that one delivery
 	// started: a comment with several command lines runs the workflow once
 	// per line, and the n-th line's run (n ≥ 1, counting from 0) has
@@ -204,6 +210,9 @@ func (q *Queue) AcceptDelivery(ctx context.Context, d *Received, reqs []*RunRequ
 	if len(reqs) == 0 && d == nil {
 		return nil, nil
 	}
+	if len(reqs) > 0 && q.macs == nil {
+		return nil, errors.New("publishing runs: no request key is configured (queue.Config.RequestKey)")
+	}
 	ws := make([]*runWrite, len(reqs))
 	traceID := traceIDOf(ctx)
 	for i, req := range reqs {
@@ -296,6 +305,7 @@ type runWrite struct {
 	objRev      uint64       // the object key's revision when this attempt created it
 	sameObject  bool         // dup through the object key: another delivery's run
 	body        string       // the hookrun_bodies object of a body too large to travel inline
+	bodyDigest  string       // RunRequest.BodyDigest of body
 	keyRev      uint64       // the delivery key's revision when this attempt created it
 	recs        []writtenRec // records this attempt created
 }
@@ -405,7 +415,7 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		req := w.req
 		if w.body != "" {
 			r := *w.req
-			r.Event.Raw, r.Body = nil, w.body
+			r.Event.Raw, r.Body, r.BodyDigest = nil, w.body, w.bodyDigest
 			req = &r
 		}
 		data, err := appendRunRequest(getMsgBuf(), req)
@@ -415,6 +425,7 @@ func (q *Queue) publishMessages(ctx context.Context, ws []*runWrite) (stored boo
 		m := nats.NewMsg(runsSubjectPrefix + w.req.Workflow)
 		m.Data = data
 		m.Header.Set(jetstream.MsgIDHeader, w.dkey)
+		m.Header.Set(HeaderMAC, q.macs.header(m.Subject, data))
 		injectTrace(ctx, m.Header)
 		msgs[i] = m
 	}

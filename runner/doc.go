@@ -10,6 +10,13 @@
 //
 // # Lifecycle
 //
+// The queue hands Handle only run requests whose authenticator it verified
+// (queue/reqauth.go). Before the claim, Handle decides again what ingress
+// decided: Config.Admit (allow_repos) and Config.Recheck (CheckRequest,
+// recheck.go: the workflow's trigger and authorize, with the functions
+// ingress calls); a refusal fails the run with the reason, before any
+// workspace or step.
+//
 // Runner.Handle, the queue consumer's handler, reads the run record
 // (creating it queued if absent). A terminal record is acked and skipped. A
 // record running under another claimant whose heartbeat is fresher than

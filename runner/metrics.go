@@ -21,6 +21,9 @@ type Metrics struct {
 	deliveries     *prometheus.CounterVec   // workflow
 	redeliveries   *prometheus.CounterVec   // workflow
 	reportFailures *prometheus.CounterVec   // forge, phase
+	// unauthenticated counts run requests refused for a missing or wrong
+	// authenticator; no label (nothing in them is trusted).
+	unauthenticated prometheus.Counter
 }
 
 // Buckets of the duration histograms: steps and runs take seconds to
@@ -59,12 +62,16 @@ func NewMetrics() *Metrics {
 			Name: "hookrun_report_failures_total",
 			Help: "Reports (start, progress, final) the forge did not take, after rate-limit retries, by forge and phase.",
 		}, []string{"forge", "phase"}),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrun_queue_unauthenticated_total",
+			Help: "Run requests refused because their authenticator (Hookrun-Mac) was missing or wrong: someone who reaches NATS published them; nothing of them ran.",
+		}),
 	}
 }
 
 // Collectors are the families, for one Prometheus registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.redeliveries, m.reportFailures}
+	return []prometheus.Collector{m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.redeliveries, m.reportFailures, m.unauthenticated}
 }
 
 func (m *Metrics) runFinished(workflow string, status workflows.Status, d time.Duration) {
@@ -112,6 +119,15 @@ func (m *Metrics) GaveUp(workflow string) {
 		return
 	}
 	m.runsFinished.WithLabelValues(workflow, string(workflows.StatusFailed)).Inc()
+}
+
+// Unauthenticated counts a run request refused for its authenticator
+// (queue.ConsumerObserver).
+func (m *Metrics) Unauthenticated() {
+	if m == nil {
+		return
+	}
+	m.unauthenticated.Inc()
 }
 
 var _ queue.ConsumerObserver = (*Metrics)(nil)

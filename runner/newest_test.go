@@ -33,7 +33,7 @@ func TestNewestOnlyKeepsTheNewerRunsComment(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: filepath.Join(t.TempDir(), "nats"), Logger: quietLogger()})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: filepath.Join(t.TempDir(), "nats"), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,13 @@ type Config struct {
 	// report), since retrying cannot change the answer. internal/app checks the
 	// server's allow_repos here.
 	Admit func(e *workflows.Event) error
+	// Recheck is asked about every run whose workflow is loaded, before
+	// it is claimed: whether the request's event matches one of the
+	// workflow's triggers and its `authorize` lets the sender through, as
+	// ingress decided (the queue authenticated the request already). A
+	// refusal fails the run like Admit's. Default CheckRequest; only tests
+	// of the runner's mechanics, whose events match no trigger, replace it.
+	Recheck func(wf *workflows.Workflow, req *queue.RunRequest) error
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -146,6 +153,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Tracer == nil {
 		c.Tracer = noop.NewTracerProvider()
+	}
+	if c.Recheck == nil {
+		c.Recheck = CheckRequest
 	}
 	c.Consumer.Concurrency = c.Concurrency
 	if c.Consumer.Observer == nil && c.Metrics != nil {
@@ -425,7 +435,8 @@ func (r *Runner) releaseGroup(ctx context.Context, lock *queue.GroupLock, keepPl
 // admit decides whether this runner runs d: the workflow it runs, or the
 // error to hand the run back with: a queue.Retry while another runner, or
 // this one after a reload, may have the run's workflow at the digest it
-// was queued with (a rolling deploy), else a queue.Term to fail it with.
+// was queued with (a rolling deploy), else a queue.Term to fail it with
+// (Config.Admit or Config.Recheck refused it, or the workflow never came).
 func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
 	req := d.Request
 	if r.cfg.Admit != nil {
@@ -442,6 +453,9 @@ func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
 		err = fmt.Errorf("workflow %s at %s, which the run was queued with, is not loaded on runner %s (it has %s)",
 			req.Workflow, req.WorkflowDigest, r.cfg.ID, wf.Digest)
 	default:
+		if err := r.cfg.Recheck(wf, req); err != nil {
+			return nil, queue.Term(fmt.Errorf("refusing run: %w", err))
+		}
 		return wf, nil
 	}
 	if d.NumDelivered < uint64(r.cfg.WorkflowDeliveries) {

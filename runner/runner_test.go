@@ -81,7 +81,7 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: filepath.Join(tmp, "nats"), Listen: "127.0.0.1:0", Logger: quietLogger()})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: filepath.Join(tmp, "nats"), Listen: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +112,10 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 		HeartbeatInterval: 200 * time.Millisecond,
 		PrepareRetry:      100 * time.Millisecond,
 		Logger:            quietLogger(),
+		// The fixture's workflows have no triggers and its events no
+		// author association: these tests are about the runner's
+		// mechanics. recheck_test.go runs the real CheckRequest.
+		Recheck: func(*workflows.Workflow, *queue.RunRequest) error { return nil },
 		Consumer: queue.ConsumerConfig{
 			Durable: "test-runners", AckWait: 2 * time.Second, Heartbeat: 300 * time.Millisecond,
 			FetchWait: 100 * time.Millisecond, Backoff: []time.Duration{100 * time.Millisecond}, DrainTimeout: 5 * time.Second,

@@ -22,7 +22,7 @@ func TestComposeFileIsValid(t *testing.T) {
 		t.Skip("!!! docker-compose is not installed: the compose file is NOT checked !!!")
 	}
 	cmd := exec.Command(bin, "-f", "../../docker-compose.yml", "config")
-	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_REQUEST_KEY=compose-check-request-key-0123456789")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)
@@ -38,7 +38,7 @@ func TestComposeFileIsValid(t *testing.T) {
 	// step containers on the host), and the images are the environment's.
 	const data = "/srv/hookrun-compose-check"
 	cmd = exec.Command(bin, "-f", "../../docker-compose.yml", "config")
-	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_DATA_DIR="+data, "HOOKRUN_IMAGE=hr-img:1", "NATS_IMAGE=nats-img:1")
+	cmd.Env = append(os.Environ(), "GITHUB_WEBHOOK_SECRET=x", "HOOKRUN_REQUEST_KEY=compose-check-request-key-0123456789", "HOOKRUN_DATA_DIR="+data, "HOOKRUN_IMAGE=hr-img:1", "NATS_IMAGE=nats-img:1")
 	out, err = cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)

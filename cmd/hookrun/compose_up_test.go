@@ -218,12 +218,14 @@ github:
 api:
   token: ${HOOKRUN_API_TOKEN}
 runner: { concurrency: 4, ack_wait: 2s, heartbeat: 500ms, host_steps: same_user }
+runs: { request_key: ${HOOKRUN_REQUEST_KEY} }
 log: { format: json }
 shutdown_grace: 5s
 `)
 	ports := []string{freeAddr(t), freeAddr(t)}
 	env := append(os.Environ(),
 		"GITHUB_WEBHOOK_SECRET="+secret, "GITHUB_TOKEN="+ghToken, "HOOKRUN_API_TOKEN="+apiToken,
+		"HOOKRUN_REQUEST_KEY=compose-up-request-key-0123456789abcdef",
 		"HOOKRUN_IMAGE="+hookrunRef, "NATS_IMAGE="+natsRef,
 		"HOOKRUN_CONFIG="+cfg, "HOOKRUN_WORKFLOWS="+workflowsDir, "HOOKRUN_DATA_DIR="+data,
 		"HOOKRUN_INGRESS_1_PORT="+ports[0], "HOOKRUN_INGRESS_2_PORT="+ports[1])

@@ -536,7 +536,7 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	trust.AssociationTTL = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), Logger: logger})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,7 @@ allow_repos: ["Codertocat/*"]
 github: { webhook_secret: "`+secret+`" }
 api: { token: "`+apiToken+`" }
 runner: { concurrency: 8, ack_wait: 2s, heartbeat: 500ms }
+runs: { request_key: "scaleout-request-key-0123456789abcdef" }
 shutdown_grace: 5s
 `)
 	}

@@ -151,6 +151,7 @@ allow_repos: ["Codertocat/Hello-World"]
 github: { webhook_secret: "`+secret+`", token: "${TRACE_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
 api: { token: "`+apiToken+`" }
 runner: { metrics_listen: "`+metricsAddr+`" }
+runs: { request_key: "trace-request-key-0123456789abcdef0123" }
 shutdown_grace: 5s
 `)
 	env := []string{"TRACE_GH_TOKEN=" + ghToken, "OTEL_EXPORTER_OTLP_ENDPOINT=" + colSrv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"}

@@ -102,7 +102,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening queue: %v", err)
 	}

@@ -40,6 +40,8 @@ type App struct {
 	metrics    *runner.Metrics // nil without a runner
 	metricsSrv *metricsServer  // runner.metrics_listen of `hookrun runner`; nil without
 	tracing    *telemetry.Tracing
+	// requestKey authenticates run requests (requestKey); never logged.
+	requestKey []byte
 	// closers are closed last, in reverse order: the executors, then the
 	// queue.
 	closers closers
@@ -83,17 +85,25 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 			return nil, err
 		}
 	}
+	if a.requestKey, err = requestKey(c, m, logger); err != nil {
+		return nil, err
+	}
+	if c.NATS.Listen != "" && c.Runs.RequestKey == "" && c.Runs.RequestKeyFile == "" {
+		logger.Info("a `hookrun runner` against this server needs its request key: copy the file (mode 0600) and name it in the runner's runs.request_key_file",
+			"file", filepath.Join(c.DataDir, RequestKeyFile))
+	}
 	if a.queue, err = queue.Open(ctx, queue.Config{
-		URL:       c.NATS.URL,
-		CredsFile: c.NATS.CredsFile,
-		CAFile:    c.NATS.CAFile,
-		CertFile:  c.NATS.CertFile,
-		KeyFile:   c.NATS.KeyFile,
-		DataDir:   filepath.Join(c.DataDir, "nats"),
-		Listen:    c.NATS.Listen,
-		Sync:      c.NATS.Sync,
-		Replicas:  c.NATS.Replicas,
-		Logger:    logger,
+		RequestKey: a.requestKey,
+		URL:        c.NATS.URL,
+		CredsFile:  c.NATS.CredsFile,
+		CAFile:     c.NATS.CAFile,
+		CertFile:   c.NATS.CertFile,
+		KeyFile:    c.NATS.KeyFile,
+		DataDir:    filepath.Join(c.DataDir, "nats"),
+		Listen:     c.NATS.Listen,
+		Sync:       c.NATS.Sync,
+		Replicas:   c.NATS.Replicas,
+		Logger:     logger,
 	}); err != nil {
 		return nil, fmt.Errorf("opening queue: %w", err)
 	}
@@ -173,12 +183,12 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
 		Outbox:    outbox,
 		Logger:    a.logger,
-		Redact:    serverCredentials(c),
+		Redact:    append(serverCredentials(c), string(a.requestKey)),
 		// The bound of runs whose workflow sets no timeout.
 		DefaultTimeout: c.Runner.DefaultTimeout,
 		// What a harness that runs sbx itself on the host needs of this
 		// process's environment (docs/operations.md, "sbx on the host").
-		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), serverCredentials(c)),
+		SbxHostEnv: steps.sbxHostEnv(sbx.HostEnv(os.Environ()), append(serverCredentials(c), string(a.requestKey))),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)

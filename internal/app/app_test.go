@@ -51,6 +51,9 @@ func TestStartChecksTheMode(t *testing.T) {
 	}{
 		{"ingress without nats.url", ModeIngress, Config{AllowRepos: []string{"o/*"}}, "nats.url: required for `hookrun ingress`"},
 		{"runner without nats.url", ModeRunner, Config{}, "nats.url: required for `hookrun runner`"},
+		{"runner without a request key", ModeRunner, Config{NATS: NATSConfig{URL: "nats://127.0.0.1:1"}}, "runs.request_key: required"},
+		{"ingress without a request key", ModeIngress, Config{NATS: NATSConfig{URL: "nats://127.0.0.1:1"}, AllowRepos: []string{"o/*"}}, "runs.request_key: required"},
+		{"short request key", ModeServe, Config{AllowRepos: []string{"o/*"}, Runs: RunsConfig{RequestKey: "short"}}, "runs.request_key: must be at least 32 characters"},
 		{"serve without allow_repos", ModeServe, Config{}, ErrAllowReposRequired.Error()},
 		{"invalid", ModeServe, Config{AllowRepos: []string{"o/*"}, Runner: RunnerConfig{Concurrency: -1}}, "runner.concurrency"},
 	} {

@@ -255,6 +255,15 @@ type RunsConfig struct {
 	Retention time.Duration `yaml:"retention"`
 	// SweepInterval is how often that sweep runs; default 1h.
 	SweepInterval time.Duration `yaml:"sweep_interval"`
+	// RequestKey authenticates run requests: ingress signs each with it
+	// (HMAC-SHA256) and runners run only what it signed. At least 32
+	// characters; write it as ${HOOKRUN_REQUEST_KEY}. Required by
+	// `hookrun ingress` and `hookrun runner` (the same key everywhere);
+	// `serve` without it generates one in data_dir/request.key.
+	RequestKey string `yaml:"request_key"`
+	// RequestKeyFile is a file holding the request key instead (mode 0600
+	// or stricter; surrounding white space ignored).
+	RequestKeyFile string `yaml:"request_key_file"`
 }
 
 // LogConfig sets up log/slog.
@@ -405,6 +414,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Runs.SweepInterval < time.Second {
 		bad("runs.sweep_interval", "must be at least 1s, got %v", c.Runs.SweepInterval)
+	}
+	if c.Runs.RequestKey != "" && c.Runs.RequestKeyFile != "" {
+		bad("runs.request_key", "set either runs.request_key or runs.request_key_file, not both")
+	} else if c.Runs.RequestKey != "" && len(c.Runs.RequestKey) < queue.MinRequestKey {
+		bad("runs.request_key", "must be at least %d characters, got %d", queue.MinRequestKey, len(c.Runs.RequestKey))
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

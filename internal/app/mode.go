@@ -19,14 +19,17 @@ var (
 	ModeRunner  = Mode{Name: "runner", Runner: true, ExternalNATS: true}
 )
 
-// Check reports what a configuration lacks for the mode: nats.url for the
-// halves, allow_repos wherever webhooks are served.
+// Check reports what a configuration lacks for the mode: nats.url and the
+// request key for the halves, allow_repos wherever webhooks are served.
 func (m Mode) Check(cfg *Config) error {
 	if m.ExternalNATS && cfg.NATS.URL == "" {
 		return errors.New("nats.url: required for `hookrun " + m.Name + "` (use `hookrun serve` for an embedded server)")
 	}
 	if m.Ingress && len(cfg.AllowRepos) == 0 {
 		return ErrAllowReposRequired
+	}
+	if m.ExternalNATS && cfg.Runs.RequestKey == "" && cfg.Runs.RequestKeyFile == "" {
+		return errRequestKeyRequired
 	}
 	return nil
 }

@@ -71,6 +71,8 @@ func benchConfig(dir string) *app.Config {
 		GitHub:     app.GitHubConfig{Enabled: &on, WebhookSecret: secret},
 		GitLab:     app.GitLabConfig{Enabled: &off},
 		API:        app.APIConfig{Token: "hookrun-bench-api-token"},
+		// Shared with the `hookrun runner` child of the dispatch phase.
+		Runs: app.RunsConfig{RequestKey: "hookrun-bench-request-key-0123456789abcdef"},
 	}
 	if os.Geteuid() != 0 {
 		c.Runner.HostSteps = app.HostStepsSameUser
