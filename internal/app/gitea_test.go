@@ -57,7 +57,7 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Gitea == nil || f.GitHub == nil {
+	if f.Registry.Get(workflows.Gitea).Credentials() != nil || f.GitHub == nil {
 		t.Fatalf("forges %+v", f)
 	}
 	if tr := f.Trust(); tr.GiteaCollaborators == nil || tr.GiteaHeads == nil {
@@ -80,7 +80,7 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	}
 	mu.Unlock()
 
-	auth := gitAuth(cfg, f.GitHub)
+	auth := gitAuth(f.Registry)
 	if _, tok, err := auth(context.Background(), ev); err != nil || tok != "gt-token-2" {
 		t.Errorf("gitea clone token %q, %v", tok, err)
 	}
