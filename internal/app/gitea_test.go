@@ -60,11 +60,8 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	if f.Registry.Get(workflows.Gitea).Credentials() != nil || f.GitHub == nil {
 		t.Fatalf("forges %+v", f)
 	}
-	if tr := f.Trust(); tr.GiteaCollaborators == nil || tr.GiteaHeads == nil {
-		t.Errorf("trust config lacks gitea lookups: %+v", tr)
-	}
-	if f.Files().Gitea == nil {
-		t.Error("files config lacks gitea")
+	if !f.Registry.Has(workflows.Gitea) {
+		t.Errorf("the registry lacks gitea: %v", f.Registry.Names())
 	}
 
 	ev := &workflows.Event{Forge: workflows.Gitea, Kind: workflows.KindPush, Repo: "alice/demo",
