@@ -16,23 +16,21 @@ import (
 // What ingress learns beyond the payload before it trusts an event (issue
 // 13, "Trust boundary"):
 //
-//   - The head a comment-triggered run checks out. GitHub's issue_comment
-//     payload names no head, and checking out the pull request's tip when
-//     the run starts would run whatever a fork pushed after a maintainer's
+//   - The head a comment-triggered run checks out. A comment payload may
+//     name no head, and checking out the pull request's tip when the run
+//     starts would run whatever a fork pushed after a maintainer's
 //     `/review`. So every pull_request event that carries a head is
 //     remembered in hookrun_heads (HeadStore) before matching, and a comment
 //     that matched and was authorized is pinned to the remembered head, else
-//     to the head the forge's API reports now (HeadLookup, bounded by
-//     LookupTimeout). When neither knows it, the run request is Refused: the
-//     runner fails it visibly and never runs the tip in its place.
-//   - The author association of GitLab merge request, note and issue events,
-//     whose payloads carry none: the author's access level in the project
-//     from the GitLab API (AssociationLookup), cached here for at most
-//     AssociationTTL. A failed lookup leaves NONE (fail closed) and says so
-//     in the skip reason.
-//   - The same for Gitea (and Forgejo) events, which carry none either: the
-//     author's permission on the repository from the Gitea API
-//     (CollaboratorLookup), cached the same way.
+//     to the head the forge's API reports now (forge.Lookups.PullRequestHead,
+//     bounded by LookupTimeout). When neither knows it, the run request is
+//     Refused: the runner fails it visibly and never runs the tip in its
+//     place.
+//   - The author association of events whose payloads carry none: the
+//     author's role from the forge's API (forge.Lookups.Association: a
+//     project member's access level, a user's permission on the
+//     repository), cached here for at most AssociationTTL. A failed lookup
+//     leaves NONE (fail closed) and says so in the skip reason.
 
 // Defaults for TrustConfig.
 const (
@@ -197,7 +195,7 @@ func applyHead(pr *workflows.PullRequest, h workflows.Head) {
 }
 
 // associate sets the author association of an event other than a push
-// whose payload carries none (GitLab's, Gitea's) from the role its
+// whose payload carries none from the role its
 // forge's API reports, cached. It returns "" when the association was
 // looked up or the payload carries it, else why it could not be (the
 // event then stays NONE), for skip reasons: the forge's words.
@@ -241,8 +239,8 @@ type assocCache struct {
 }
 
 // assocKey names whose role in what: the project's and author's numeric
-// ids where the forge has them (GitLab), the repository and login
-// (lowercased: Gitea's names are case-insensitive).
+// ids where the forge has them, the repository and login (lowercased:
+// some forges' names are case-insensitive).
 type assocKey struct {
 	forge         workflows.Forge
 	project, user int64

@@ -1,10 +1,10 @@
-// Package forge is what hookrun does with a forge (GitHub, GitLab, Gitea
-// and Forgejo, and any forge added later), as one interface: Forge bundles
+// Package forge is what hookrun does with a forge (each of those hookrun
+// knows, and any added later), as one interface: Forge bundles
 // the author association and other lookups ingress makes before it trusts
 // an event (Lookups), reporting a run and opening draft pull requests
 // (Reporter), and where git clones from and with which credentials (Git).
-// Each forge's package (providers/github, providers/gitlab,
-// providers/gitea) implements it, guarded by `var _ forge.Forge`, and runs
+// Each forge's package (providers/<forge>) implements it, guarded by
+// `var _ forge.Forge`, and runs
 // the conformance suite in forgetest against its own fake API.
 //
 // Callers hold a Registry keyed by forge name and never check for nil:

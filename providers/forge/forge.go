@@ -27,7 +27,7 @@ func (notConfiguredError) Error() string        { return "no such section in the
 func (notConfiguredError) Is(target error) bool { return target == ErrNoCredentials }
 
 // ErrAssociationInPayload is returned by Lookups.Association when the
-// event's payload carries its author's association itself (GitHub): there
+// event's payload carries its author's association itself: there
 // is nothing to look up, and the payload's answer must not be cached.
 var ErrAssociationInPayload = errors.New("the payload carries the author association")
 
