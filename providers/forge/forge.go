@@ -31,6 +31,16 @@ func (notConfiguredError) Is(target error) bool { return target == ErrNoCredenti
 // is nothing to look up, and the payload's answer must not be cached.
 var ErrAssociationInPayload = errors.New("the payload carries the author association")
 
+// ErrUnhandledEvent is wrapped by a normalizer when the forge sent an
+// event type hookrun does not turn into runs; the webhook routes answer
+// such events with 202 and no runs.
+var ErrUnhandledEvent = errors.New("event is not handled")
+
+// ErrMalformedPayload is wrapped by a normalizer when the body cannot be
+// parsed, or lacks what the event type needs; the webhook routes answer it
+// with 400.
+var ErrMalformedPayload = errors.New("malformed payload")
+
 // Forge is one forge as hookrun uses it. Implementations are safe for
 // concurrent use.
 type Forge interface {
