@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -48,8 +49,12 @@ type Config struct {
 	// creates nothing. Empty: every repository (internal/app refuses to run
 	// ingress without allow_repos; empty is for tests and benchmarks).
 	AllowRepos []string
-	// Trust holds what pins comment-triggered runs to a head and looks up
-	// GitLab users' roles (trust.go).
+	// Forges are the forges ingress asks what payloads leave out: a pull
+	// request's head, its changed files, an author's role
+	// (providers/forge.Lookups). nil: no forge has API credentials.
+	Forges *forge.Registry
+	// Trust holds what pins comment-triggered runs to a head and caches
+	// authors' roles (trust.go).
 	Trust TrustConfig
 	// Files looks up the files a change touches for triggers with paths
 	// (files.go).

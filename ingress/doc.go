@@ -59,7 +59,7 @@
 //     Its runs are then pinned to the head the pull request had when the
 //     comment was accepted: the one remembered from its latest pull_request
 //     event (hookrun_heads, written for every pull_request event before
-//     matching), else the one the forge API reports (Config.Trust, bounded
+//     matching), else the one the forge API reports (Config.Forges, bounded
 //     by LookupTimeout); HeadRef, BaseRef and Fork follow that head. When
 //     neither knows it, the run request is Refused and the runner fails it
 //     with a message asking to comment again: the tip is never run instead.
@@ -68,7 +68,7 @@
 //   - GitLab merge request, note and issue events: GitLab sends nothing like
 //     author_association. Once a workflow matched, the author's access level
 //     in the project is looked up (GET /projects/:id/members/all/:user_id
-//     through Config.Trust.GitLabMembers, cached for at most 5 minutes):
+//     through the gitlab forge of Config.Forges, cached for at most 5 minutes):
 //     Owner → OWNER, Maintainer and Developer → MEMBER, Reporter →
 //     COLLABORATOR, anything else or no membership → NONE. The author is the
 //     merge request's (its code is what runs), the note's or the issue's

@@ -9,18 +9,13 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// FilesConfig is where ingress learns the files a pull request or push
-// changes, for workflows whose triggers have paths or paths_ignore. Nothing
-// is looked up for a delivery no such workflow takes.
+// FilesConfig bounds how ingress learns the files a pull request or push
+// changes, for workflows whose triggers have paths or paths_ignore: from
+// the payload, else from the event's forge (Config.Forges; without its API
+// credentials such files are unknown and the trigger matches,
+// Event.Files.Unknown). Nothing is looked up for a delivery no such
+// workflow takes.
 type FilesConfig struct {
-	// GitHub and GitLab list a pull/merge request's changed files, and
-	// compare two commits of a push whose payload lists only some of its
-	// commits (providers/github.Reporter, providers/gitlab.Reporter). Nil:
-	// such files are unknown and the trigger matches (Event.Files.Unknown).
-	GitHub workflows.ChangedFilesLookup
-	GitLab workflows.ChangedFilesLookup
-	// Gitea lists a pull request's changed files (providers/gitea.Reporter).
-	Gitea workflows.ChangedFilesLookup
 	// Timeout bounds the whole lookup of one delivery (every page), so that
 	// the answer reaches the forge in time (GitHub gives up at 10 s).
 	// Default 5s.
@@ -71,8 +66,8 @@ func (s *Server) changedFiles(ctx context.Context, ev *workflows.Event) {
 			return
 		}
 	}
-	lookup := s.filesLookup(ev.Forge)
-	if lookup == nil {
+	lookup := s.cfg.Forges.Get(ev.Forge)
+	if lookup.Credentials() != nil {
 		ev.Files = &workflows.ChangedFiles{Unknown: fmt.Sprintf("no %s API credentials are configured to list them", ev.Forge)}
 		return
 	}
@@ -91,18 +86,6 @@ func (s *Server) changedFiles(ctx context.Context, ev *workflows.Event) {
 		return
 	}
 	ev.Files = &files
-}
-
-func (s *Server) filesLookup(forge workflows.Forge) workflows.ChangedFilesLookup {
-	switch forge {
-	case workflows.GitHub:
-		return s.cfg.Files.GitHub
-	case workflows.GitLab:
-		return s.cfg.Files.GitLab
-	case workflows.Gitea:
-		return s.cfg.Files.Gitea
-	}
-	return nil
 }
 
 // pushFiles reads the files a push changes from its payload, GitHub's,

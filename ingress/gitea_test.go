@@ -112,7 +112,7 @@ func TestGiteaWebhook(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "OWNER", "mallory": "NONE"}, calls: map[string]int{}}
 	clock := newFakeClock()
 	env := newTrustEnv(t, Config{Gitea: GiteaConfig{Enabled: true, Secrets: []string{testGiteaSecret, testGiteaOldSecret}},
-		Trust: TrustConfig{GiteaCollaborators: collab}}, clock, map[string]string{"pr.yaml": prWorkflow})
+		Forges: testForges(testForge{name: workflows.Gitea, collab: collab})}, clock, map[string]string{"pr.yaml": prWorkflow})
 
 	body := syncBy(t, "alice", "alice/demo")
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_sync", testGiteaSecret, body))
@@ -189,7 +189,7 @@ func TestGiteaCommentUsesPayloadHead(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "MEMBER"}, calls: map[string]int{}}
 	heads := &fakeHeads{err: errors.New("must not be called")}
 	env := newTrustEnv(t, Config{Gitea: GiteaConfig{Enabled: true, Secrets: []string{testGiteaSecret}},
-		Trust: TrustConfig{GiteaCollaborators: collab, GiteaHeads: heads}}, nil, map[string]string{"review.yaml": reviewWorkflow})
+		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, heads: heads})}, nil, map[string]string{"review.yaml": reviewWorkflow})
 	body := patchJSON(t, "testdata/gitea/pull_request_comment.payload.json", func(m map[string]any) { obj(m, "comment")["body"] = "/review now" })
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_comment", testGiteaSecret, body))
 	pr := req.Event.PullRequest

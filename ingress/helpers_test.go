@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,7 +22,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -164,6 +168,9 @@ func newEnv(t testing.TB, cfg Config, workflowFiles map[string]string) *testEnv 
 
 func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[string]string) *testEnv {
 	t.Helper()
+	if cfg.Forges == nil {
+		cfg.Forges = testForges() // as internal/app registers them
+	}
 	dir := t.TempDir()
 	for name, content := range workflowFiles {
 		writeFile(t, dir, name, content)
@@ -299,3 +306,93 @@ func mustContain(t testing.TB, s, sub string) {
 		t.Errorf("%q does not contain %q", s, sub)
 	}
 }
+
+// testForge is a forge.Forge made of the lookups a test gives (a nil one
+// answers forge.ErrNoCredentials, as a forge without a token does), with
+// the association texts of the real providers.
+type testForge struct {
+	name    workflows.Forge
+	heads   workflows.HeadLookup
+	files   workflows.ChangedFilesLookup
+	members workflows.AssociationLookup  // GitLab's
+	collab  workflows.CollaboratorLookup // Gitea's
+}
+
+// testForges registers fs, and GitHub, GitLab and Gitea without
+// credentials where fs has none of them, as internal/app does.
+func testForges(fs ...testForge) *forge.Registry {
+	reg := forge.NewRegistry(testForge{name: workflows.GitHub}, testForge{name: workflows.GitLab}, testForge{name: workflows.Gitea})
+	for _, f := range fs {
+		reg.Register(f)
+	}
+	return reg
+}
+
+func (f testForge) Name() workflows.Forge { return f.name }
+
+func (f testForge) Credentials() error {
+	if f.heads == nil && f.files == nil && f.members == nil && f.collab == nil {
+		return fmt.Errorf("no %s API token: %w", f.name, forge.ErrNoCredentials)
+	}
+	return nil
+}
+
+func (f testForge) PullRequestHead(ctx context.Context, e *workflows.Event) (workflows.Head, error) {
+	if f.heads == nil {
+		return workflows.Head{}, forge.ErrNoCredentials
+	}
+	return f.heads.PullRequestHead(ctx, e)
+}
+
+func (f testForge) ChangedFiles(ctx context.Context, e *workflows.Event) (workflows.ChangedFiles, error) {
+	if f.files == nil {
+		return workflows.ChangedFiles{}, forge.ErrNoCredentials
+	}
+	return f.files.ChangedFiles(ctx, e)
+}
+
+func (f testForge) Association(ctx context.Context, e *workflows.Event) (string, error) {
+	switch f.name {
+	case workflows.GitLab:
+		switch {
+		case f.members == nil:
+			return "", fmt.Errorf("no gitlab API token is configured to look up the author's membership: %w", forge.ErrNoCredentials)
+		case e.ProjectID <= 0 || e.AuthorID <= 0:
+			return "", errors.New("the payload names no project or author id to look up the author's membership with")
+		}
+		a, err := f.members.AuthorAssociation(ctx, e.ProjectID, e.AuthorID)
+		if err != nil {
+			return "", fmt.Errorf("looking up the author's gitlab membership failed: %w", err)
+		}
+		return a, nil
+	case workflows.Gitea:
+		switch {
+		case f.collab == nil:
+			return "", fmt.Errorf("no gitea API token is configured to look up the author's permission: %w", forge.ErrNoCredentials)
+		case e.Repo == "" || e.Author == "":
+			return "", errors.New("the payload names no repository or author to look up the author's permission with")
+		}
+		a, err := f.collab.CollaboratorAssociation(ctx, e.Repo, e.Author)
+		if err != nil {
+			return "", fmt.Errorf("looking up the author's gitea permission on the repository failed: %w", err)
+		}
+		return a, nil
+	}
+	return "", forge.ErrAssociationInPayload
+}
+
+func (f testForge) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	return r.Ref, nil
+}
+
+func (f testForge) OpenDraft(context.Context, contract.DraftRequest) (workflows.ChangeRequest, error) {
+	return workflows.ChangeRequest{}, forge.ErrNoCredentials
+}
+
+func (f testForge) GitOrigin() (string, error) { return "", forge.ErrNoCredentials }
+
+func (f testForge) GitCredentials(context.Context, *workflows.Event) (string, string, error) {
+	return "", "", nil
+}
+
+var _ forge.Forge = testForge{}

@@ -1,22 +1,23 @@
 package ingress
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // ErrUnhandledEvent is wrapped by Normalize when the forge sent an event type
 // hookrun does not turn into runs (GitHub "ping" or "check_run", GitLab
 // "Pipeline Hook", ...). The webhook routes answer such events with 202 and
-// no runs.
-var ErrUnhandledEvent = errors.New("event is not handled")
+// no runs. It is forge.ErrUnhandledEvent, which a forge's own normalizer
+// wraps.
+var ErrUnhandledEvent = forge.ErrUnhandledEvent
 
 // ErrMalformedPayload is wrapped by Normalize when the forge's library cannot
 // parse the body, or the body lacks what the event type needs. The webhook
-// routes answer it with 400.
-var ErrMalformedPayload = errors.New("malformed payload")
+// routes answer it with 400. It is forge.ErrMalformedPayload.
+var ErrMalformedPayload = forge.ErrMalformedPayload
 
 // Association values that ingress derives itself where the forge payload
 // carries none.

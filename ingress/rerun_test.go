@@ -368,7 +368,7 @@ func TestAPIRerunLargeBody(t *testing.T) {
 // merge request, a non-member's is refused with the reason.
 func TestRetryCommandGitLab(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{1, 51}: "MEMBER", {5, 1}: "OWNER", {5, 2}: "NONE"}, calls: map[[2]int64]int{}}
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitLabMembers: members}}, nil, map[string]string{"mr.yaml": `name: mr-check
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, nil, map[string]string{"mr.yaml": `name: mr-check
 on:
   - event: pull_request
     actions: [opened]

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -15,23 +16,21 @@ import (
 // What ingress learns beyond the payload before it trusts an event (issue
 // 13, "Trust boundary"):
 //
-//   - The head a comment-triggered run checks out. GitHub's issue_comment
-//     payload names no head, and checking out the pull request's tip when
-//     the run starts would run whatever a fork pushed after a maintainer's
+//   - The head a comment-triggered run checks out. A comment payload may
+//     name no head, and checking out the pull request's tip when the run
+//     starts would run whatever a fork pushed after a maintainer's
 //     `/review`. So every pull_request event that carries a head is
 //     remembered in hookrun_heads (HeadStore) before matching, and a comment
 //     that matched and was authorized is pinned to the remembered head, else
-//     to the head the forge's API reports now (HeadLookup, bounded by
-//     LookupTimeout). When neither knows it, the run request is Refused: the
-//     runner fails it visibly and never runs the tip in its place.
-//   - The author association of GitLab merge request, note and issue events,
-//     whose payloads carry none: the author's access level in the project
-//     from the GitLab API (AssociationLookup), cached here for at most
-//     AssociationTTL. A failed lookup leaves NONE (fail closed) and says so
-//     in the skip reason.
-//   - The same for Gitea (and Forgejo) events, which carry none either: the
-//     author's permission on the repository from the Gitea API
-//     (CollaboratorLookup), cached the same way.
+//     to the head the forge's API reports now (forge.Lookups.PullRequestHead,
+//     bounded by LookupTimeout). When neither knows it, the run request is
+//     Refused: the runner fails it visibly and never runs the tip in its
+//     place.
+//   - The author association of events whose payloads carry none: the
+//     author's role from the forge's API (forge.Lookups.Association: a
+//     project member's access level, a user's permission on the
+//     repository), cached here for at most AssociationTTL. A failed lookup
+//     leaves NONE (fail closed) and says so in the skip reason.
 
 // Defaults for TrustConfig.
 const (
@@ -52,28 +51,14 @@ type HeadStore interface {
 }
 
 // TrustConfig is what the server uses to pin comment-triggered runs to a
-// head and to learn GitLab and Gitea users' roles. Every lookup is
-// optional: without one, a comment whose head HeadStore does not know is
-// Refused, and GitLab and Gitea events other than pushes stay NONE.
+// head and to learn the roles of authors whose payloads carry none; the
+// lookups themselves are the forges' (Config.Forges). Without a forge's
+// API credentials, a comment whose head HeadStore does not know is
+// Refused, and its events other than pushes stay NONE.
 type TrustConfig struct {
 	// Heads remembers pull request heads from pull_request events. Default:
 	// the publisher's own store when it is a *queue.Queue.
 	Heads HeadStore
-	// GitHubHeads asks GitHub for a pull request's head when Heads does not
-	// know it (providers/github.Reporter).
-	GitHubHeads workflows.HeadLookup
-	// GitLabHeads asks GitLab for a merge request's head when a note's
-	// payload lacks it and Heads does not know it (providers/gitlab.Reporter).
-	GitLabHeads workflows.HeadLookup
-	// GitLabMembers maps a GitLab user's access level in the project to an
-	// author association (providers/gitlab.Reporter).
-	GitLabMembers workflows.AssociationLookup
-	// GiteaHeads asks Gitea for a pull request's head when a comment's
-	// payload lacks it and Heads does not know it (providers/gitea.Reporter).
-	GiteaHeads workflows.HeadLookup
-	// GiteaCollaborators maps a Gitea user's permission on the repository
-	// to an author association (providers/gitea.Reporter).
-	GiteaCollaborators workflows.CollaboratorLookup
 	// LookupTimeout bounds each forge API lookup (and each HeadStore read),
 	// so that a forge that is down delays a delivery by at most this much.
 	// Default 2s.
@@ -174,8 +159,8 @@ func (s *Server) pinHead(ctx context.Context, ev *workflows.Event) (refused stri
 			why = append(why, "no pull_request event of it has been seen")
 		}
 	}
-	lookup := s.headLookup(ev.Forge)
-	if lookup == nil {
+	lookup := s.cfg.Forges.Get(ev.Forge)
+	if lookup.Credentials() != nil {
 		why = append(why, fmt.Sprintf("no %s API credentials are configured to look it up", ev.Forge))
 	} else {
 		lctx, cancel := s.lookupCtx(ctx)
@@ -196,18 +181,6 @@ func (s *Server) pinHead(ctx context.Context, ev *workflows.Event) (refused stri
 	return refused
 }
 
-func (s *Server) headLookup(forge workflows.Forge) workflows.HeadLookup {
-	switch forge {
-	case workflows.GitHub:
-		return s.cfg.Trust.GitHubHeads
-	case workflows.GitLab:
-		return s.cfg.Trust.GitLabHeads
-	case workflows.Gitea:
-		return s.cfg.Trust.GiteaHeads
-	}
-	return nil
-}
-
 // applyHead pins pr to h. Fork becomes what is known of the head now: the
 // comment payload's conservative true only stood for "unknown".
 func applyHead(pr *workflows.PullRequest, h workflows.Head) {
@@ -221,60 +194,34 @@ func applyHead(pr *workflows.PullRequest, h workflows.Head) {
 	pr.Fork = h.Fork
 }
 
-// associate sets the author association of a GitLab or Gitea event other
-// than a push from the author's role, cached. It returns "" when the
-// association was looked up, else why it could not be (the event then stays
-// NONE), for skip reasons.
+// associate sets the author association of an event other than a push
+// whose payload carries none from the role its
+// forge's API reports, cached. It returns "" when the association was
+// looked up or the payload carries it, else why it could not be (the
+// event then stays NONE), for skip reasons: the forge's words.
 func (s *Server) associate(ctx context.Context, ev *workflows.Event) (note string) {
 	if ev.Kind == workflows.KindPush {
 		return ""
 	}
-	var (
-		key    assocKey
-		lookup func(context.Context) (string, error)
-		what   string // the role looked up, for notes and logs
-	)
-	switch ev.Forge {
-	case workflows.GitLab:
-		members := s.cfg.Trust.GitLabMembers
-		what = "gitlab membership"
-		switch {
-		case members == nil:
-			return "no gitlab API token is configured to look up the author's membership"
-		case ev.ProjectID <= 0 || ev.AuthorID <= 0:
-			return "the payload names no project or author id to look up the author's membership with"
-		}
-		key = assocKey{forge: ev.Forge, project: ev.ProjectID, user: ev.AuthorID}
-		lookup = func(ctx context.Context) (string, error) {
-			return members.AuthorAssociation(ctx, ev.ProjectID, ev.AuthorID)
-		}
-	case workflows.Gitea:
-		collaborators := s.cfg.Trust.GiteaCollaborators
-		what = "gitea permission on the repository"
-		switch {
-		case collaborators == nil:
-			return "no gitea API token is configured to look up the author's permission"
-		case ev.Repo == "" || ev.Author == "":
-			return "the payload names no repository or author to look up the author's permission with"
-		}
-		key = assocKey{forge: ev.Forge, repo: strings.ToLower(ev.Repo), login: strings.ToLower(ev.Author)}
-		lookup = func(ctx context.Context) (string, error) {
-			return collaborators.CollaboratorAssociation(ctx, ev.Repo, ev.Author)
-		}
-	default:
-		return ""
-	}
+	key := assocKey{forge: ev.Forge, project: ev.ProjectID, user: ev.AuthorID, repo: strings.ToLower(ev.Repo), login: strings.ToLower(ev.Author)}
 	if a, ok := s.assoc.get(key, s.now()); ok {
 		ev.AuthorAssociation = a
 		return ""
 	}
 	lctx, cancel := s.lookupCtx(ctx)
-	a, err := lookup(lctx)
+	a, err := s.cfg.Forges.Get(ev.Forge).Association(lctx, ev)
 	cancel()
-	if err != nil {
-		s.logger.Warn("looking up an author's "+what+"; treating the author as NONE", "forge", ev.Forge, "repo", ev.Repo,
+	switch {
+	case errors.Is(err, forge.ErrAssociationInPayload), errors.Is(err, forge.ErrNotConfigured):
+		// The payload's answer stands, or the event's forge is not one
+		// hookrun was configured to ask.
+		return ""
+	case errors.Is(err, forge.ErrNoCredentials):
+		return err.Error()
+	case err != nil:
+		s.logger.Warn("looking up an author's role; treating the author as NONE", "forge", ev.Forge, "repo", ev.Repo,
 			"project_id", ev.ProjectID, "author_id", ev.AuthorID, "author", ev.Author, "delivery", ev.DeliveryID, "err", err)
-		return fmt.Sprintf("looking up the author's %s failed: %v", what, err)
+		return err.Error()
 	}
 	s.assoc.put(key, a, s.now())
 	ev.AuthorAssociation = a
@@ -291,8 +238,9 @@ type assocCache struct {
 	m  map[assocKey]assocEntry
 }
 
-// assocKey names whose role in what: GitLab's numeric ids, Gitea's
-// repository and login (lowercased: Gitea's names are case-insensitive).
+// assocKey names whose role in what: the project's and author's numeric
+// ids where the forge has them, the repository and login (lowercased:
+// some forges' names are case-insensitive).
 type assocKey struct {
 	forge         workflows.Forge
 	project, user int64

@@ -70,6 +70,9 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // newTrustEnv is newEnv with the server's clock set before it serves.
 func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[string]string) *testEnv {
 	t.Helper()
+	if cfg.Forges == nil {
+		cfg.Forges = testForges() // as internal/app registers them
+	}
 	q := openQueue(t, t.TempDir())
 	dir := t.TempDir()
 	for name, content := range workflowFiles {
@@ -128,7 +131,7 @@ func onlyRequest(t *testing.T, env *testEnv, a answer) queue.RunRequest {
 // a newer pull_request event moves the pin.
 func TestCommentPinnedToRememberedHead(t *testing.T) {
 	api := &fakeHeads{err: errors.New("must not be called")}
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitHubHeads: api}}, nil, map[string]string{"review.yaml": reviewWorkflow})
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api})}, nil, map[string]string{"review.yaml": reviewWorkflow})
 
 	a := env.github(t, "pull_request", "pr-a", prEvent(t, headA))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 0 {
@@ -189,7 +192,7 @@ func TestCommentHeadLookupOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := Config{Trust: TrustConfig{Heads: tt.heads}}
 			if tt.api != nil {
-				cfg.Trust.GitHubHeads = tt.api
+				cfg.Forges = testForges(testForge{name: workflows.GitHub, heads: tt.api})
 			}
 			env := newTrustEnv(t, cfg, nil, map[string]string{"review.yaml": reviewWorkflow})
 			if tt.remembered != "" {
@@ -223,7 +226,7 @@ func TestCommentHeadLookupOrder(t *testing.T) {
 // most, and the run is refused rather than left to run the tip.
 func TestCommentHeadLookupIsBounded(t *testing.T) {
 	api := &fakeHeads{block: true}
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitHubHeads: api, LookupTimeout: 300 * time.Millisecond}}, nil,
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api}), Trust: TrustConfig{LookupTimeout: 300 * time.Millisecond}}, nil,
 		map[string]string{"review.yaml": reviewWorkflow})
 	start := time.Now()
 	req := onlyRequest(t, env, env.github(t, "issue_comment", "c-1", prComment(t, "/review", "MEMBER")))
@@ -239,7 +242,7 @@ func TestCommentHeadLookupIsBounded(t *testing.T) {
 // notes carry merge_request.last_commit).
 func TestCommentHeadLookupOnlyWhenNeeded(t *testing.T) {
 	api := &fakeHeads{head: workflows.Head{SHA: headB}}
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitHubHeads: api, GitLabHeads: api}}, nil, map[string]string{
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api}, testForge{name: workflows.GitLab, heads: api})}, nil, map[string]string{
 		"review.yaml": reviewWorkflow + "authorize:\n  users: [root]\n"})
 	if a := env.github(t, "issue_comment", "c-1", prComment(t, "just a remark", "MEMBER")); len(a.Runs) != 0 {
 		t.Fatalf("a remark started runs: %s", a.Raw)
@@ -297,7 +300,7 @@ func mergeRequestBy(t *testing.T, author int) []byte {
 func TestGitLabAuthorAssociation(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{1, 51}: "MEMBER", {1, 52}: "NONE"}, calls: map[[2]int64]int{}}
 	clock := newFakeClock()
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitLabMembers: members}}, clock, map[string]string{"pr.yaml": prWorkflow})
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, clock, map[string]string{"pr.yaml": prWorkflow})
 
 	req := onlyRequest(t, env, env.gitlab(t, "Merge Request Hook", nil, mergeRequestBy(t, 51)))
 	if req.Event.AuthorAssociation != "MEMBER" || req.Event.AuthorID != 51 || req.Event.ProjectID != 1 {
@@ -346,7 +349,7 @@ func TestGitLabAuthorAssociation(t *testing.T) {
 // an event no workflow wants, nor for pushes.
 func TestGitLabAssociationWhichUser(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{5, 1}: "OWNER", {1, 51}: "COLLABORATOR"}, calls: map[[2]int64]int{}}
-	env := newTrustEnv(t, Config{Trust: TrustConfig{GitLabMembers: members}}, nil, map[string]string{
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, nil, map[string]string{
 		"review.yaml": reviewWorkflow,
 		"triage.yaml": "name: triage\non:\n  - event: issue\nsteps:\n  - {id: t, run: 'true'}\n",
 		"push.yaml":   "name: push\non:\n  - event: push\nsteps:\n  - {id: t, run: 'true'}\n",

@@ -517,7 +517,7 @@ func (f *glMembers) count(uid int64) int {
 }
 
 // TestGitLabMemberMergeRequestRuns is issue 13's GitLab trust case through
-// the wiring `serve` and `ingress` use (app.Forges.Trust → ingress, on a real
+// the wiring `serve` and `ingress` use (app.Forges.Registry → ingress, on a real
 // embedded NATS, against a fake GitLab API): under the default authorize
 // policy a Developer's merge request runs and a non-member's is refused;
 // the member lookup is cached within its TTL and made again after it.
@@ -532,8 +532,7 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust := forges.Trust()
-	trust.AssociationTTL = time.Second
+	trust := ingress.TrustConfig{AssociationTTL: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), Logger: logger})
@@ -548,7 +547,7 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := ingress.New(ingress.Config{GitLab: ingress.GitLabConfig{Enabled: true, Tokens: []string{hookToken}},
-		Trust: trust}, q, set, logger)
+		Trust: trust, Forges: forges.Registry}, q, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,6 @@ import (
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/ingress/ui"
 	"github.com/hookrun/hookrun/internal/telemetry"
-	"github.com/hookrun/hookrun/providers/github"
-	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
@@ -225,11 +223,11 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 // the run record alone.
 func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner) error {
 	c := &a.cfg
-	gh, err := github.GitOrigin(c.GitHub.APIURL)
+	gh, err := forges.Registry.Get(workflows.GitHub).GitOrigin()
 	if err != nil {
 		return err
 	}
-	gl, err := gitlab.GitOrigin(c.GitLab.BaseURL)
+	gl, err := forges.Registry.Get(workflows.GitLab).GitOrigin()
 	if err != nil {
 		return err
 	}
@@ -242,8 +240,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 			Origins: map[workflows.Forge]string{workflows.GitHub: gh, workflows.GitLab: gl}, ResponseURLPrefix: c.Slack.ResponseURLPrefix},
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
-		Trust:            forges.Trust(),
-		Files:            forges.Files(),
+		Forges:           forges.Registry,
 		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry, MaxPerComment: c.Commands.MaxPerComment},
 		TrustedProxies:   c.API.TrustedProxies,
 		Collectors:       a.collectors(),
@@ -265,7 +262,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	}
 	a.closers = append(a.closers, closerFunc(stopSweep))
 	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
-	if err := a.registerUI(ctx, srv, canceller); err != nil {
+	if err := a.registerUI(ctx, srv, canceller, gh, gl); err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -278,21 +275,13 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 
 // registerUI mounts the web UI (ingress/ui) beside the API, behind the same
 // token: it cancels through the API's canceller, links to the forges'
-// web origins, re-runs through the ingress server, as POST
+// web origins (ghURL, glURL: their git origins), re-runs through the ingress server, as POST
 // /api/v1/runs/{id}/rerun does, and keeps its sessions in the
 // hookrun_sessions bucket (entries live ui.DefaultSessionTTL).
-func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller) error {
+func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller, ghURL, glURL string) error {
 	c := &a.cfg
 	if c.API.Token == "" {
 		return nil
-	}
-	ghURL, err := github.GitOrigin(c.GitHub.APIURL)
-	if err != nil {
-		return fmt.Errorf("configuring ui: %w", err)
-	}
-	glURL, err := gitlab.GitOrigin(c.GitLab.BaseURL)
-	if err != nil {
-		return fmt.Errorf("configuring ui: %w", err)
 	}
 	sessions, err := a.queue.Sessions(ctx, ui.DefaultSessionTTL)
 	if err != nil {

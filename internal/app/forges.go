@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/hookrun/hookrun/internal/telemetry"
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
@@ -17,53 +18,65 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Forges are the API clients of the configured forges, one per forge: the
-// runner reports and clones with them, ingress asks them what payloads
-// leave out (Trust). A forge without API credentials has none.
+// Forges are the configured forges (providers/forge), one registration
+// each, and the reporters a run's report may go to: the runner reports
+// and clones with them, ingress asks them what payloads leave out
+// (Trust, Files). A forge without API credentials is registered all the
+// same (its git origin is known); its lookups answer
+// forge.ErrNoCredentials and its reports do nothing.
 type Forges struct {
-	GitHub *github.Reporter // nil without github.token or github.app_id
-	GitLab *gitlab.Reporter // nil without gitlab.token
-	Gitea  *gitea.Reporter  // nil without gitea.token
+	// Registry holds the forges by name; Get never returns nil.
+	Registry *forge.Registry
+	// GitHub is GitHub's API client, for webhook redelivery (recovery);
+	// nil without github.token or github.app_id.
+	GitHub *github.Reporter
 	// Slack posts chat runs' results to their response_url; it needs no
 	// credentials, so every runner has one (whichever ingress took the
 	// command).
 	Slack *slack.Reporter
+	// reporters take each report in turn; the first that applies gets it.
+	reporters []applyingReporter
 }
 
-// NewForges builds the client of each forge cfg has credentials for.
+// applyingReporter is a reporter that decides itself whether a report is
+// its to send (prow crier's ShouldReport).
+type applyingReporter interface {
+	contract.Reporter
+	Applies(r *contract.RunReport) bool
+}
+
+// NewForges builds every forge cfg configures: GitHub and GitLab always
+// (their default hosts), Gitea with a base_url.
 func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
-	var f Forges
-	if cfg.GitHub.Token != "" || cfg.GitHub.AppID != 0 {
-		gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger,
-			WrapTransport: tracedTransport(cfg, "github")}
-		if cfg.GitHub.PrivateKeyFile != "" {
-			key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
-			if err != nil {
-				return nil, fmt.Errorf("github.private_key_file: reading: %w", err)
-			}
-			gc.PrivateKey = key
-		}
-		rep, err := github.New(gc)
+	f := Forges{Registry: forge.NewRegistry()}
+	gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger,
+		WrapTransport: tracedTransport(cfg, "github")}
+	if cfg.GitHub.PrivateKeyFile != "" {
+		key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("configuring github reporter: %w", err)
+			return nil, fmt.Errorf("github.private_key_file: reading: %w", err)
 		}
-		f.GitHub = rep
+		gc.PrivateKey = key
 	}
-	if cfg.GitLab.Token != "" {
-		rep, err := gitlab.New(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger,
-			WrapTransport: tracedTransport(cfg, "gitlab")})
-		if err != nil {
-			return nil, fmt.Errorf("configuring gitlab reporter: %w", err)
-		}
-		f.GitLab = rep
+	gh, err := github.NewForge(gc)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Gitea.Token != "" {
-		rep, err := gitea.New(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, RunURL: cfg.RunURL, Logger: logger,
+	f.Registry.Register(gh)
+	f.GitHub = gh.Reporter()
+	gl, err := gitlab.NewForge(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger,
+		WrapTransport: tracedTransport(cfg, "gitlab")})
+	if err != nil {
+		return nil, err
+	}
+	f.Registry.Register(gl)
+	if cfg.Gitea.BaseURL != "" {
+		gt, err := gitea.NewForge(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, RunURL: cfg.RunURL, Logger: logger,
 			WrapTransport: tracedTransport(cfg, "gitea")})
 		if err != nil {
-			return nil, fmt.Errorf("configuring gitea reporter: %w", err)
+			return nil, err
 		}
-		f.Gitea = rep
+		f.Registry.Register(gt)
 	}
 	sl, err := slack.New(slack.Config{ResponseURLPrefix: cfg.Slack.ResponseURLPrefix, ResponseType: cfg.Slack.ResponseType,
 		RunURL: cfg.RunURL, Logger: logger})
@@ -71,7 +84,12 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		return nil, fmt.Errorf("configuring slack reporter: %w", err)
 	}
 	f.Slack = sl
-	if f.GitHub == nil && f.GitLab == nil && f.Gitea == nil {
+	f.reporters = []applyingReporter{sl, chatElsewhere{}, forgeReporter{f.Registry}}
+	credentialed := false
+	for _, n := range f.Registry.Names() {
+		credentialed = credentialed || f.Registry.Get(n).Credentials() == nil
+	}
+	if !credentialed {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
 	}
 	return &f, nil
@@ -87,41 +105,46 @@ func tracedTransport(cfg *Config, forge string) func(http.RoundTripper) http.Rou
 	return func(base http.RoundTripper) http.RoundTripper { return telemetry.Transport(base, tp, forge) }
 }
 
-// Report sends a run's report to the reporter of its event's forge; a
-// chat run's goes to where the command was typed, and never to the forge
-// (it has no pull request to comment on, no commit status to set).
+// Report sends a run's report to the first reporter that applies: a
+// chat run's goes to where the command was typed (Slack) and never to the
+// forge (it has no pull request to comment on, no commit status to set);
+// any other to its event's forge, which does nothing without credentials.
 func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
-	switch {
-	case slack.Handles(r):
-		if f.Slack == nil {
-			return r.Ref, nil
+	for _, rep := range f.reporters {
+		if rep.Applies(r) {
+			return rep.Report(ctx, r)
 		}
-		return f.Slack.Report(ctx, r)
-	case r.Event != nil && r.Event.Kind == workflows.KindChat:
-		return r.Ref, nil // a chat platform hookrun does not know: nothing to report to
-	case r.Event.Forge == workflows.GitHub && f.GitHub != nil:
-		return f.GitHub.Report(ctx, r)
-	case r.Event.Forge == workflows.GitLab && f.GitLab != nil:
-		return f.GitLab.Report(ctx, r)
-	case r.Event.Forge == workflows.Gitea && f.Gitea != nil:
-		return f.Gitea.Report(ctx, r)
 	}
-	return r.Ref, nil // no credentials for this forge: nothing to report to
+	return r.Ref, nil
 }
 
-// OpenDraft opens a draft pull/merge request with the client of the
-// event's forge.
+// chatElsewhere takes the reports of chat runs of a platform hookrun has
+// no reporter for: nothing to report to.
+type chatElsewhere struct{}
+
+func (chatElsewhere) Applies(r *contract.RunReport) bool {
+	return r.Event != nil && r.Event.Kind == workflows.KindChat
+}
+
+func (chatElsewhere) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	return r.Ref, nil
+}
+
+// forgeReporter reports on the event's forge.
+type forgeReporter struct{ reg *forge.Registry }
+
+func (forgeReporter) Applies(r *contract.RunReport) bool { return r.Event != nil }
+
+func (fr forgeReporter) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	return fr.reg.Get(r.Event.Forge).Report(ctx, r)
+}
+
+// OpenDraft opens a draft pull/merge request on the event's forge.
 func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
-	switch {
-	case req.Event == nil:
-	case req.Event.Forge == workflows.GitHub && f.GitHub != nil:
-		return f.GitHub.OpenDraft(ctx, req)
-	case req.Event.Forge == workflows.GitLab && f.GitLab != nil:
-		return f.GitLab.OpenDraft(ctx, req)
-	case req.Event.Forge == workflows.Gitea && f.Gitea != nil:
-		return f.Gitea.OpenDraft(ctx, req)
+	if req.Event == nil {
+		return workflows.ChangeRequest{}, errors.New("opening a draft pull request: no event")
 	}
-	return workflows.ChangeRequest{}, errors.New("opening a draft pull request: no API credentials for this forge")
+	return f.Registry.Get(req.Event.Forge).OpenDraft(ctx, req)
 }
 
 var (

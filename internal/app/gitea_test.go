@@ -57,14 +57,11 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Gitea == nil || f.GitHub == nil {
+	if f.Registry.Get(workflows.Gitea).Credentials() != nil || f.GitHub == nil {
 		t.Fatalf("forges %+v", f)
 	}
-	if tr := f.Trust(); tr.GiteaCollaborators == nil || tr.GiteaHeads == nil {
-		t.Errorf("trust config lacks gitea lookups: %+v", tr)
-	}
-	if f.Files().Gitea == nil {
-		t.Error("files config lacks gitea")
+	if !f.Registry.Has(workflows.Gitea) {
+		t.Errorf("the registry lacks gitea: %v", f.Registry.Names())
 	}
 
 	ev := &workflows.Event{Forge: workflows.Gitea, Kind: workflows.KindPush, Repo: "alice/demo",
@@ -80,7 +77,7 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	}
 	mu.Unlock()
 
-	auth := gitAuth(cfg, f.GitHub)
+	auth := gitAuth(f.Registry)
 	if _, tok, err := auth(context.Background(), ev); err != nil || tok != "gt-token-2" {
 		t.Errorf("gitea clone token %q, %v", tok, err)
 	}

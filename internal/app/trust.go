@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/git"
-	"github.com/hookrun/hookrun/providers/gitea"
-	"github.com/hookrun/hookrun/providers/github"
-	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -38,52 +36,24 @@ func admitRepos(patterns []string) func(*workflows.Event) error {
 // credentials, draft pull/merge requests opened with the forges' clients.
 // owner, when set, is the step user the run directories are handed to.
 func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, error) {
-	gh, err := github.GitOrigin(cfg.GitHub.APIURL)
+	origins, err := f.Registry.Origins()
 	if err != nil {
 		return nil, err
-	}
-	gl, err := gitlab.GitOrigin(cfg.GitLab.BaseURL)
-	if err != nil {
-		return nil, err
-	}
-	origins := git.Origins{workflows.GitHub: gh, workflows.GitLab: gl}
-	if cfg.Gitea.BaseURL != "" {
-		gt, err := gitea.GitOrigin(cfg.Gitea.BaseURL)
-		if err != nil {
-			return nil, err
-		}
-		origins[workflows.Gitea] = gt
 	}
 	return git.New(git.Config{
 		DataDir: cfg.DataDir,
-		Auth:    gitAuth(cfg, f.GitHub),
+		Auth:    gitAuth(f.Registry),
 		Origins: origins,
 		Drafts:  f,
 		Owner:   owner,
 	})
 }
 
-// gitAuth lets the mirror fetch private repositories: GitHub through its
-// reporter (the token, or an App's installation tokens), GitLab and Gitea
-// each with its own token.
-func gitAuth(cfg *Config, gh *github.Reporter) git.AuthFunc {
+// gitAuth lets the mirror fetch private repositories with the credentials
+// of each event's forge (GitHub's token or an App's installation tokens;
+// GitLab's and Gitea's tokens), never another forge's.
+func gitAuth(reg *forge.Registry) git.AuthFunc {
 	return func(ctx context.Context, e *workflows.Event) (string, string, error) {
-		switch e.Forge {
-		case workflows.GitHub:
-			if gh != nil {
-				return gh.GitCredentials(ctx, e)
-			}
-		case workflows.GitLab:
-			if cfg.GitLab.Token != "" {
-				return "oauth2", cfg.GitLab.Token, nil
-			}
-		case workflows.Gitea:
-			// Gitea takes an access token as the password of any user
-			// name; never GitHub's token.
-			if cfg.Gitea.Token != "" {
-				return "oauth2", cfg.Gitea.Token, nil
-			}
-		}
-		return "", "", nil
+		return reg.Get(e.Forge).GitCredentials(ctx, e)
 	}
 }

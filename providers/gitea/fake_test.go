@@ -36,6 +36,7 @@ type fakeGitea struct {
 	permissions map[string]string // login → permission; missing: 404
 	members     map[string]bool   // collaborators
 	pulls       map[int]map[string]any
+	files       map[int][]string // pull request → its changed files (GET .../pulls/{n}/files)
 }
 
 type fakeComment struct {
@@ -53,7 +54,7 @@ type fakeReaction struct {
 
 func newFakeGitea(t *testing.T) *fakeGitea {
 	f := &fakeGitea{t: t, token: "gitea-token-7f3a", login: "hookrun-bot", nextID: 100,
-		comments: map[int][]*fakeComment{}, permissions: map[string]string{}, members: map[string]bool{}, pulls: map[int]map[string]any{}}
+		comments: map[int][]*fakeComment{}, permissions: map[string]string{}, members: map[string]bool{}, pulls: map[int]map[string]any{}, files: map[int][]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -68,6 +69,7 @@ var (
 	reReactions  = regexp.MustCompile(`^/api/v1/repos/alice/demo/issues/comments/(\d+)/reactions$`)
 	reStatus     = regexp.MustCompile(`^/api/v1/repos/alice/demo/statuses/([0-9a-f]{40})$`)
 	rePull       = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/(\d+)$`)
+	rePullFiles  = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/(\d+)/files$`)
 	rePermission = regexp.MustCompile(`^/api/v1/repos/alice/demo/collaborators/([^/]+)/permission$`)
 	reCollab     = regexp.MustCompile(`^/api/v1/repos/alice/demo/collaborators/([^/]+)$`)
 )
@@ -147,6 +149,13 @@ func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.json(w, http.StatusOK, pr)
+	case m == http.MethodGet && rePullFiles.MatchString(p):
+		// One page: the suites list fewer files than a page holds.
+		var out []map[string]any
+		for _, name := range f.files[atoi(rePullFiles.FindStringSubmatch(p)[1])] {
+			out = append(out, map[string]any{"filename": name, "status": "changed"})
+		}
+		f.json(w, http.StatusOK, out)
 	case m == http.MethodGet && rePermission.MatchString(p):
 		login := rePermission.FindStringSubmatch(p)[1]
 		perm, ok := f.permissions[login]

@@ -99,6 +99,10 @@ func Handles(r *contract.RunReport) bool {
 	return r != nil && r.Event != nil && r.Event.Chat != nil && r.Event.Chat.Platform == workflows.ChatSlack
 }
 
+// Applies is Handles: a reporter that decides itself whether a report is
+// its to send (prow crier's ShouldReport).
+func (r *Reporter) Applies(rep *contract.RunReport) bool { return Handles(rep) }
+
 // message is what a response_url takes.
 type message struct {
 	ResponseType    string `json:"response_type"`

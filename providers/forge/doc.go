@@ -1,0 +1,21 @@
+// Package forge is what hookrun does with a forge (each of those hookrun
+// knows, and any added later), as one interface: Forge bundles
+// the author association and other lookups ingress makes before it trusts
+// an event (Lookups), reporting a run and opening draft pull requests
+// (Reporter), and where git clones from and with which credentials (Git).
+// Each forge's package (providers/<forge>) implements it, guarded by
+// `var _ forge.Forge`, and runs
+// the conformance suite in forgetest against its own fake API.
+//
+// Callers hold a Registry keyed by forge name and never check for nil:
+// Get answers a forge that is not configured with one whose every method
+// says so (ErrNotConfigured, wrapping ErrNoCredentials), as Atlantis's
+// not-configured VCS client does. "Configured" has two levels: a forge
+// whose section exists is registered (its git origin is known, its
+// deliveries are verified and normalized), and its API methods answer
+// ErrNoCredentials until it has a token; Report without credentials is a
+// no-op (nothing to report to), as it has always been.
+//
+// Adding a forge is a new package that implements Forge and runs
+// forgetest, and one Register line in internal/app.
+package forge

@@ -1,0 +1,72 @@
+package github
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// forgeView is the conformance suite's view of fakeGitHub.
+type forgeView struct{ f *fakeGitHub }
+
+func (v forgeView) Comments() map[int64]string {
+	out := map[int64]string{}
+	for _, c := range v.f.commentsBy(v.f.bot) {
+		out[c.ID] = c.Body
+	}
+	return out
+}
+
+func (v forgeView) Statuses() []string {
+	var out []string
+	for _, s := range v.f.allStatuses() {
+		out = append(out, s.State)
+	}
+	return out
+}
+
+func (v forgeView) Requests() int  { return len(v.f.allRequests()) }
+func (v forgeView) Origin() string { return v.f.srv.URL }
+
+// TestForgeConformance runs providers/forge/forgetest against the fake
+// GitHub API (method, path, token and body checked by the fake).
+func TestForgeConformance(t *testing.T) {
+	forgetest.Run(t, forgetest.Harness{
+		Name: Name,
+		New: func(t *testing.T, creds bool) (forge.Forge, forgetest.Fake) {
+			f := newFakeGitHub(t)
+			f.pulls[1] = fakePull{HeadSHA: sha, HeadRef: "changes", BaseRef: "main", HeadRepo: "Codertocat/Hello-World"}
+			f.files[1] = []string{"README.md", "docs/a.md"}
+			cfg := Config{APIURL: f.url(), RunURL: "https://hookrun.example/api/v1/runs/{run}", MaxWait: 5 * time.Second}
+			if creds {
+				cfg.Token = f.token
+			}
+			fg, err := NewForge(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, forgeView{f}
+		},
+		Event:      prEvent(1),
+		Head:       workflows.Head{SHA: sha, HeadRef: "changes"},
+		Files:      []string{"README.md", "docs/a.md"},
+		GitUser:    "x-access-token",
+		GitPass:    "ghp_testtoken123",
+		FinalState: "success",
+		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
+			srv := httptest.NewServer(&pullsAPI{t: t, open: map[string]int{}})
+			t.Cleanup(srv.Close)
+			fg, err := NewForge(Config{APIURL: srv.URL + "/", Token: "gh-draft-token", MaxWait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, contract.DraftRequest{Event: &workflows.Event{Forge: Name, Repo: "Codertocat/Hello-World"}, Head: "hookrun/fix/2", Base: "changes", Title: "t", Body: "b"},
+				workflows.ChangeRequest{Number: 12, URL: "https://github.com/Codertocat/Hello-World/pull/12"}
+		},
+	})
+}

@@ -1,0 +1,114 @@
+package gitlab
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Name is the forge this package implements: Event.Forge of GitLab's
+// events, the gitlab configuration section, POST /hooks/gitlab.
+const Name = workflows.GitLab
+
+// Forge is GitLab as hookrun uses it (providers/forge.Forge): its API
+// client when it has a token, and the git origin of its base_url, which
+// it has either way.
+type Forge struct {
+	rep    *Reporter // nil without a token
+	token  string
+	origin string
+}
+
+// NewForge builds GitLab from cfg. Without a token its API methods answer
+// forge.ErrNoCredentials and Report does nothing.
+func NewForge(cfg Config) (*Forge, error) {
+	origin, err := GitOrigin(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forge{origin: origin, token: cfg.Token}
+	if cfg.Token == "" {
+		return f, nil
+	}
+	if f.rep, err = New(cfg); err != nil {
+		return nil, fmt.Errorf("configuring gitlab: %w", err)
+	}
+	return f, nil
+}
+
+// Name is gitlab.
+func (f *Forge) Name() workflows.Forge { return Name }
+
+// Credentials is nil with a token.
+func (f *Forge) Credentials() error {
+	if f.rep == nil {
+		return fmt.Errorf("no gitlab API token is configured: set gitlab.token: %w", forge.ErrNoCredentials)
+	}
+	return nil
+}
+
+// PullRequestHead asks the merge requests API (Reporter.PullRequestHead).
+func (f *Forge) PullRequestHead(ctx context.Context, e *workflows.Event) (workflows.Head, error) {
+	if err := f.Credentials(); err != nil {
+		return workflows.Head{}, err
+	}
+	return f.rep.PullRequestHead(ctx, e)
+}
+
+// ChangedFiles asks the merge request diffs or compare API
+// (Reporter.ChangedFiles).
+func (f *Forge) ChangedFiles(ctx context.Context, e *workflows.Event) (workflows.ChangedFiles, error) {
+	if err := f.Credentials(); err != nil {
+		return workflows.ChangedFiles{}, err
+	}
+	return f.rep.ChangedFiles(ctx, e)
+}
+
+// Association is the author's access level in the project
+// (Reporter.AuthorAssociation): GitLab's payloads carry no association.
+// The error says what could not be looked up, for the skip reason.
+func (f *Forge) Association(ctx context.Context, e *workflows.Event) (string, error) {
+	switch {
+	case f.rep == nil:
+		return "", fmt.Errorf("no gitlab API token is configured to look up the author's membership: %w", forge.ErrNoCredentials)
+	case e.ProjectID <= 0 || e.AuthorID <= 0:
+		return "", fmt.Errorf("the payload names no project or author id to look up the author's membership with")
+	}
+	a, err := f.rep.AuthorAssociation(ctx, e.ProjectID, e.AuthorID)
+	if err != nil {
+		return "", fmt.Errorf("looking up the author's gitlab membership failed: %w", err)
+	}
+	return a, nil
+}
+
+// Report reports r (Reporter.Report); without a token it does nothing.
+func (f *Forge) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	if f.rep == nil {
+		return r.Ref, nil
+	}
+	return f.rep.Report(ctx, r)
+}
+
+// OpenDraft opens a draft merge request (Reporter.OpenDraft).
+func (f *Forge) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
+	if err := f.Credentials(); err != nil {
+		return workflows.ChangeRequest{}, fmt.Errorf("opening a draft merge request: %w", err)
+	}
+	return f.rep.OpenDraft(ctx, req)
+}
+
+// GitOrigin is the origin of base_url (GitOrigin).
+func (f *Forge) GitOrigin() (string, error) { return f.origin, nil }
+
+// GitCredentials are "oauth2" and the token; none without one.
+func (f *Forge) GitCredentials(context.Context, *workflows.Event) (string, string, error) {
+	if f.token == "" {
+		return "", "", nil
+	}
+	return "oauth2", f.token, nil
+}
+
+var _ forge.Forge = (*Forge)(nil)
