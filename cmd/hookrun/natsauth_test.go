@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/hookrun/hookrun/internal/app"
 )
 
 // TestServeNATSListenRequiresPassword: `hookrun serve` with nats.listen,
@@ -69,8 +71,12 @@ shutdown_grace: 2s
 		t.Fatalf("connecting without credentials: %v, want an authorization violation", err)
 	}
 
+	// Runners share serve's request key (the file it logs), so only the
+	// NATS password differs between the two below.
+	runs := "\nruns: { request_key_file: \"" + filepath.Join(serveData, app.RequestKeyFile) + "\" }"
+
 	// A runner without the password does not start.
-	bare := startHookrun(t, "runner-bare", nil, "runner", "--config", cfgFor(freeAddr(t), "nats: { url: \"nats://"+natsAddr+"\" }"),
+	bare := startHookrun(t, "runner-bare", nil, "runner", "--config", cfgFor(freeAddr(t), "nats: { url: \"nats://"+natsAddr+"\" }"+runs),
 		"--data-dir", filepath.Join(dir, "runner-bare"), "--log-format", "json")
 	select {
 	case <-bare.done:
@@ -85,7 +91,7 @@ shutdown_grace: 2s
 	// listener starts only after the queue opened.
 	metrics := freeAddr(t)
 	runner := startHookrun(t, "runner", nil, "runner", "--config",
-		cfgFor(freeAddr(t), runnerNATS+"\nrunner: { metrics_listen: \""+metrics+"\" }"),
+		cfgFor(freeAddr(t), runnerNATS+runs+"\nrunner: { metrics_listen: \""+metrics+"\" }"),
 		"--data-dir", filepath.Join(dir, "runner"), "--log-format", "json")
 	waitFor(t, 60*time.Second, func() bool {
 		select {
