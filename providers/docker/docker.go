@@ -52,7 +52,9 @@ type Docker struct {
 
 // New connects to the engine (client.FromEnv or cfg.Host, with API version
 // negotiation: engines in the field are often older than the SDK). It does
-// not contact the engine yet.
+// not call the engine's API yet; with Config.VolumeStaging it probes once
+// whether volume sources can be pinned (connecting to a local engine socket
+// to find the daemon's mount namespace; VolumePinning).
 func New(cfg Config) (*Docker, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
