@@ -247,6 +247,10 @@ func (d *Docker) binds(runID string, volumes []string, workspace string) (_ []st
 			if afterResolve != nil {
 				afterResolve(resolved)
 			}
+			if !d.cfg.AllowDockerSocket && d.exposesSocket(resolved) { // what the pin will hold
+				h.Close()
+				return nil, release, fmt.Errorf("mounting volume %q: it exposes the Docker socket, which the server configuration does not allow (allow_docker_socket)", v)
+			}
 			src, err = d.pinned(&st, runID, h, resolved)
 			h.Close()
 			if err != nil {
