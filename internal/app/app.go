@@ -157,10 +157,18 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
-	execs, err := newExecutors(steps.exec, c.Runner.AllowDockerSocket, c.Runner.SbxBinary)
+	staging, err := filepath.Abs(filepath.Join(c.DataDir, VolumeStagingDir))
+	if err != nil {
+		return nil, fmt.Errorf("resolving data_dir: %w", err)
+	}
+	execs, err := newExecutors(steps.exec, c.Runner.AllowDockerSocket, c.Runner.SbxBinary, staging)
 	a.closers = append(a.closers, execs.closers...)
 	if err != nil {
 		return nil, err
+	}
+	if err := execs.docker.VolumePinning(); err != nil {
+		a.logger.Warn("relative volume sources of containers are checked but not pinned: a process of the run that swaps a directory on such a path for a symlink while its container starts could mount a host folder; run hookrun as root beside the Docker daemon (docs/operations.md, Trust boundary)",
+			"reason", err)
 	}
 	execs.Deliverer = ws
 	removeOrphans(ctx, execs, a.queue.Runs(), 3*c.Runner.Heartbeat, c.Runner.OrphanAge, a.logger)

@@ -30,17 +30,24 @@ type executors struct {
 	closers closers        // the Docker client
 }
 
+// VolumeStagingDir is the directory of data_dir under which a runner pins
+// the relative volume sources of its containers (docker.Config.VolumeStaging):
+// root's, 0700, one mount per volume while its container lives.
+const VolumeStagingDir = "volumes"
+
 // newExecutors builds the executors steps run in: the host (hostExec; nil:
 // as this process's user, for `hookrun run`), Docker (per-step and root
 // containers; the client connects lazily, so a machine without Docker still
-// runs host-only workflows) and sbx. On an error the executors that could
-// be built come with it, and their closers.
-func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary string) (executors, error) {
+// runs host-only workflows) and sbx. volumeStaging is where Docker pins
+// relative volume sources (docker.Config.VolumeStaging; "": checked, not
+// pinned). On an error the executors that could be built come with it,
+// and their closers.
+func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary, volumeStaging string) (executors, error) {
 	e := executors{Providers: runner.Providers{Host: hostExec, Harness: contract.HarnessFunc(harness.Run)}}
 	if e.Host == nil {
 		e.Host = host.New(host.Config{})
 	}
-	d, err := docker.New(docker.Config{AllowDockerSocket: allowDockerSocket})
+	d, err := docker.New(docker.Config{AllowDockerSocket: allowDockerSocket, VolumeStaging: volumeStaging})
 	if err != nil {
 		return e, fmt.Errorf("configuring docker: %w", err)
 	}
@@ -59,7 +66,7 @@ func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary 
 // steps then fail with a clear error) and the reason is printed. Close
 // releases them.
 func LocalProviders(stderr io.Writer) (runner.Providers, io.Closer) {
-	e, err := newExecutors(nil, false, "")
+	e, err := newExecutors(nil, false, "", "")
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun run: %v (container and sandbox steps will fail)\n", err)
 	}

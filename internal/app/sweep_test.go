@@ -91,3 +91,88 @@ func TestStartRemovesOrphanedSandboxes(t *testing.T) {
 		}
 	}
 }
+
+// A runner started as root pins container volumes under data_dir/volumes
+// (0700), and its start unmounts and removes the pins a dead run left
+// there, keeping a live run's (issue 24 point 1).
+func TestStartSweepsVolumePins(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("!!! pinning volume sources needs root; test skipped")
+	}
+	dir := t.TempDir()
+	wf, data := filepath.Join(dir, "workflows"), filepath.Join(dir, "data")
+	for _, d := range []string{wf, data} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	on := true
+	cfg := func() *Config {
+		return &Config{Listen: "127.0.0.1:0", DataDir: data, Workflows: wf, AllowRepos: []string{"o/*"},
+			GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
+			Runner: RunnerConfig{HostSteps: HostStepsSameUser}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	now := time.Now()
+	finished, live := ulidAt(now.Add(-time.Hour)), ulidAt(now.Add(-time.Minute))
+	a, err := Start(ctx, ModeServe, cfg(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []*queue.RunRecord{
+		{ID: finished, Workflow: "hello", Status: workflows.StatusSucceeded, Attempt: 1},
+		{ID: live, Workflow: "hello", Status: workflows.StatusRunning, Attempt: 1, Claimant: "elsewhere", HeartbeatAt: time.Now().Add(time.Hour)},
+	} {
+		if _, err := a.Queue().Runs().Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(data, VolumeStagingDir)
+	if fi, err := os.Stat(staging); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data_dir/%s after start: %v, %v; want a directory of mode 0700", VolumeStagingDir, fi, err)
+	}
+
+	// A dead runner's pins, as it left them.
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "kept"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pin := func(runID string) string {
+		p := filepath.Join(staging, runID, "c0ffee", "0")
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "--bind", src, p).CombinedOutput(); err != nil {
+			t.Fatalf("mount --bind: %v\n%s", err, out)
+		}
+		return p
+	}
+	gone, kept := pin(finished), pin(live)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", kept).Run() })
+
+	a, err = Start(ctx, ModeServe, cfg(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Shutdown(ctx) }()
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mountinfo), " "+gone+" ") {
+		t.Errorf("the finished run's pin %s is still mounted", gone)
+	}
+	if _, err := os.Stat(filepath.Join(staging, finished)); !os.IsNotExist(err) {
+		t.Errorf("the finished run's staging: %v; want it removed", err)
+	}
+	if !strings.Contains(string(mountinfo), " "+kept+" ") {
+		t.Errorf("the live run's pin %s was unmounted", kept)
+	}
+	if _, err := os.Stat(filepath.Join(src, "kept")); err != nil {
+		t.Errorf("the pinned content after the sweep: %v", err)
+	}
+}

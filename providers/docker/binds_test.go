@@ -44,7 +44,8 @@ func TestBinds(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			got, err := d.binds(tt.volumes, ws)
+			got, release, err := d.binds("binds-test", tt.volumes, ws)
+			release()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("binds(%q) = %q, %v; want error %q", tt.volumes, got, err, tt.wantErr)

@@ -3,6 +3,7 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
@@ -32,6 +33,14 @@ type Config struct {
 	// PullTimeout bounds one image pull, so that an unreachable registry fails
 	// a step instead of hanging it. Default 10m.
 	PullTimeout time.Duration
+	// VolumeStaging is an absolute directory outside every workspace where
+	// relative volume sources are pinned: each is bind-mounted, from the
+	// handle its in-root resolution opened, onto <dir>/<run>/<container>/<n>
+	// (root's, 0700), and the engine mounts that path, which no step can
+	// swap. Pinning needs hookrun as root in the engine's mount namespace
+	// (probed by New); empty, or when the probe fails: sources are checked
+	// but not pinned (VolumePinning says why).
+	VolumeStaging string
 	// APITimeout bounds Docker API calls that must finish even when the step's
 	// context is done (create, remove, inspect). Default 1m.
 	APITimeout time.Duration
@@ -82,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.APITimeout < 0 {
 		errs = append(errs, fmt.Errorf("api_timeout %s: negative", c.APITimeout))
+	}
+	if c.VolumeStaging != "" && !filepath.IsAbs(c.VolumeStaging) {
+		errs = append(errs, fmt.Errorf("volume_staging %q: not absolute", c.VolumeStaging))
 	}
 	return errors.Join(errs...)
 }

@@ -12,9 +12,15 @@
 // contract.ContainerResultsPath (/hookrun/results). Volume sources are host paths; a relative one is
 // resolved inside the workspace with filepath-securejoin, symlinks followed
 // only within it, and one that leaves it (a symlink out, an absolute
-// symlink, `..` above it) is an error naming the volume; what is mounted is
-// the symlink-free path of what the resolution opened (resolveInWorkspace
-// says which race remains). Named volumes are not supported (they would
+// symlink, `..` above it) is an error naming the volume. What is mounted is
+// what the resolution opened, pinned: its handle is bind-mounted onto a
+// staging entry under Config.VolumeStaging (root's, 0700) and the engine
+// gets that path, so that swapping a directory on the checked path for a
+// symlink before the engine's mount changes nothing; the pins are unmounted
+// after their container and swept with orphans. Where pinning cannot work
+// (not root, not in the engine's mount namespace, no staging directory;
+// VolumePinning says why) the symlink-free path of what was opened is
+// handed over and that race remains (resolveInWorkspace). Named volumes are not supported (they would
 // outlive the run and be shared between runs). A volume exposing the
 // engine's socket (the socket itself, or a directory above it) is refused
 // unless Config.AllowDockerSocket is set.

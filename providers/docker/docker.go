@@ -47,11 +47,14 @@ type Docker struct {
 	negotiated  atomic.Bool
 
 	nets runNets // the per-run networks of the runs this process executes
+	pins *pinner // pins relative volume sources; off when it cannot
 }
 
 // New connects to the engine (client.FromEnv or cfg.Host, with API version
 // negotiation: engines in the field are often older than the SDK). It does
-// not contact the engine yet.
+// not call the engine's API yet; with Config.VolumeStaging it probes once
+// whether volume sources can be pinned (connecting to a local engine socket
+// to find the daemon's mount namespace; VolumePinning).
 func New(cfg Config) (*Docker, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -65,8 +68,15 @@ func New(cfg Config) (*Docker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating docker client: %w", err)
 	}
-	return &Docker{cfg: cfg, cli: cli}, nil
+	return &Docker{cfg: cfg, cli: cli, pins: newPinner(cfg.VolumeStaging, cli.DaemonHost())}, nil
 }
+
+// VolumePinning is nil when relative volume sources are pinned (bind-mounted
+// from their resolved handle under Config.VolumeStaging), else why they are
+// only checked: the engine then resolves the checked path again, and a
+// process of the run that swaps a directory on it for a symlink at that
+// moment could escape the workspace (resolveInWorkspace).
+func (d *Docker) VolumePinning() error { return d.pins.off }
 
 // Client is the underlying Docker client (tests, benchmarks), its API
 // version negotiated.
@@ -192,18 +202,32 @@ func (d *Docker) pull(ctx context.Context, ref, policy string, progress io.Write
 // (resolveInWorkspace: one leaving it is an error naming the volume), the
 // workspace is mounted at
 // WorkspaceMount unless a volume targets it, and the engine's socket is
-// refused unless allowed.
-func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
+// refused unless allowed. When pinning is on, relative sources are pinned
+// for a container of runID (pinner) and release, which must be called once
+// the container is removed, unmounts them; release is never nil.
+func (d *Docker) binds(runID string, volumes []string, workspace string) (_ []string, release func(), err error) {
 	var out []string
+	var st *staging
+	release = func() {
+		if st != nil {
+			st.release()
+		}
+	}
+	defer func() {
+		if err != nil {
+			release()
+			release = func() {}
+		}
+	}()
 	workspaceTargeted := false
 	for _, v := range volumes {
 		parts := strings.Split(v, ":")
 		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
-			return nil, fmt.Errorf("parsing volume %q: want host:container[:options]", v)
+			return nil, release, fmt.Errorf("parsing volume %q: want host:container[:options]", v)
 		}
 		src, dst := parts[0], parts[1]
 		if !path.IsAbs(dst) {
-			return nil, fmt.Errorf("parsing volume %q: container path %q is not absolute", v, dst)
+			return nil, release, fmt.Errorf("parsing volume %q: container path %q is not absolute", v, dst)
 		}
 		dst = path.Clean(dst)
 		if dst == WorkspaceMount {
@@ -214,17 +238,28 @@ func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
 		// the run and be shared between runs of untrusted code.
 		if !filepath.IsAbs(src) {
 			if workspace == "" {
-				return nil, fmt.Errorf("resolving volume %q: relative host path without a workspace", v)
+				return nil, release, fmt.Errorf("resolving volume %q: relative host path without a workspace", v)
 			}
-			resolved, err := resolveInWorkspace(workspace, src)
+			h, resolved, err := openInWorkspace(workspace, src)
 			if err != nil {
-				return nil, fmt.Errorf("resolving volume %q: %w", v, err)
+				return nil, release, fmt.Errorf("resolving volume %q: %w", v, err)
 			}
-			src = resolved
+			if afterResolve != nil {
+				afterResolve(resolved)
+			}
+			if !d.cfg.AllowDockerSocket && d.exposesSocket(resolved) { // what the pin will hold
+				h.Close()
+				return nil, release, fmt.Errorf("mounting volume %q: it exposes the Docker socket, which the server configuration does not allow (allow_docker_socket)", v)
+			}
+			src, err = d.pinned(&st, runID, h, resolved)
+			h.Close()
+			if err != nil {
+				return nil, release, fmt.Errorf("mounting volume %q: %w", v, err)
+			}
 		}
 		src = filepath.Clean(src)
 		if !d.cfg.AllowDockerSocket && d.exposesSocket(src) {
-			return nil, fmt.Errorf("mounting volume %q: it exposes the Docker socket, which the server configuration does not allow (allow_docker_socket)", v)
+			return nil, release, fmt.Errorf("mounting volume %q: it exposes the Docker socket, which the server configuration does not allow (allow_docker_socket)", v)
 		}
 		parts[0], parts[1] = src, dst
 		out = append(out, strings.Join(parts, ":"))
@@ -232,7 +267,24 @@ func (d *Docker) binds(volumes []string, workspace string) ([]string, error) {
 	if workspace != "" && !workspaceTargeted {
 		out = append(out, workspace+":"+WorkspaceMount)
 	}
-	return out, nil
+	return out, release, nil
+}
+
+// pinned returns the source to hand the engine for the resolved handle h:
+// its staging entry when pinning is on (creating *st, the container's
+// staging, on first use), else resolved, the path that was checked.
+func (d *Docker) pinned(st **staging, runID string, h *os.File, resolved string) (string, error) {
+	if d.pins.off != nil {
+		return resolved, nil
+	}
+	if *st == nil {
+		s, err := d.pins.newStaging(runID)
+		if err != nil {
+			return "", err
+		}
+		*st = s
+	}
+	return (*st).pin(h)
 }
 
 // withEventFile adds the run's event file (contract.ExecRequest.EventFile),

@@ -21,8 +21,20 @@ import (
 // root container) mounting them as relative volumes fails naming the
 // volume and never sees the folder (issue 24 point 1). A symlink that stays
 // in the workspace still works.
+//
+// Both with volume sources pinned (VolumeStaging, as root) and only
+// checked (the fallback).
 func TestVolumeSymlinkCannotLeaveWorkspace(t *testing.T) {
-	d := newDocker(t, Config{})
+	t.Run("checked", func(t *testing.T) { testVolumeSymlink(t, newDocker(t, Config{}), "") })
+	t.Run("pinned", func(t *testing.T) {
+		d, base := pinningDocker(t)
+		testVolumeSymlink(t, d, base)
+	})
+}
+
+// testVolumeSymlink is TestVolumeSymlinkCannotLeaveWorkspace with d; base
+// is d's staging directory ("" when not pinned), empty at the end.
+func testVolumeSymlink(t *testing.T, d *Docker, base string) {
 	secret := t.TempDir() // 0700, root's
 	if err := os.WriteFile(filepath.Join(secret, "marker"), []byte("host-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,6 +84,9 @@ func TestVolumeSymlinkCannotLeaveWorkspace(t *testing.T) {
 	}
 	assertNoContainers(t, d, runID)
 	assertNoContainers(t, d, runID+"-root")
+	if base != "" {
+		assertNoStaging(t, base)
+	}
 }
 
 // TestRunsIsolated: a run's containers are on a network of their own: a

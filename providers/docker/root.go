@@ -47,11 +47,17 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		}
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
-	binds, err := d.binds(c.Volumes, req.Workspace)
+	binds, releaseVolumes, err := d.binds(req.RunID, c.Volumes, req.Workspace)
 	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
 		return nil, fmt.Errorf("opening root container for run %s: %w", req.RunID, err)
 	}
+	opened := false
+	defer func() {
+		if !opened {
+			releaseVolumes() // the session did not take them
+		}
+	}()
 	name := containerName(req.RunID)
 	if err := d.removeContainer(ctx, name); err != nil {
 		return nil, fmt.Errorf("opening root container for run %s: removing a leftover: %w", req.RunID, err)
@@ -80,7 +86,8 @@ func (d *Docker) Open(ctx context.Context, req contract.OpenRequest) (contract.S
 		releaseNet()
 		return nil, fmt.Errorf("creating root container for run %s from %s: %w", req.RunID, c.Image, err)
 	}
-	s := &Session{d: d, id: created.ID, runID: req.RunID, c: c, releaseNet: releaseNet}
+	s := &Session{d: d, id: created.ID, runID: req.RunID, c: c, releaseNet: releaseNet, releaseVolumes: releaseVolumes}
+	opened = true // s.Close releases the volumes from now on
 	actx, cancel = d.apiCtx(ctx)
 	err = d.api(actx).ContainerStart(actx, s.id, container.StartOptions{})
 	cancel()
@@ -101,7 +108,8 @@ type Session struct {
 	runID string
 	c     *workflows.Container
 
-	releaseNet func() // lets go of the run's network once the container is removed
+	releaseNet     func() // lets go of the run's network once the container is removed
+	releaseVolumes func() // unmounts the pinned volume sources once the container is removed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -216,6 +224,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.closeErr = s.d.removeContainer(ctx, s.id)
 		s.releaseNet()
+		s.releaseVolumes()
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("closing root container of run %s: %w", s.runID, s.closeErr)
 		}
@@ -224,8 +233,9 @@ func (s *Session) Close(ctx context.Context) error {
 }
 
 // RemoveOrphans removes every container labelled hookrun.run whose run is
-// not live, then every such network (a runner calls it at start, before
-// claiming runs). removed counts both.
+// not live, then every such network, then the volume stagings of such
+// runs (a runner calls it at start, before claiming runs). removed counts
+// all three.
 func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool) (removed int, err error) {
 	list, err := d.api(ctx).ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelRun))})
 	if err != nil {
@@ -248,7 +258,10 @@ func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool
 	// The networks after the containers: a network with a container
 	// attached cannot be removed.
 	n, err := d.removeOrphanNetworks(ctx, live)
-	return removed + n, err
+	removed += n
+	// The volume stagings after the containers that mounted them.
+	n, serr := d.pins.removeOrphans(live)
+	return removed + n, errors.Join(err, serr)
 }
 
 func randomID() string {

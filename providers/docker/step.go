@@ -43,10 +43,11 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
-	cfg, hc, err := d.stepConfig(req)
+	cfg, hc, releaseVolumes, err := d.stepConfig(req)
 	if err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
+	defer releaseVolumes() // after the container's removal below
 	netMode, releaseNet, err := d.acquireNetwork(ctx, req.RunID, c)
 	if err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
@@ -154,12 +155,13 @@ func shortID(id string) string {
 }
 
 // stepConfig builds the create request of a per-step container.
-func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *container.HostConfig, error) {
+// release unmounts its pinned volumes once the container is removed.
+func (d *Docker) stepConfig(req contract.ExecRequest) (_ *container.Config, _ *container.HostConfig, release func(), _ error) {
 	c := req.Container
-	binds, err := d.binds(c.Volumes, req.Workspace)
+	binds, release, err := d.binds(req.RunID, c.Volumes, req.Workspace)
 	binds = withResults(withEventFile(binds, req.EventFile), req.Results)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, release, err
 	}
 	dir := insideDir(req.Dir, workingDir(c))
 	cfg := &container.Config{
@@ -175,7 +177,7 @@ func (d *Docker) stepConfig(req contract.ExecRequest) (*container.Config, *conta
 		StdinOnce:    req.Stdin != nil,
 		Labels:       map[string]string{LabelRun: req.RunID, LabelStep: req.StepID, LabelRole: "step"},
 	}
-	return cfg, d.hostConfig(c, binds), nil
+	return cfg, d.hostConfig(c, binds), release, nil
 }
 
 // DefaultCapabilities are the capabilities a container keeps of Docker's

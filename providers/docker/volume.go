@@ -38,56 +38,76 @@ var errLeavesWorkspace = errors.New("host path leaves the workspace")
 //     symlink on the way is not followed to create its target: an error.
 //
 // The Docker daemon resolves the bind source again by path when it starts
-// the container; an open descriptor of hookrun cannot be handed to it (a
-// /proc/self/fd path would be the daemon's own, and /proc/<pid>/fd/N of
-// hookrun breaks when hookrun runs in a container and is resolved to a
-// plain path by the engine anyway). So one race remains: a process of the
-// same run that writes the workspace at the same moment (a parallel step)
-// could replace a directory of the returned path by a symlink between this
-// check and the mount, within milliseconds. docs/operations.md says so.
+// the container, so the returned path alone would leave a race: a process
+// of the same run writing the workspace at that moment (a parallel step, a
+// background process left in the root container) could replace a directory
+// on it by a symlink between this check and the mount. openInWorkspace
+// therefore also returns the open handle, and binds pins it (pinner): the
+// handle is bind-mounted, through /proc/self/fd/N, onto a staging entry
+// outside the workspace that only root can reach, and the engine gets the
+// staging path, whose components the run cannot change and whose mount is
+// the very inode this resolution found. Where pinning is impossible (hookrun
+// not root, or not in the engine's mount namespace) the returned path is
+// handed over as before, and hookrun says so once at start
+// (Docker.VolumePinning): the race above then remains.
 func resolveInWorkspace(workspace, rel string) (string, error) {
+	h, p, err := openInWorkspace(workspace, rel)
+	if err != nil {
+		return "", err
+	}
+	h.Close()
+	return p, nil
+}
+
+// openInWorkspace is resolveInWorkspace that also returns the O_PATH handle
+// of what it resolved, for the caller to pin and close.
+func openInWorkspace(workspace, rel string) (_ *os.File, p string, err error) {
 	clean := filepath.Clean(rel)
 	if clean == ".." || strings.HasPrefix(clean, "../") || filepath.IsAbs(clean) {
-		return "", errLeavesWorkspace
+		return nil, "", errLeavesWorkspace
 	}
 	ws, err := filepath.EvalSymlinks(workspace) // hookrun's own path, not the pull request's
 	if err != nil {
-		return "", fmt.Errorf("resolving the workspace: %w", err)
+		return nil, "", fmt.Errorf("resolving the workspace: %w", err)
 	}
 	root, err := os.OpenFile(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("opening the workspace: %w", err)
+		return nil, "", fmt.Errorf("opening the workspace: %w", err)
 	}
 	defer root.Close()
 	hostView := filepath.Join(ws, clean)
 
-	h, err := pathrs.OpenatInRoot(root, clean)
+	f, err := pathrs.OpenatInRoot(root, clean)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, serr := os.Stat(hostView); serr == nil {
-			return "", errLeavesWorkspace // absent inside, present outside
+			return nil, "", errLeavesWorkspace // absent inside, present outside
 		}
-		h, err = pathrs.MkdirAllHandle(root, clean, 0o755)
+		f, err = pathrs.MkdirAllHandle(root, clean, 0o755)
 		if err != nil {
-			return "", fmt.Errorf("creating the missing host path inside the workspace (a dangling symlink on it is not followed): %w", err)
+			return nil, "", fmt.Errorf("creating the missing host path inside the workspace (a dangling symlink on it is not followed): %w", err)
 		}
 	} else if err != nil {
-		return "", fmt.Errorf("opening the host path inside the workspace: %w", err)
+		return nil, "", fmt.Errorf("opening the host path inside the workspace: %w", err)
 	}
-	defer h.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
 
 	var in, host unix.Stat_t
-	if err := unix.Fstat(int(h.Fd()), &in); err != nil {
-		return "", fmt.Errorf("inspecting the host path: %w", err)
+	if err := unix.Fstat(int(f.Fd()), &in); err != nil {
+		return nil, "", fmt.Errorf("inspecting the host path: %w", err)
 	}
 	if err := unix.Stat(hostView, &host); err != nil || in.Dev != host.Dev || in.Ino != host.Ino {
-		return "", errLeavesWorkspace
+		return nil, "", errLeavesWorkspace
 	}
-	p, err := procfs.ProcSelfFdReadlink(h)
+	p, err = procfs.ProcSelfFdReadlink(f)
 	if err != nil {
-		return "", fmt.Errorf("naming the host path: %w", err)
+		return nil, "", fmt.Errorf("naming the host path: %w", err)
 	}
 	if p != ws && !strings.HasPrefix(p, ws+"/") {
-		return "", errLeavesWorkspace // moved out under our feet
+		return nil, "", errLeavesWorkspace // moved out under our feet
 	}
-	return p, nil
+	return f, p, nil
 }
