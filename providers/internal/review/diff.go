@@ -11,6 +11,7 @@ type FileDiff struct {
 	Added   map[int]bool   // lines the change added
 	Context map[int]bool   // unchanged lines the diff shows around them
 	Text    map[int]string // the new side's text of each line shown
+	Old     map[int]int    // a context line's number on the old side (GitLab positions want both)
 }
 
 // Diff is a pull request's diff by new path.
@@ -29,12 +30,12 @@ func (d Diff) InDiff(path string, line int) bool {
 // skipped. A file the API gave no patch for (binary, too large) is an
 // empty FileDiff: in the change, with no lines.
 func ParsePatch(patch string) *FileDiff {
-	fd := &FileDiff{Added: map[int]bool{}, Context: map[int]bool{}, Text: map[int]string{}}
-	line := 0
+	fd := &FileDiff{Added: map[int]bool{}, Context: map[int]bool{}, Text: map[int]string{}, Old: map[int]int{}}
+	line, old := 0, 0
 	in := false
 	for _, l := range strings.Split(patch, "\n") {
 		if strings.HasPrefix(l, "@@") {
-			line, in = hunkStart(l), true
+			old, line, in = hunkOldStart(l), hunkStart(l), true
 			continue
 		}
 		if !in || line == 0 {
@@ -45,12 +46,16 @@ func ParsePatch(patch string) *FileDiff {
 			fd.Added[line], fd.Text[line] = true, strings.TrimSuffix(l[1:], "\r")
 			line++
 		case strings.HasPrefix(l, " "):
-			fd.Context[line], fd.Text[line] = true, strings.TrimSuffix(l[1:], "\r")
+			fd.Context[line], fd.Text[line], fd.Old[line] = true, strings.TrimSuffix(l[1:], "\r"), old
 			line++
+			old++
 		case l == "":
-			// a blank context line some tools send without its space
-		case strings.HasPrefix(l, "-"), strings.HasPrefix(l, `\`):
-			// removed on the old side; "\ No newline at end of file"
+			// a blank context line some tools send without its space: it
+			// is left out (so is the patch's final newline)
+		case strings.HasPrefix(l, "-"):
+			old++ // removed on the old side
+		case strings.HasPrefix(l, `\`):
+			// "\ No newline at end of file"
 		default:
 			in = false // out of the hunk
 		}
@@ -61,6 +66,23 @@ func ParsePatch(patch string) *FileDiff {
 // hunkStart is c of "@@ -a,b +c,d @@"; 0 when the header is malformed.
 func hunkStart(h string) int {
 	_, rest, ok := strings.Cut(h, " +")
+	if !ok {
+		return 0
+	}
+	end := strings.IndexAny(rest, ", ")
+	if end < 0 {
+		end = len(rest)
+	}
+	n, err := strconv.Atoi(rest[:end])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// hunkOldStart is a of "@@ -a,b +c,d @@"; 0 when malformed.
+func hunkOldStart(h string) int {
+	_, rest, ok := strings.Cut(h, " -")
 	if !ok {
 		return 0
 	}

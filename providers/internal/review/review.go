@@ -349,3 +349,7 @@ func Tally(p Plan, previous map[string]bool) (still, gone []string) {
 	sort.Strings(gone)
 	return still, gone
 }
+
+// RunMarker is the hidden line of a review's own body: which run posted
+// it.
+func RunMarker(runID string) string { return "<!-- hookrun-review:" + runID + " -->" }

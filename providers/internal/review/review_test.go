@@ -42,6 +42,9 @@ func TestParsePatch(t *testing.T) {
 	if len(fd.Added) != 3 || len(fd.Context) != 6 {
 		t.Errorf("added %v context %v", fd.Added, fd.Context)
 	}
+	if fd.Old[15] != 14 || fd.Old[12] != 12 || fd.Old[41] != 38 {
+		t.Errorf("old lines %v", fd.Old)
+	}
 	if fd.Text[13] != "\t\tlog.Fatal(\"no config\")" {
 		t.Errorf("text of 13: %q", fd.Text[13])
 	}
