@@ -57,6 +57,16 @@ type Harness struct {
 	// FinalState is the forge's commit state of a succeeded run
 	// ("success").
 	FinalState string
+	// Review builds the forge against a fake of its review API serving
+	// Event's pull request with the diff Patch (UnifiedDiff); nil: Review
+	// is not covered (the test log says so).
+	Review func(t *testing.T) (forge.Forge, ReviewFake)
+	// Suggestion opens the forge's suggestion block in a comment
+	// ("```suggestion\n").
+	Suggestion string
+	// MarksGone says the forge marks a gone finding's comment (GitHub
+	// edits it, GitLab resolves the discussion).
+	MarksGone bool
 }
 
 // Run runs the suite.
@@ -159,6 +169,7 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("GitCredentials %q, (%d bytes), %v; want %q and the token", u, len(p), err, h.GitUser)
 		}
 	})
+	t.Run("Review", func(t *testing.T) { reviewCase(t, h) })
 	t.Run("NoCredentials", func(t *testing.T) { noCredentials(t, h) })
 	t.Run("NotConfigured", func(t *testing.T) {
 		f := forge.NewRegistry().Get(h.Name)
