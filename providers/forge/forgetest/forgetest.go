@@ -215,6 +215,9 @@ func noCredentials(t *testing.T, h Harness) {
 	if err != nil || got != ref {
 		t.Errorf("Report: %+v, %v; want the ref unchanged and no error", got, err)
 	}
+	if _, err := f.Review(ctx, &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r", Workflow: wf, Event: h.Event}); !errors.Is(err, forge.ErrNoCredentials) {
+		t.Errorf("Review: %v, want ErrNoCredentials", err)
+	}
 	if u, p, err := f.GitCredentials(ctx, h.Event); u != "" || p != "" || err != nil {
 		t.Errorf("GitCredentials %q, %d bytes, %v; want none", u, len(p), err)
 	}
