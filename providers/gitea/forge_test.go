@@ -72,5 +72,15 @@ func TestForgeConformance(t *testing.T) {
 		GitUser:     "oauth2",
 		GitPass:     "gitea-token-7f3a",
 		FinalState:  "success",
+		Suggestion:  "```diff\n-\t\tlog.Fatal(\"no config\")\n+",
+		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
+			f := newFakeGitea(t)
+			f.rv = &fakeReviews{valid: []int{10, 11, 12, 13, 14, 15, 39, 40, 41}}
+			fg, err := NewForge(Config{BaseURL: f.base(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, reviewView{f}
+		},
 	})
 }

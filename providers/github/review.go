@@ -220,9 +220,10 @@ type giteaReviewComment struct {
 }
 
 func (p *pullReview) giteaEarlier(ctx context.Context, login string, add func(int64, string, string)) error {
-	for page := 1; ; page++ {
+	for page := 1; page > 0; {
 		var list []giteaReview
-		if err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews?limit=50&page=%d", p.owner, p.repo, p.number, page), &list); err != nil {
+		next, err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews?limit=50&page=%d", p.owner, p.repo, p.number, page), &list)
+		if err != nil {
 			return fmt.Errorf("listing the reviews of %s: %w", p, err)
 		}
 		for _, rv := range list {
@@ -230,28 +231,33 @@ func (p *pullReview) giteaEarlier(ctx context.Context, login string, add func(in
 				continue
 			}
 			var cms []giteaReviewComment
-			if err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews/%d/comments", p.owner, p.repo, p.number, rv.ID), &cms); err != nil {
+			if _, err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews/%d/comments", p.owner, p.repo, p.number, rv.ID), &cms); err != nil {
 				return fmt.Errorf("listing the comments of review %d of %s: %w", rv.ID, p, err)
 			}
 			for _, cm := range cms {
 				add(cm.ID, cm.User.Login, cm.Body)
 			}
 		}
-		if len(list) < 50 {
-			return nil
-		}
+		page = next
 	}
+	return nil
 }
 
-func (p *pullReview) get(ctx context.Context, u string, v any) error {
-	return p.r.call(ctx, func() error {
+// get reads u into v; next is the page the Link header names next (0:
+// none).
+func (p *pullReview) get(ctx context.Context, u string, v any) (next int, err error) {
+	err = p.r.call(ctx, func() error {
 		req, err := p.c.NewRequest(http.MethodGet, u, nil)
 		if err != nil {
 			return err
 		}
-		_, err = p.c.Do(ctx, req, v)
+		resp, err := p.c.Do(ctx, req, v)
+		if resp != nil {
+			next = resp.NextPage
+		}
 		return err
 	})
+	return next, err
 }
 
 // reviewComment is one comment of a GitHub review request.
