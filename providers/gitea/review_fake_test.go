@@ -124,6 +124,9 @@ func (v reviewView) Inline() map[string]string {
 	defer v.f.mu.Unlock()
 	out := map[string]string{}
 	for _, x := range v.f.rv.reviews {
+		if x.Login != v.f.login {
+			continue
+		}
 		for _, c := range x.Comments {
 			out[fmt.Sprintf("%s:%d", c.Path, c.Line)] = c.Body
 		}
