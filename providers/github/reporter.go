@@ -169,7 +169,12 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	}
 	if sha := headSHA(rep); rep.Workflow.Report.Status && sha != "" &&
 		(rep.Phase == contract.PhaseStart || rep.Phase == contract.PhaseFinal) {
-		if err := r.status(ctx, c, owner, repo, sha, rep); err != nil {
+		if r.checks() {
+			// With an App: a check run instead of a status (checks.go).
+			if err := r.checkRun(ctx, c, owner, repo, sha, rep, sum); err != nil {
+				errs = append(errs, err)
+			}
+		} else if err := r.status(ctx, c, owner, repo, sha, rep); err != nil {
 			errs = append(errs, err)
 		}
 	}
