@@ -137,4 +137,4 @@ func (v reviewView) Inline() map[string]string {
 // Marked is none: Gitea's gone findings are counted only.
 func (v reviewView) Marked() []string { return nil }
 
-func (v reviewView) ReviewRequests() int { return v.f.reqs.Count("POST", `/pulls/\d+/reviews$`) }
+func (v reviewView) ReviewRequests() int { return v.f.reqs.Count("POST", `.*/pulls/\d+/reviews`) }

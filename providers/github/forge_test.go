@@ -62,7 +62,10 @@ func TestForgeConformance(t *testing.T) {
 		MarksGone:  true,
 		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
 			f := newFakeGitHub(t)
-			newReviewFake(f)
+			rv := newReviewFake(f)
+			// Someone else's comment with a marker it copied: not hookrun's.
+			rv.comments = append(rv.comments, &fakeReviewComment{ID: 1, Path: "main.go", Line: 13, Login: "mallory",
+				Body: "<!-- hookrun:finding:0123456789abcdef0123456789abcdef -->"})
 			fg, err := NewForge(Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}", MaxWait: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)

@@ -182,7 +182,7 @@ func (v reviewView) Marked() []string {
 	return slices.Clone(v.f.rv.marked)
 }
 
-func (v reviewView) ReviewRequests() int { return v.f.count("POST", `/pulls/\d+/reviews$`) }
+func (v reviewView) ReviewRequests() int { return v.f.count("POST", `.*/pulls/\d+/reviews`) }
 
 // fakeCheckRun is one check run the fake holds.
 type fakeCheckRun struct {

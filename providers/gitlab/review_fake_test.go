@@ -169,4 +169,4 @@ func (v reviewView) Marked() []string {
 	return slices.Clone(v.f.rv.resolved)
 }
 
-func (v reviewView) ReviewRequests() int { return v.f.count("POST", `/discussions$`) }
+func (v reviewView) ReviewRequests() int { return v.f.count("POST", `.*/discussions`) }

@@ -86,6 +86,9 @@ func reviewCase(t *testing.T, h Harness) {
 		strings.Contains(body, "<exits>") || strings.Contains(body, "@acme") {
 		t.Errorf("comment body %q: want the marker first, the suggestion %q and the message escaped", body, h.Suggestion)
 	}
+	if fake.ReviewRequests() != 1 {
+		t.Errorf("%d review requests after the first run, want 1", fake.ReviewRequests())
+	}
 	if s.New != 1 || s.Posted != 1 || len(s.Dropped) != 1 || s.Dropped[0].Rule != "ctx" {
 		t.Errorf("first summary %+v", s)
 	}

@@ -133,7 +133,7 @@ func findings(s *review.Summary) string {
 	if s.Error != "" {
 		fmt.Fprintf(&b, "The review could not be posted: %s\n\n", review.Escape(oneLine(s.Error)))
 	}
-	fmt.Fprintf(&b, "%s posted as review comments · %d new, %d still present, %d gone since the last run\n",
+	fmt.Fprintf(&b, "%s posted · %d new, %d still present, %d gone since the last run\n",
 		plural(s.Posted, "inline comment"), s.New, s.Still, s.Gone)
 	list := func(title string, fs []contract.Finding) {
 		if len(fs) == 0 {
