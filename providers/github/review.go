@@ -71,11 +71,18 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 	sum.Kept, sum.Dropped = plan.Kept, plan.Dropped
 	if len(plan.Comments) > 0 {
 		if err := pr.post(ctx, headSHA(rep), rep, plan); err != nil {
+			if isStatus(err, http.StatusUnprocessableEntity) {
+				// The forge refuses the review itself (a line no longer in
+				// the diff after a new push): retrying will not help; the
+				// run's comment says so.
+				sum.Error = err.Error()
+				return sum, nil
+			}
 			return sum, err
 		}
 		sum.Posted = len(plan.Comments)
 	}
-	if r.cfg.Forge == workflows.GitHub {
+	if r.cfg.Forge == workflows.GitHub && review.MarksGone(rep.Status) {
 		for _, fp := range gone {
 			cm := earlier[fp]
 			if err := pr.editComment(ctx, cm.ID, cm.Body+review.Fixed(headSHA(rep))); err != nil {

@@ -41,3 +41,24 @@ func TestReviewInStickyComment(t *testing.T) {
 		t.Errorf("%d reviews posted, want 1", n)
 	}
 }
+
+// TestReviewRefused: a review GitHub refuses (422: a line no longer in the
+// diff after a new push) is said in the summary, and the report does not
+// fail (the outbox would retry it in vain).
+func TestReviewRefused(t *testing.T) {
+	f := newFakeGitHub(t)
+	rv := newReviewFake(f)
+	rv.valid["main.go"] = []int{10, 11, 12} // GitHub's diff moved on
+	rep := newReporter(t, f, nil)
+	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Comment: workflows.CommentNone,
+		Review: &workflows.ReviewOptions{Filter: workflows.ReviewFilterAdded, MaxComments: 30}}}
+	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1", Attempt: 1, Workflow: wf, Event: prEvent(1), HeadSHA: sha,
+		Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: []contract.Finding{{Path: "main.go", StartLine: 13, Message: "m"}}}}
+	s, err := rep.Review(context.Background(), r)
+	if err != nil || s == nil || !strings.Contains(s.Error, "422") || s.Posted != 0 {
+		t.Errorf("summary %+v, %v; want the refusal in Error and no error", s, err)
+	}
+	if _, err := rep.Report(context.Background(), r); err != nil {
+		t.Errorf("report: %v", err)
+	}
+}

@@ -2,7 +2,9 @@ package gitlab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
@@ -70,9 +72,21 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 		}
 		if _, _, err := r.api.Discussions.CreateMergeRequestDiscussion(pid, mr.iid, &gl.CreateMergeRequestDiscussionOptions{
 			Body: gl.Ptr(review.Body(c, review.GitLabSuggestion)), Position: pos}, gl.WithContext(ctx)); err != nil {
-			return sum, fmt.Errorf("commenting on %s line %d of %s: %w", c.Finding.Path, c.StartLine, mr, err)
+			err = fmt.Errorf("commenting on %s line %d of %s: %w", c.Finding.Path, c.StartLine, mr, err)
+			var er *gl.ErrorResponse
+			if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusBadRequest {
+				// GitLab refuses the position (a line no longer in the
+				// diff after a new push): retrying will not help; the
+				// run's note says so.
+				sum.Error = err.Error()
+				continue
+			}
+			return sum, err
 		}
 		sum.Posted++
+	}
+	if !review.MarksGone(rep.Status) {
+		return sum, nil
 	}
 	for _, fp := range gone {
 		id := earlier[fp]

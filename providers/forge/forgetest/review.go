@@ -65,10 +65,11 @@ func reviewCase(t *testing.T, h Harness) {
 		Suggestions: []contract.Suggestion{{StartLine: 13, Text: "\t\treturn errNoConfig"}}}
 	onContext := contract.Finding{Path: PatchPath, StartLine: 11, Level: contract.LevelWarning, Rule: "ctx", Message: "unused"}
 	later := contract.Finding{Path: PatchPath, StartLine: 40, Level: contract.LevelNote, Rule: "y", Message: "y is x"}
+	status := workflows.StatusSucceeded
 	run := func(id string, fs ...contract.Finding) *forge.ReviewSummary {
 		t.Helper()
 		rep := &contract.RunReport{Phase: contract.PhaseFinal, RunID: id, Attempt: 1, Workflow: wf, Event: &ev,
-			HeadSHA: h.Head.SHA, Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: fs}}
+			HeadSHA: h.Head.SHA, Status: status, Results: &contract.Results{Findings: fs}}
 		s, err := f.Review(ctx, rep)
 		if err != nil || s == nil {
 			t.Fatalf("review of run %s: %+v, %v", id, s, err)
@@ -100,6 +101,14 @@ func reviewCase(t *testing.T, h Harness) {
 	if s.New != 1 || s.Still != 1 || s.Gone != 0 {
 		t.Errorf("second summary %+v, want 1 new, 1 still", s)
 	}
+
+	// A failed run's missing findings may be a crashed tool's: counted
+	// gone, not marked.
+	status = workflows.StatusFailed
+	if s = run("run2-failed", later); s.Gone != 1 || len(fake.Marked()) != 0 {
+		t.Errorf("failed run: summary %+v, marked %q; want 1 gone, none marked", s, fake.Marked())
+	}
+	status = workflows.StatusSucceeded
 
 	n := fake.ReviewRequests()
 	s = run("run3", later)
