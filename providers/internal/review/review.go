@@ -353,3 +353,10 @@ func Tally(p Plan, previous map[string]bool) (still, gone []string) {
 // RunMarker is the hidden line of a review's own body: which run posted
 // it.
 func RunMarker(runID string) string { return "<!-- hookrun-review:" + runID + " -->" }
+
+// MarksGone reports whether a run's missing findings may be marked fixed:
+// only after a run that succeeded (or partially succeeded). A failed or
+// cancelled run's missing findings may be a crashed tool's.
+func MarksGone(s workflows.Status) bool {
+	return s == workflows.StatusSucceeded || s == workflows.StatusPartiallySucceeded
+}
