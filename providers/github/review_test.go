@@ -62,3 +62,26 @@ func TestReviewRefused(t *testing.T) {
 		t.Errorf("report: %v", err)
 	}
 }
+
+// TestReviewRange: a finding over lines 13-14 with a suggestion for both
+// is one comment with start_line 13, line 14, both on the RIGHT side,
+// and a ```suggestion of the two replacement lines.
+func TestReviewRange(t *testing.T) {
+	f := newFakeGitHub(t)
+	rv := newReviewFake(f)
+	rep := newReporter(t, f, nil)
+	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Comment: workflows.CommentNone,
+		Review: &workflows.ReviewOptions{Filter: workflows.ReviewFilterAdded, MaxComments: 30}}}
+	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1", Attempt: 1, Workflow: wf, Event: prEvent(1), HeadSHA: sha,
+		Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: []contract.Finding{{Path: "main.go", StartLine: 13, EndLine: 14,
+			Rule: "fatal", Message: "m", Suggestions: []contract.Suggestion{{StartLine: 13, EndLine: 14, Text: "\t\treturn err\n\t\t// done\n"}}}}}}
+	if _, err := rep.Report(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(rv.comments) != 1 || rv.comments[0].StartLine != 13 || rv.comments[0].Line != 14 ||
+		!strings.Contains(rv.comments[0].Body, "\n```suggestion\n\t\treturn err\n\t\t// done\n```\n") {
+		t.Errorf("comments %+v", rv.comments)
+	}
+}
