@@ -38,3 +38,14 @@ func TestReportReview(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewSchema: the JSON schema has report.review as a boolean or the
+// closed mapping of filter and max_comments.
+func TestReviewSchema(t *testing.T) {
+	s := string(Schema())
+	for _, want := range []string{`"review"`, `"max_comments"`, `"diff_context"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("schema lacks %s", want)
+		}
+	}
+}
