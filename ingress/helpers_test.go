@@ -391,6 +391,10 @@ func (f testForge) OpenDraft(context.Context, contract.DraftRequest) (workflows.
 
 func (f testForge) GitOrigin() (string, error) { return "", forge.ErrNoCredentials }
 
+func (f testForge) Review(context.Context, *contract.RunReport) (*forge.ReviewSummary, error) {
+	return nil, nil
+}
+
 func (f testForge) GitCredentials(context.Context, *workflows.Event) (string, string, error) {
 	return "", "", nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -174,7 +175,15 @@ type outboxReport struct {
 	Error    string                `json:"error,omitempty"`
 	Ref      contract.ReportRef    `json:"ref,omitzero"`
 	Delivery *workflows.Delivery   `json:"delivery,omitempty"`
+	// Results are the run's findings, so that a retried final report
+	// still posts its review (cut to fit maxStoredReport).
+	Results *contract.Results `json:"results,omitempty"`
 }
+
+// maxStoredReport bounds a stored report: the KV's message limit is
+// 1 MiB. Findings past it are left out of the stored report (its Results
+// say how many).
+const maxStoredReport = 900 << 10
 
 // maxStoredBody bounds the body kept (the forges' comment limits are far
 // below it; the KV's message size is 1 MiB).
@@ -194,7 +203,25 @@ func encodeReport(r *contract.RunReport) ([]byte, error) {
 	if len(w.Body) > maxStoredBody {
 		w.Body = w.Body[:maxStoredBody]
 	}
-	return json.Marshal(w)
+	if r.Results == nil {
+		return json.Marshal(w)
+	}
+	res := *r.Results
+	all := len(res.Findings)
+	for {
+		w.Results = &res
+		data, err := json.Marshal(w)
+		if err != nil || len(data) <= maxStoredReport || len(res.Findings) == 0 {
+			return data, err
+		}
+		// Too large: keep half as many findings, and say so.
+		res.Findings = res.Findings[:len(res.Findings)/2]
+		res.Dropped = maps.Clone(r.Results.Dropped)
+		if res.Dropped == nil {
+			res.Dropped = map[string]int{}
+		}
+		res.Dropped["over the outbox's size limit"] = all - len(res.Findings)
+	}
 }
 
 func decodeReport(data []byte) (*contract.RunReport, error) {
@@ -207,7 +234,8 @@ func decodeReport(data []byte) (*contract.RunReport, error) {
 	}
 	return &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
 		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report}, Event: w.Event,
-		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery}, nil
+		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery,
+		Results: w.Results}, nil
 }
 
 // Keep stores r, whose delivery failed with cause, to be tried again: after

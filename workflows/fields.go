@@ -498,6 +498,21 @@ func (p *rawReport) fields() []field {
 		{key: "comment", to: &p.comment, enum: commentModes, def: CommentSticky},
 		{key: "body", to: &p.body},
 		{key: "status", to: &p.status, def: true},
+		nested("review", "post the findings of $HOOKRUN_RESULTS as inline review comments: true, or the options", reviewSchema, p.readReview),
+	}
+}
+
+// reviewFilters are the values of report.review.filter (reviewdog's
+// filter modes).
+var reviewFilters = []string{ReviewFilterAdded, ReviewFilterDiffContext, ReviewFilterFile, ReviewFilterNone}
+
+// fields is the table of `report.review:` written as a mapping.
+func (v *rawReview) fields() []field {
+	return []field{
+		{key: "filter", to: &v.filter, enum: reviewFilters, def: ReviewFilterAdded,
+			doc: "which findings become comments: on added lines, on lines of the diff (with context), in changed files, or all"},
+		{key: "max_comments", to: &v.maxComments, bounds: between(1, 100), def: 30,
+			doc: "most inline comments one review posts; the rest are listed in the run's comment"},
 	}
 }
 

@@ -494,6 +494,19 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 	}
 	r.checkFields(p.node, scope{"report", "."}, p.fields())
 	w.Report = Report{Comment: p.comment.v, Body: p.body.v, Status: p.status.v}
+	if rv := p.review; rv != nil {
+		fs := rv.fields()
+		if rv.node.Kind == yaml.MappingNode {
+			r.checkFields(rv.node, scope{"report.review", "."}, fs)
+		} else {
+			for i := range fs {
+				setDefault(&fs[i])
+			}
+		}
+		if rv.enabled {
+			w.Report.Review = &ReviewOptions{Filter: rv.filter.v, MaxComments: rv.maxComments.v}
+		}
+	}
 	return w
 }
 

@@ -191,6 +191,33 @@ type rawReport struct {
 	comment val[string]
 	body    val[string]
 	status  val[bool]
+	review  *rawReview
+}
+
+// rawReview is `report.review:`, true/false or a mapping of options.
+type rawReview struct {
+	node        *yaml.Node
+	enabled     bool // true, or a mapping
+	filter      val[string]
+	maxComments val[int]
+}
+
+// readReview reads `report.review:`: a boolean, or the mapping of its
+// options (which turns reviews on).
+func (p *rawReport) readReview(r *reader, v *yaml.Node) {
+	v = deref(v)
+	rv := &rawReview{node: v}
+	switch {
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool":
+		rv.enabled = r.boolean(v, "report.review").v
+	case v.Kind == yaml.MappingNode:
+		r.object(v, "report.review", "report.review.", rv.fields())
+		rv.enabled = true
+	default:
+		r.errf(v, "report.review: expected true, false or a mapping (filter, max_comments), got %s", kindName(v))
+		return
+	}
+	p.review = rv
 }
 
 // maxDepth bounds recursion through aliases and nesting.

@@ -339,6 +339,12 @@ func handlerOnSchema() obj {
 }
 
 // backoffSchema: a boolean, 0, or a multiplier of at least backoffMin.
+// reviewSchema is report.review's: a boolean or the closed mapping of its
+// options.
+func reviewSchema() obj {
+	return obj{"anyOf": []any{obj{"type": "boolean"}, closedFields(new(rawReview).fields())}}
+}
+
 func backoffSchema() obj {
 	return obj{"anyOf": []any{obj{"type": "boolean"}, obj{"const": 0}, obj{"type": "number", "minimum": backoffMin}}}
 }

@@ -301,7 +301,27 @@ type Report struct {
 	Comment string `json:"comment"`        // sticky (default) | new | none
 	Body    string `json:"body,omitempty"` // final comment body; ${VAR} substituted with outputs
 	Status  bool   `json:"status"`         // commit status hookrun/<name>; default true
+	// Review, when set, posts the run's findings ($HOOKRUN_RESULTS) as
+	// inline review comments on the lines the pull request changed; nil:
+	// no review, whatever the steps wrote.
+	Review *ReviewOptions `json:"review,omitempty"`
 }
+
+// ReviewOptions are `report.review:`'s.
+type ReviewOptions struct {
+	// Filter says which findings become comments (ReviewFilter*).
+	Filter string `json:"filter"`
+	// MaxComments is the most inline comments one review posts.
+	MaxComments int `json:"max_comments"`
+}
+
+// report.review.filter values, as reviewdog's filter modes.
+const (
+	ReviewFilterAdded       = "added"        // on lines the change added
+	ReviewFilterDiffContext = "diff_context" // on lines the diff shows (added or context)
+	ReviewFilterFile        = "file"         // in files the change touched
+	ReviewFilterNone        = "none"         // anywhere (outside the diff: listed, not inline)
+)
 
 // Built-in values.
 const (

@@ -16,6 +16,12 @@
 // ErrNoCredentials until it has a token; Report without credentials is a
 // no-op (nothing to report to), as it has always been.
 //
+// Reviewer (review.go) posts a run's findings on the lines its pull or
+// merge request changed, one review per run, without repeating an earlier
+// run's; each forge's Report calls it in the final phase of a workflow
+// with report.review, before the run's comment, which shows its Summary.
+// forgetest's Review case runs it against each forge's fake review API.
+//
 // Adding a forge is a new package that implements Forge and runs
 // forgetest, and one Register line in internal/app.
 package forge

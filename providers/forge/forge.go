@@ -49,6 +49,7 @@ type Forge interface {
 	Name() workflows.Forge
 	Lookups
 	Reporter
+	Reviewer
 	Git
 }
 

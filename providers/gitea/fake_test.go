@@ -37,6 +37,8 @@ type fakeGitea struct {
 	members     map[string]bool   // collaborators
 	pulls       map[int]map[string]any
 	files       map[int][]string // pull request → its changed files (GET .../pulls/{n}/files)
+
+	rv *fakeReviews // review endpoints (review_fake_test.go); nil: not served
 }
 
 type fakeComment struct {
@@ -84,6 +86,9 @@ func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := r.URL.Path
+	if f.rv != nil && f.serveReview(w, r, p, body) {
+		return
+	}
 	switch m := r.Method; {
 	case m == http.MethodGet && p == "/api/v1/user":
 		f.json(w, http.StatusOK, map[string]any{"id": 2, "login": f.login, "username": f.login})

@@ -72,5 +72,17 @@ func TestForgeConformance(t *testing.T) {
 		GitUser:     "oauth2",
 		GitPass:     "gitea-token-7f3a",
 		FinalState:  "success",
+		Suggestion:  "```diff\n-\t\tlog.Fatal(\"no config\")\n+",
+		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
+			f := newFakeGitea(t)
+			// Someone else's review with a marker it copied: not hookrun's.
+			f.rv = &fakeReviews{valid: []int{10, 11, 12, 13, 14, 15, 39, 40, 41}, reviews: []*fakeReview{{ID: 1, Login: "mallory",
+				Comments: []fakeReviewComment{{ID: 2, Path: "main.go", Line: 13, Body: "<!-- hookrun:finding:0123456789abcdef0123456789abcdef -->"}}}}}
+			fg, err := NewForge(Config{BaseURL: f.base(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, reviewView{f}
+		},
 	})
 }

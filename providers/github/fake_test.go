@@ -58,6 +58,8 @@ type fakeGitHub struct {
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
+
+	rv *fakeReviews // review and checks endpoints (review_fake_test.go); nil: not served
 }
 
 type fakeComment struct {
@@ -258,6 +260,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if !f.checkAuth(w, r) {
+		return
+	}
+	if f.rv != nil && f.serveReview(w, r, path, body) {
 		return
 	}
 	owner, name, _ := strings.Cut(f.repo, "/")

@@ -58,6 +58,20 @@ func TestForgeConformance(t *testing.T) {
 		GitUser:    "x-access-token",
 		GitPass:    "ghp_testtoken123",
 		FinalState: "success",
+		Suggestion: "```suggestion\n",
+		MarksGone:  true,
+		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
+			f := newFakeGitHub(t)
+			rv := newReviewFake(f)
+			// Someone else's comment with a marker it copied: not hookrun's.
+			rv.comments = append(rv.comments, &fakeReviewComment{ID: 1, Path: "main.go", Line: 13, Login: "mallory",
+				Body: "<!-- hookrun:finding:0123456789abcdef0123456789abcdef -->"})
+			fg, err := NewForge(Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}", MaxWait: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, reviewView{f}
+		},
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&pullsAPI{t: t, open: map[string]int{}})
 			t.Cleanup(srv.Close)

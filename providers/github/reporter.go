@@ -13,8 +13,10 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/providers/internal/sticky"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -144,8 +146,20 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	}
 
 	var errs []error
+	var sum *review.Summary
+	if forge.Wants(rep) {
+		// Before the comment, which shows what the review did.
+		s, err := r.Review(ctx, rep)
+		if err != nil {
+			errs = append(errs, err)
+			if s != nil {
+				s.Error = err.Error()
+			}
+		}
+		sum = s
+	}
 	if mode := commentMode(rep.Workflow); mode != workflows.CommentNone && ev.Number() > 0 {
-		id, err := r.comment(ctx, c, owner, repo, mode, rep)
+		id, err := r.comment(ctx, c, owner, repo, mode, rep, sum)
 		if id != 0 {
 			ref.CommentID = id
 		}
@@ -155,7 +169,12 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	}
 	if sha := headSHA(rep); rep.Workflow.Report.Status && sha != "" &&
 		(rep.Phase == contract.PhaseStart || rep.Phase == contract.PhaseFinal) {
-		if err := r.status(ctx, c, owner, repo, sha, rep); err != nil {
+		if r.checks() {
+			// With an App: a check run instead of a status (checks.go).
+			if err := r.checkRun(ctx, c, owner, repo, sha, rep, sum); err != nil {
+				errs = append(errs, err)
+			}
+		} else if err := r.status(ctx, c, owner, repo, sha, rep); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -189,8 +208,8 @@ func headSHA(rep *contract.RunReport) string {
 
 // comment writes the run's comment (see sticky.Writer.Write) and returns its
 // id.
-func (r *Reporter) comment(ctx context.Context, c *gh.Client, owner, repo, mode string, rep *contract.RunReport) (int64, error) {
-	body := render.Comment(rep, render.Options{Limit: render.GitHubCommentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID)})
+func (r *Reporter) comment(ctx context.Context, c *gh.Client, owner, repo, mode string, rep *contract.RunReport, sum *review.Summary) (int64, error) {
+	body := render.Comment(rep, render.Options{Limit: render.GitHubCommentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
 	return r.comments.Write(ctx, &thread{r: r, c: c, owner: owner, repo: repo, number: rep.Event.Number()}, rep, mode, body)
 }
 

@@ -422,6 +422,7 @@ func TestAppAuth(t *testing.T) {
 	// The first token expires within ghinstallation's refresh margin (1 min),
 	// so the next call must fetch a new one; the second lasts an hour.
 	f.tokenTTL = []time.Duration{50 * time.Second, time.Hour}
+	newReviewFake(f) // an App's runs are check runs
 	f.seed(14, "someone", render.Marker("pr-review")+"\nnot ours")
 	ours := f.seed(14, f.bot, render.Marker("pr-review")+"\nours")
 

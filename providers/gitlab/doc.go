@@ -5,6 +5,10 @@
 // workflows.AssociationLookup (a user's access level in a project as an
 // author association) and workflows.HeadLookup (a merge request's head).
 //
+// With report.review, the final report first posts the run's findings as
+// merge request discussions positioned on the new lines, and resolves those
+// of findings no longer found (review.go, forge.Reviewer).
+//
 // The note is found again by the id the run record keeps
 // (RunReport.Ref.CommentID), else by its hidden marker
 // `<!-- hookrun:<workflow> -->` among the bot user's notes. Rate limits are

@@ -44,6 +44,8 @@ type fakeGitLab struct {
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered 429
+
+	rv *fakeDiscussions // review endpoints (review_fake_test.go); nil: not served
 }
 
 type fakeNote struct {
@@ -172,6 +174,9 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 
+	if f.rv != nil && f.serveReview(w, r, path, body) {
+		return
+	}
 	switch {
 	case path == "/user" && r.Method == "GET":
 		f.json(w, 200, map[string]any{"id": f.botID, "username": f.bot, "name": "hookrun", "state": "active", "bot": true})

@@ -65,6 +65,17 @@ func TestForgeConformance(t *testing.T) {
 		GitUser:     "oauth2",
 		GitPass:     "glpat-testtoken-abc123",
 		FinalState:  "success",
+		Suggestion:  "```suggestion:-0+0\n",
+		MarksGone:   true,
+		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
+			f := newFakeGitLab(t)
+			newDiscussionsFake(f)
+			fg, err := NewForge(Config{BaseURL: f.srv.URL, Token: f.token, MaxWait: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fg, reviewView{f}
+		},
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&mrAPI{open: map[string]int{}})
 			t.Cleanup(srv.Close)

@@ -12,8 +12,10 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 	"github.com/hookrun/hookrun/providers/internal/render"
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/providers/internal/sticky"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -101,8 +103,20 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	case ev.Issue != nil:
 		target.iid = int64(ev.Issue.Number)
 	}
+	var sum *review.Summary
+	if forge.Wants(rep) {
+		// Before the note, which shows what the review did.
+		s, err := r.Review(ctx, rep)
+		if err != nil {
+			errs = append(errs, err)
+			if s != nil {
+				s.Error = err.Error()
+			}
+		}
+		sum = s
+	}
 	if mode != workflows.CommentNone && target.iid > 0 {
-		id, err := r.note(ctx, target, mode, rep)
+		id, err := r.note(ctx, target, mode, rep, sum)
 		if id != 0 {
 			ref.CommentID = id
 		}
@@ -157,8 +171,8 @@ func retryAfter(err error) (time.Duration, bool) {
 }
 
 // note writes the run's note (see sticky.Writer.Write) and returns its id.
-func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contract.RunReport) (int64, error) {
-	body := render.Comment(rep, render.Options{Limit: render.GitLabNoteLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID)})
+func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contract.RunReport, sum *review.Summary) (int64, error) {
+	body := render.Comment(rep, render.Options{Limit: render.GitLabNoteLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
 	return r.notes.Write(ctx, &thread{r: r, n: n}, rep, mode, body)
 }
 

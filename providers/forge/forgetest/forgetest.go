@@ -57,6 +57,16 @@ type Harness struct {
 	// FinalState is the forge's commit state of a succeeded run
 	// ("success").
 	FinalState string
+	// Review builds the forge against a fake of its review API serving
+	// Event's pull request with the diff Patch (UnifiedDiff); nil: Review
+	// is not covered (the test log says so).
+	Review func(t *testing.T) (forge.Forge, ReviewFake)
+	// Suggestion opens the forge's suggestion block in a comment
+	// ("```suggestion\n").
+	Suggestion string
+	// MarksGone says the forge marks a gone finding's comment (GitHub
+	// edits it, GitLab resolves the discussion).
+	MarksGone bool
 }
 
 // Run runs the suite.
@@ -159,6 +169,7 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("GitCredentials %q, (%d bytes), %v; want %q and the token", u, len(p), err, h.GitUser)
 		}
 	})
+	t.Run("Review", func(t *testing.T) { reviewCase(t, h) })
 	t.Run("NoCredentials", func(t *testing.T) { noCredentials(t, h) })
 	t.Run("NotConfigured", func(t *testing.T) {
 		f := forge.NewRegistry().Get(h.Name)
@@ -203,6 +214,9 @@ func noCredentials(t *testing.T, h Harness) {
 	got, err := f.Report(ctx, &contract.RunReport{Phase: contract.PhaseStart, RunID: "r", Workflow: wf, Event: h.Event, Status: workflows.StatusRunning, Ref: ref})
 	if err != nil || got != ref {
 		t.Errorf("Report: %+v, %v; want the ref unchanged and no error", got, err)
+	}
+	if _, err := f.Review(ctx, &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r", Workflow: wf, Event: h.Event}); !errors.Is(err, forge.ErrNoCredentials) {
+		t.Errorf("Review: %v, want ErrNoCredentials", err)
 	}
 	if u, p, err := f.GitCredentials(ctx, h.Event); u != "" || p != "" || err != nil {
 		t.Errorf("GitCredentials %q, %d bytes, %v; want none", u, len(p), err)

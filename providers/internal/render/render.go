@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	Limit  int              // maximum characters of the whole comment; 0 = GitHubCommentLimit
 	RunURL string           // link on the run id ("" = none)
 	Now    func() time.Time // clock for the duration of running steps; nil = time.Now
+	// Review, in the final phase of a workflow with report.review, is what
+	// the review did with the run's findings: a Findings section.
+	Review *review.Summary
 }
 
 // Comment renders the comment for a report: the marker line, a header with
@@ -108,6 +112,9 @@ func Comment(r *contract.RunReport, o Options) string {
 	if r.Phase == contract.PhaseFinal && r.Delivery != nil {
 		b.WriteString("\n" + delivery(r.Delivery, r.Event) + "\n")
 	}
+	if r.Phase == contract.PhaseFinal && o.Review != nil {
+		b.WriteString("\n" + findings(o.Review))
+	}
 	head := b.String()
 
 	body := ""
@@ -115,6 +122,42 @@ func Comment(r *contract.RunReport, o Options) string {
 		body = "\n" + strings.TrimRight(r.Body, "\n") + "\n"
 	}
 	return fit(head, body, o.Limit)
+}
+
+// findings is the Findings section of a run's comment: how many, how they
+// compare with the last run's, and those the filter dropped (the first
+// review.ListedMax listed) or kept off the diff's lines.
+func findings(s *review.Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Findings** · %s\n\n", plural(s.Findings, "finding"))
+	if s.Error != "" {
+		fmt.Fprintf(&b, "The review could not be posted: %s\n\n", review.Escape(oneLine(s.Error)))
+	}
+	fmt.Fprintf(&b, "%s posted · %d new, %d still present, %d gone since the last run\n",
+		plural(s.Posted, "inline comment"), s.New, s.Still, s.Gone)
+	list := func(title string, fs []contract.Finding) {
+		if len(fs) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s\n\n", title)
+		for i, f := range fs {
+			if i == review.ListedMax {
+				fmt.Fprintf(&b, "- … and %d more\n", len(fs)-i)
+				break
+			}
+			b.WriteString("- " + review.Line(f) + "\n")
+		}
+	}
+	list(fmt.Sprintf("%s not on lines the review can comment on, or over its limit:", plural(len(s.Kept), "finding")), s.Kept)
+	list(fmt.Sprintf("%s left out by the filter `%s`:", plural(len(s.Dropped), "finding"), s.Filter), s.Dropped)
+	return b.String()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return thousands(n) + " " + noun + "s"
 }
 
 // filesNote says when the run's paths trigger matched without the full

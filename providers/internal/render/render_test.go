@@ -2,6 +2,7 @@ package render
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -114,6 +116,17 @@ func TestComment(t *testing.T) {
 			r.Status, r.Error = workflows.StatusFailed, "delivering the agent's commits: pushing branch hookrun/pr-review/7: running git push: exit status 128"
 			return r
 		}(), Options{}},
+		{"final-findings", report(contract.PhaseFinal, workflows.StatusSucceeded,
+			workflows.StepState{ID: "lint", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(time.Second), ExitCode: code(0)}),
+			Options{Review: func() *review.Summary {
+				s := &review.Summary{Filter: "added", Findings: 25, Posted: 2, New: 2, Still: 1, Gone: 3,
+					Kept: []contract.Finding{{Path: "main.go", StartLine: 90, Rule: "errcheck", Message: "over the limit"}}}
+				for i := range 22 {
+					s.Dropped = append(s.Dropped, contract.Finding{Path: "pkg/x.go", StartLine: i + 1, Rule: "unused",
+						Message: fmt.Sprintf("<b>%d</b> @acme/team\nsecond line", i)})
+				}
+				return s
+			}()}},
 		{"truncated", func() *contract.RunReport {
 			r := report(contract.PhaseFinal, workflows.StatusSucceeded,
 				workflows.StepState{ID: "review", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(time.Second)})
