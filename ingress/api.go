@@ -268,7 +268,8 @@ const maxStartBody = 1 << 20
 type startRequest struct {
 	Params map[string]string `json:"params"` // values for the workflow's params; strings only
 	// Repo is the repository the run is for (owner/name, or the GitLab
-	// project path), one of allow_repos; Forge its forge (default github).
+	// project path), one of allow_repos; Forge its forge (default
+	// Config.DefaultForge).
 	// The run has no pull request: nothing to comment on.
 	Repo  string          `json:"repo"`
 	Forge workflows.Forge `json:"forge"`
@@ -299,10 +300,10 @@ func (a *api) startRun(c echo.Context) error {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
 	}
 	if body.Forge == "" {
-		body.Forge = workflows.GitHub
+		body.Forge = a.srv.cfg.DefaultForge
 	}
-	if !webhookForge(body.Forge) {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", body.Forge)})
+	if !a.srv.webhookForge(body.Forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(body.Forge)})
 	}
 	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
@@ -351,10 +352,10 @@ func (a *api) rerunHandler(c echo.Context) error {
 func (a *api) replayHandler(c echo.Context) error {
 	forge := workflows.Forge(c.QueryParam("forge"))
 	if forge == "" {
-		forge = workflows.GitHub
+		forge = a.srv.cfg.DefaultForge
 	}
-	if !webhookForge(forge) {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", forge)})
+	if !a.srv.webhookForge(forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(forge)})
 	}
 	id := c.Param("id")
 	ans, err := a.srv.replay(c.Request().Context(), forge, id)

@@ -467,6 +467,9 @@ func (c *Config) Validate() error {
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
 	}
+	if c.GiteaEnabled() && c.Gitea.BaseURL == "" {
+		bad("gitea.base_url", "required when gitea is enabled (its events' git origin, and /hooks/gitea is served by the forge it configures)")
+	}
 	if c.Gitea.Token != "" || c.Gitea.BaseURL != "" {
 		if _, err := gitea.APIURL(c.Gitea.BaseURL); err != nil {
 			bad("gitea.base_url", "%v", err)
