@@ -59,7 +59,7 @@ type APIConfig struct {
 // reaches steps only as environment variables); POST
 // /api/v1/runs/:id/rerun (a new run of the same workflow, loaded now, on
 // the same event, linked both ways and reusing the sticky comment) and
-// POST /api/v1/deliveries/:id/replay (?forge=github|gitlab; a stored
+// POST /api/v1/deliveries/:id/replay (?forge=NAME, default Config.DefaultForge; a stored
 // delivery matched again against the workflows loaded now). The bearer
 // token is an operator's: a re-run through the API is not subject to the
 // workflow's `authorize` policy (the /retry comment is).
@@ -267,8 +267,8 @@ const maxStartBody = 1 << 20
 // startRequest is the body of POST /api/v1/workflows/:name/runs.
 type startRequest struct {
 	Params map[string]string `json:"params"` // values for the workflow's params; strings only
-	// Repo is the repository the run is for (owner/name, or the GitLab
-	// project path), one of allow_repos; Forge its forge (default
+	// Repo is the repository the run is for (owner/name, or a project
+	// path with groups), one of allow_repos; Forge its forge (default
 	// Config.DefaultForge).
 	// The run has no pull request: nothing to comment on.
 	Repo  string          `json:"repo"`

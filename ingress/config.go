@@ -18,7 +18,7 @@ import (
 // Defaults for Config.
 const (
 	DefaultListen         = "127.0.0.1:8080"
-	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, GitHub's own payload cap
+	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, the largest forge's own payload cap
 	DefaultPublishTimeout = 5 * time.Second
 )
 
@@ -35,7 +35,7 @@ type Config struct {
 	// MaxBodyBytes caps a webhook body; larger bodies get 413. Default 25 MiB.
 	MaxBodyBytes int64
 	// PublishTimeout bounds publishing all run requests of one delivery;
-	// past it the delivery gets 503. Default 5 s (GitHub gives up at 10 s).
+	// past it the delivery gets 503. Default 5 s (forges give up after about 10 s).
 	PublishTimeout time.Duration
 	// AllowRepos are the repositories deliveries are acted on for, globs
 	// over Event.Repo (workflows.MatchRepo: `myorg/*`, `group/**`). A
@@ -51,7 +51,7 @@ type Config struct {
 	// role (providers/forge.Lookups). nil: no webhook route at all.
 	Forges *forge.Registry
 	// DefaultForge is the forge of an API run or a replay that names none
-	// (internal/app: github).
+	// (internal/app sets it).
 	DefaultForge workflows.Forge
 	// Trust holds what pins comment-triggered runs to a head and caches
 	// authors' roles (trust.go).
@@ -116,11 +116,11 @@ type SlackConfig struct {
 	// Command is the slash command hookrun answers, as Slack sends it;
 	// default /hookrun.
 	Command string
-	// Origins is, for each forge, the scheme://host its repositories are
-	// cloned from (github.com, a GitHub Enterprise Server, gitlab.com, a
-	// self-managed GitLab): a chat run's CloneURL is the origin, its
-	// trigger's repo and ".git". Default: https://github.com and
-	// https://gitlab.com.
+	// Origins is, for each forge a chat trigger may name, the
+	// scheme://host its repositories are cloned from (the forge's
+	// GitOrigin): a chat run's CloneURL is the origin, its trigger's repo
+	// and ".git". No default: internal/app sets them from its forges; a
+	// forge without one runs no chat command.
 	Origins map[workflows.Forge]string
 	// ResponseURLPrefix is the only place a command's response_url may
 	// point to (workflows.ResponseURLAllowed); default
@@ -160,11 +160,6 @@ func (c *SlackConfig) setDefaults() {
 	}
 	if c.Origins == nil {
 		c.Origins = map[workflows.Forge]string{}
-	}
-	for f, o := range map[workflows.Forge]string{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.com"} {
-		if c.Origins[f] == "" {
-			c.Origins[f] = o
-		}
 	}
 }
 

@@ -51,7 +51,7 @@ type Server struct {
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
-	assoc   *assocCache  // GitLab associations looked up (trust.go)
+	assoc   *assocCache  // authors' associations looked up (trust.go)
 	tracer  trace.Tracer // nil: tracing off (tracing.go)
 	guard   *AuthGuard   // failed token checks per client address (guard.go)
 	// apiGroup is /api/v1 behind the bearer token once RegisterAPI added it.
@@ -493,8 +493,8 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 
 // decide matches ev against every workflow and returns the run requests of
 // those that matched and authorized it, recording the others in
-// resp.Skipped (in workflow order). Once anything matched, a GitLab
-// event's author association is looked up first, and the runs of a comment
+// resp.Skipped (in workflow order). Once anything matched, the author
+// association of an event whose payload carries none is looked up first, and the runs of a comment
 // are pinned to the pull request's head (or Refused when it is unknown).
 // A comment starts runs for at most CommandsConfig.MaxPerComment distinct
 // command lines; the others are listed in resp.Skipped. Each request

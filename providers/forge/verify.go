@@ -10,8 +10,8 @@ import (
 // VerifyHMAC compares the hex signature hexSig with the HMAC-SHA256 of the
 // message (its parts, in order) under every secret, in constant time:
 // every secret is tried, so the time taken does not depend on which one
-// matched. GitHub, Gitea and Slack sign this way (each forge's Verify and
-// ingress's Slack route use it).
+// matched. Forges' webhooks and Slack sign this way (forges'
+// Verify and ingress's Slack route use it).
 func VerifyHMAC(secrets [][]byte, hexSig string, message ...[]byte) bool {
 	sig, err := hex.DecodeString(hexSig)
 	if err != nil || len(sig) != sha256.Size {

@@ -96,7 +96,7 @@ func Malformed(name workflows.Forge, eventName string, err error) error {
 }
 
 // PushCommit is what a push payload lists of one commit: the paths it
-// added, removed and modified (GitHub, GitLab and Gitea alike).
+// added, removed and modified (the forges hookrun knows alike).
 type PushCommit struct {
 	Added    []string `json:"added"`
 	Removed  []string `json:"removed"`
