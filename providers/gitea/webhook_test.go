@@ -6,6 +6,10 @@ import (
 	"encoding/hex"
 	"net/http"
 	"testing"
+
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 const (
@@ -51,4 +55,33 @@ func TestVerifyGitea(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestWebhookConformance runs the webhook half of providers/forge/forgetest
+// on Gitea's webhooks with a recorded delivery.
+func TestWebhookConformance(t *testing.T) {
+	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
+		Name: Name,
+		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
+			f, err := NewForge(Config{BaseURL: "https://gitea.example/", WebhookEnabled: enabled, WebhookSecrets: secrets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		},
+		Headers: func(event, id, secret string, body []byte) http.Header {
+			h := http.Header{}
+			if event != "" {
+				h.Set("X-Gitea-Event", event)
+			}
+			if id != "" {
+				h.Set("X-Gitea-Delivery", id)
+			}
+			if secret != "" {
+				h.Set("X-Gitea-Signature", giteaSign(secret, body))
+			}
+			return h
+		},
+		Event: "pull_request", Body: readFile(t, "testdata/gitea/pull_request.payload.json"), Kind: workflows.KindPullRequest, SignsBody: true,
+	})
 }

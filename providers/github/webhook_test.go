@@ -1,8 +1,17 @@
 package github
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // GitHub's documented test vector:
@@ -54,4 +63,39 @@ func TestNewForgeRefusesEmptySecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "entry 1 is empty") || strings.Contains(err.Error(), "hunter2-secret") {
 		t.Fatalf("NewForge = %v, want a refusal naming entry 1 and no secret", err)
 	}
+}
+
+// TestWebhookConformance runs the webhook half of providers/forge/forgetest
+// on GitHub's webhooks with a real payload.
+func TestWebhookConformance(t *testing.T) {
+	body, err := os.ReadFile("testdata/github/pull_request/opened.payload.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
+		Name: Name,
+		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
+			f, err := NewForge(Config{WebhookEnabled: enabled, WebhookSecrets: secrets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		},
+		Headers: func(event, id, secret string, body []byte) http.Header {
+			h := http.Header{}
+			if event != "" {
+				h.Set("X-GitHub-Event", event)
+			}
+			if id != "" {
+				h.Set("X-GitHub-Delivery", id)
+			}
+			if secret != "" {
+				mac := hmac.New(sha256.New, []byte(secret))
+				mac.Write(body)
+				h.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+			}
+			return h
+		},
+		Event: "pull_request", Body: body, Kind: workflows.KindPullRequest, Ping: "ping", SignsBody: true,
+	})
 }

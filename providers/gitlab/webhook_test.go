@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 func TestVerifyGitLab(t *testing.T) {
@@ -84,4 +86,34 @@ func TestPushFiles(t *testing.T) {
 			t.Errorf("%s: %v %v, want %v %v", c.body, paths, complete, c.paths, c.complete)
 		}
 	}
+}
+
+// TestWebhookConformance runs the webhook half of providers/forge/forgetest
+// on GitLab's webhooks with a real payload (the delivery id is
+// Idempotency-Key).
+func TestWebhookConformance(t *testing.T) {
+	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
+		Name: Name,
+		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
+			f, err := NewForge(Config{WebhookEnabled: enabled, WebhookTokens: secrets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		},
+		Headers: func(event, id, secret string, _ []byte) http.Header {
+			h := http.Header{}
+			if event != "" {
+				h.Set("X-Gitlab-Event", event)
+			}
+			if id != "" {
+				h.Set("Idempotency-Key", id)
+			}
+			if secret != "" {
+				h.Set("X-Gitlab-Token", secret)
+			}
+			return h
+		},
+		Event: "Merge Request Hook", Body: readFile(t, "testdata/gitlab/merge_request.json"), Kind: workflows.KindPullRequest,
+	})
 }
