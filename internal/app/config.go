@@ -144,7 +144,7 @@ type GiteaConfig struct {
 	WebhookSecret  string   `yaml:"webhook_secret"`  // the webhook's secret (X-Gitea-Signature); enables /hooks/gitea
 	WebhookSecrets []string `yaml:"webhook_secrets"` // more accepted secrets, for rotation
 	Token          string   `yaml:"token"`           // access token for comments, statuses, authors' permissions and clones
-	BaseURL        string   `yaml:"base_url"`        // the server's web root, https://gitea.example/ (required with a token)
+	BaseURL        string   `yaml:"base_url"`        // the server's web root, https://gitea.example/ (required with a token, and when enabled)
 }
 
 // SlackConfig enables Slack slash commands (POST /hooks/slack) and says
