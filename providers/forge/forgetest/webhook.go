@@ -17,7 +17,7 @@ type WebhookHarness struct {
 	// Name is the forge's name.
 	Name workflows.Forge
 	// New builds the forge with its webhooks enabled or not, verified with
-	// secrets (GitLab's tokens); no API credentials.
+	// secrets (or tokens); no API credentials.
 	New func(t *testing.T, enabled bool, secrets ...string) forge.Forge
 	// Headers are what the forge sends with body: the event's header
 	// (none when event is ""), the delivery's (none when id is ""), the
