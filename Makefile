@@ -77,9 +77,9 @@ compose-test: test-image ## docker-compose.yml up with local images: deliveries 
 .PHONY: fuzz
 fuzz: ## run each fuzz target briefly (FUZZTIME=10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./workflows
-	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
-	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
-	$(GO) test -run '^$$' -fuzz '^FuzzGitHubProjection$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./ingress
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/github
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/gitlab
+	$(GO) test -run '^$$' -fuzz '^FuzzGitHubProjection$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/github
 
 .PHONY: bench
 bench: build ## measure ingest, dispatch, engine overhead and memory against their floors (under 3 min; docs/performance.md)

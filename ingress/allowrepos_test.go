@@ -25,12 +25,12 @@ func TestAllowRepos(t *testing.T) {
 	env := newEnv(t, Config{AllowRepos: []string{"codertocat/*", "mygroup/**"}}, map[string]string{"pr.yaml": anyone})
 
 	github := func(fullName string) []byte {
-		return patchJSON(t, "testdata/github/pull_request/opened.payload.json", func(m map[string]any) {
+		return patchJSON(t, githubFixtures+"pull_request/opened.payload.json", func(m map[string]any) {
 			obj(m, "repository")["full_name"] = fullName
 		})
 	}
 	gitlab := func(path string) []byte {
-		return patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+		return patchJSON(t, gitlabFixtures+"merge_request.json", func(m map[string]any) {
 			obj(m, "project")["path_with_namespace"] = path
 		})
 	}

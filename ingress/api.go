@@ -59,7 +59,7 @@ type APIConfig struct {
 // reaches steps only as environment variables); POST
 // /api/v1/runs/:id/rerun (a new run of the same workflow, loaded now, on
 // the same event, linked both ways and reusing the sticky comment) and
-// POST /api/v1/deliveries/:id/replay (?forge=github|gitlab; a stored
+// POST /api/v1/deliveries/:id/replay (?forge=NAME, default Config.DefaultForge; a stored
 // delivery matched again against the workflows loaded now). The bearer
 // token is an operator's: a re-run through the API is not subject to the
 // workflow's `authorize` policy (the /retry comment is).
@@ -267,8 +267,9 @@ const maxStartBody = 1 << 20
 // startRequest is the body of POST /api/v1/workflows/:name/runs.
 type startRequest struct {
 	Params map[string]string `json:"params"` // values for the workflow's params; strings only
-	// Repo is the repository the run is for (owner/name, or the GitLab
-	// project path), one of allow_repos; Forge its forge (default github).
+	// Repo is the repository the run is for (owner/name, or a project
+	// path with groups), one of allow_repos; Forge its forge (default
+	// Config.DefaultForge).
 	// The run has no pull request: nothing to comment on.
 	Repo  string          `json:"repo"`
 	Forge workflows.Forge `json:"forge"`
@@ -299,10 +300,10 @@ func (a *api) startRun(c echo.Context) error {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
 	}
 	if body.Forge == "" {
-		body.Forge = workflows.GitHub
+		body.Forge = a.srv.cfg.DefaultForge
 	}
-	if !webhookForge(body.Forge) {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", body.Forge)})
+	if !a.srv.webhookForge(body.Forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(body.Forge)})
 	}
 	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
@@ -351,10 +352,10 @@ func (a *api) rerunHandler(c echo.Context) error {
 func (a *api) replayHandler(c echo.Context) error {
 	forge := workflows.Forge(c.QueryParam("forge"))
 	if forge == "" {
-		forge = workflows.GitHub
+		forge = a.srv.cfg.DefaultForge
 	}
-	if !webhookForge(forge) {
-		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("forge must be github or gitlab or gitea, got %q", forge)})
+	if !a.srv.webhookForge(forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(forge)})
 	}
 	id := c.Param("id")
 	ans, err := a.srv.replay(c.Request().Context(), forge, id)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -13,22 +12,6 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
-
-// BenchmarkNormalizeGitHubPullRequest measures the normalization of the
-// 28 KB pull_request opened payload the ingest benchmark sends.
-func BenchmarkNormalizeGitHubPullRequest(b *testing.B) {
-	body, err := os.ReadFile("testdata/github/pull_request/opened.payload.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Normalize(workflows.GitHub, "pull_request", body, "d"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
 
 // instantPublisher persists nothing and answers at once: what is left of a
 // delivery is ingress's own work (verify, normalize, match, metrics).
@@ -53,7 +36,7 @@ func (instantPublisher) Ready(context.Context) error { return nil }
 // costs nothing: ingress's CPU per delivery, the metrics included.
 func BenchmarkDeliverGitHub(b *testing.B) {
 	env := newEnvWith(b, Config{}, instantPublisher{}, map[string]string{"pr.yaml": prWorkflow})
-	body := readFile(b, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(b, githubFixtures+"pull_request/opened.payload.json")
 	sig := sign(testGitHubSecret, body)
 	h := env.srv.Handler()
 	var seq atomic.Int64

@@ -18,7 +18,7 @@ import (
 // Defaults for Config.
 const (
 	DefaultListen         = "127.0.0.1:8080"
-	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, GitHub's own payload cap
+	DefaultMaxBodyBytes   = 25 << 20 // 25 MiB, the largest forge's own payload cap
 	DefaultPublishTimeout = 5 * time.Second
 )
 
@@ -26,22 +26,16 @@ const (
 type Config struct {
 	// Listen is the TCP address Start binds, host:port; default 127.0.0.1:8080.
 	Listen string
-	// GitHub configures POST /hooks/github.
-	GitHub GitHubConfig
-	// GitLab configures POST /hooks/gitlab.
-	GitLab GitLabConfig
-	// Gitea configures POST /hooks/gitea (Gitea and Forgejo).
-	Gitea GiteaConfig
 	// Slack configures POST /hooks/slack, Slack slash commands (slack.go).
 	Slack SlackConfig
-	// InsecureNoVerify lets a forge be enabled without a secret. Requests to
-	// such a forge are then accepted unverified and each one logs a warning.
-	// A forge that has secrets is always verified.
+	// InsecureNoVerify lets a forge's webhooks be enabled without a secret.
+	// Requests to such a forge are then accepted unverified and each one
+	// logs a warning. A forge that has secrets is always verified.
 	InsecureNoVerify bool
 	// MaxBodyBytes caps a webhook body; larger bodies get 413. Default 25 MiB.
 	MaxBodyBytes int64
 	// PublishTimeout bounds publishing all run requests of one delivery;
-	// past it the delivery gets 503. Default 5 s (GitHub gives up at 10 s).
+	// past it the delivery gets 503. Default 5 s (forges give up after about 10 s).
 	PublishTimeout time.Duration
 	// AllowRepos are the repositories deliveries are acted on for, globs
 	// over Event.Repo (workflows.MatchRepo: `myorg/*`, `group/**`). A
@@ -49,10 +43,16 @@ type Config struct {
 	// creates nothing. Empty: every repository (internal/app refuses to run
 	// ingress without allow_repos; empty is for tests and benchmarks).
 	AllowRepos []string
-	// Forges are the forges ingress asks what payloads leave out: a pull
-	// request's head, its changed files, an author's role
-	// (providers/forge.Lookups). nil: no forge has API credentials.
+	// Forges are the forges ingress serves: one webhook route each,
+	// POST /hooks/<name>, answering 404 while the forge's webhooks are
+	// disabled; its deliveries verified and normalized by the forge
+	// (providers/forge.Webhooks); and what payloads leave out looked up
+	// through it: a pull request's head, its changed files, an author's
+	// role (providers/forge.Lookups). nil: no webhook route at all.
 	Forges *forge.Registry
+	// DefaultForge is the forge of an API run or a replay that names none
+	// (internal/app sets it).
+	DefaultForge workflows.Forge
 	// Trust holds what pins comment-triggered runs to a head and caches
 	// authors' roles (trust.go).
 	Trust TrustConfig
@@ -77,34 +77,6 @@ type Config struct {
 	// with "verify" and "publish" children, whose context the run
 	// messages carry to the runners. nil: no spans at all (tracing off).
 	Tracer trace.TracerProvider
-}
-
-// GitHubConfig configures the GitHub webhook receiver.
-type GitHubConfig struct {
-	// Enabled serves POST /hooks/github; when false the route answers 404.
-	Enabled bool
-	// Secrets are the webhook secrets; a delivery signed with any of them is
-	// accepted (several allow rotation). Never logged.
-	Secrets []string
-}
-
-// GitLabConfig configures the GitLab webhook receiver.
-type GitLabConfig struct {
-	// Enabled serves POST /hooks/gitlab; when false the route answers 404.
-	Enabled bool
-	// Tokens are the accepted X-Gitlab-Token values (several allow
-	// rotation). Never logged.
-	Tokens []string
-}
-
-// GiteaConfig configures the Gitea (and Forgejo) webhook receiver.
-type GiteaConfig struct {
-	// Enabled serves POST /hooks/gitea; when false the route answers 404.
-	Enabled bool
-	// Secrets are the webhook secrets X-Gitea-Signature is checked
-	// against; a delivery signed with any of them is accepted (several
-	// allow rotation). Never logged.
-	Secrets []string
 }
 
 // CommandsConfig names the comment commands the server itself acts on.
@@ -144,11 +116,11 @@ type SlackConfig struct {
 	// Command is the slash command hookrun answers, as Slack sends it;
 	// default /hookrun.
 	Command string
-	// Origins is, for each forge, the scheme://host its repositories are
-	// cloned from (github.com, a GitHub Enterprise Server, gitlab.com, a
-	// self-managed GitLab): a chat run's CloneURL is the origin, its
-	// trigger's repo and ".git". Default: https://github.com and
-	// https://gitlab.com.
+	// Origins is, for each forge a chat trigger may name, the
+	// scheme://host its repositories are cloned from (the forge's
+	// GitOrigin): a chat run's CloneURL is the origin, its trigger's repo
+	// and ".git". No default: internal/app sets them from its forges; a
+	// forge without one runs no chat command.
 	Origins map[workflows.Forge]string
 	// ResponseURLPrefix is the only place a command's response_url may
 	// point to (workflows.ResponseURLAllowed); default
@@ -188,11 +160,6 @@ func (c *SlackConfig) setDefaults() {
 	}
 	if c.Origins == nil {
 		c.Origins = map[workflows.Forge]string{}
-	}
-	for f, o := range map[workflows.Forge]string{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.com"} {
-		if c.Origins[f] == "" {
-			c.Origins[f] = o
-		}
 	}
 }
 
@@ -242,8 +209,10 @@ func (c *Config) setDefaults() {
 	c.AuthLimit.setDefaults()
 }
 
-// Validate reports every problem of c, defaults applied. It refuses a forge
-// enabled without a secret unless InsecureNoVerify is set.
+// Validate reports every problem of c, defaults applied. It refuses a
+// forge whose webhooks are enabled without a secret unless
+// InsecureNoVerify is set (a secret's empty entry is refused when the
+// forge is built).
 func (c Config) Validate() error {
 	c.setDefaults()
 	var errs []error
@@ -267,9 +236,12 @@ func (c Config) Validate() error {
 	if c.Commands.MaxPerComment < 0 {
 		errs = append(errs, fmt.Errorf("checking commands: max per comment must not be negative, got %d", c.Commands.MaxPerComment))
 	}
-	errs = append(errs, checkSecrets("github", "webhook secret", c.GitHub.Enabled, c.GitHub.Secrets, c.InsecureNoVerify))
-	errs = append(errs, checkSecrets("gitlab", "webhook token", c.GitLab.Enabled, c.GitLab.Tokens, c.InsecureNoVerify))
-	errs = append(errs, checkSecrets("gitea", "webhook secret", c.Gitea.Enabled, c.Gitea.Secrets, c.InsecureNoVerify))
+	for _, name := range c.Forges.Names() {
+		f := c.Forges.Get(name)
+		if err := f.Verify(nil, nil); f.HookEnabled() && errors.Is(err, forge.ErrNoSecret) && !c.InsecureNoVerify {
+			errs = append(errs, fmt.Errorf("checking %s: %w (set one, or pass --insecure-no-verify to accept unverified deliveries)", name, err))
+		}
+	}
 	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate(), c.AuthLimit.Validate())
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("checking trusted proxies: %w", err))
@@ -278,15 +250,3 @@ func (c Config) Validate() error {
 }
 
 var retryName = regexp.MustCompile(`^[A-Za-z0-9][-_A-Za-z0-9]*$`)
-
-func checkSecrets(forge, what string, enabled bool, secrets []string, insecure bool) error {
-	for i, s := range secrets {
-		if s == "" {
-			return fmt.Errorf("checking %s %ss: entry %d is empty", forge, what, i)
-		}
-	}
-	if enabled && len(secrets) == 0 && !insecure {
-		return fmt.Errorf("checking %s: enabled without a %s (set one, or pass --insecure-no-verify to accept unverified deliveries)", forge, what)
-	}
-	return nil
-}

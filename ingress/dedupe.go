@@ -13,7 +13,7 @@ import (
 
 // Object dedupe (issue #24). A delivery id is the forge's name for one
 // sending of an event, not for the event: a captured signed body re-sent
-// under a new X-GitHub-Delivery, or one event sent by two hooks, would start
+// under a new delivery id, or one event sent by two hooks, would start
 // its runs again. So every run a webhook starts also carries what the
 // forge's object and its version are (queue.RunRequest.Object), which the
 // queue dedupes in hookrun_deliveries beside the delivery key, in the same
@@ -61,7 +61,7 @@ func objectKey(ev *workflows.Event, line string) string {
 		part(ev.Action)
 		part(ev.UpdatedAt)
 		if ev.Comment.ID == 0 {
-			// A Gitea review names no id: its text tells it apart.
+			// A review some forges send names no id: its text tells it apart.
 			part(ev.Comment.Body)
 		}
 		part(line)

@@ -38,7 +38,7 @@ steps:
 // with the given text by a user of the given association.
 func issueComment(t testing.TB, body, association string) []byte {
 	t.Helper()
-	return patchJSON(t, "testdata/github/issue_comment/created.payload.json", func(m map[string]any) {
+	return patchJSON(t, githubFixtures+"issue_comment/created.payload.json", func(m map[string]any) {
 		c := obj(m, "comment")
 		c["body"] = body
 		c["author_association"] = association
@@ -56,7 +56,7 @@ func TestResentBodyIsNotANewEvent(t *testing.T) {
 		name, event string
 		body        []byte
 	}{
-		{"pull_request", "pull_request", readFile(t, "testdata/github/pull_request/opened.payload.json")},
+		{"pull_request", "pull_request", readFile(t, githubFixtures+"pull_request/opened.payload.json")},
 		{"comment", "issue_comment", issueComment(t, "/cmd one\n/cmd two", "NONE")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,26 +104,26 @@ steps:
 `
 	env := newEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow, "label.yaml": labeledWorkflow, "edit.yaml": editedWorkflow})
 	sync := func(sha string) []byte {
-		return patchJSON(t, "testdata/github/pull_request/synchronize.payload.json", func(m map[string]any) {
+		return patchJSON(t, githubFixtures+"pull_request/synchronize.payload.json", func(m map[string]any) {
 			pr := obj(m, "pull_request")
 			obj(pr, "head")["sha"] = sha
 			pr["updated_at"] = "2026-12-01T10:00:00Z"
 		})
 	}
 	labeled := func(label string) []byte {
-		return patchJSON(t, "testdata/github/pull_request/labeled.payload.json", func(m map[string]any) {
+		return patchJSON(t, githubFixtures+"pull_request/labeled.payload.json", func(m map[string]any) {
 			obj(m, "label")["name"] = label
 		})
 	}
 	requested := func(login string) []byte {
-		return patchJSON(t, "testdata/github/pull_request/labeled.payload.json", func(m map[string]any) {
+		return patchJSON(t, githubFixtures+"pull_request/labeled.payload.json", func(m map[string]any) {
 			m["action"] = "review_requested"
 			delete(m, "label")
 			m["requested_reviewer"] = map[string]any{"login": login}
 		})
 	}
 	edited := func(at string) []byte {
-		return patchJSON(t, "testdata/github/issue_comment/created.payload.json", func(m map[string]any) {
+		return patchJSON(t, githubFixtures+"issue_comment/created.payload.json", func(m map[string]any) {
 			m["action"] = "edited"
 			obj(m, "comment")["updated_at"] = at
 		})
@@ -205,7 +205,7 @@ func TestRerunOfRepositoryNoLongerAllowed(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := New(Config{AllowRepos: allow, PublishTimeout: 30 * time.Second,
-			GitHub: GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}}, q, set, logger)
+			Forges: registry(hooks(workflows.GitHub, true, testGitHubSecret)), DefaultForge: workflows.GitHub}, q, set, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestRerunOfRepositoryNoLongerAllowed(t *testing.T) {
 		return env
 	}
 	before := server("codertocat/*")
-	a := before.github(t, "pull_request", "left-allow-repos", readFile(t, "testdata/github/pull_request/opened.payload.json"))
+	a := before.github(t, "pull_request", "left-allow-repos", readFile(t, githubFixtures+"pull_request/opened.payload.json"))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 1 {
 		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
 	}

@@ -1,6 +1,8 @@
-// Package ingress is where forge events enter hookrun: an echo server that
-// verifies GitHub, GitLab and Gitea (Forgejo) webhooks, one route each
-// from the forgeRoutes table (POST /hooks/<forge>), normalizes them into workflows.Event,
+// Package ingress is where forge events enter hookrun: an echo server with
+// one webhook route per forge of Config.Forges (POST /hooks/<forge>; 404
+// while the forge's webhooks are disabled) that has the forge verify each
+// delivery and normalize it into a workflows.Event (providers/forge.Webhooks:
+// what differs between forges lives in providers/<forge>), then
 // matches and authorizes them against the loaded workflows and publishes one
 // queue.RunRequest per match, answering 202 only after every PubAck. It also
 // serves health and metrics (Prometheus, a registry per server), and
@@ -22,7 +24,7 @@
 // linked both ways and reusing the sticky comment (rerun.go).
 //
 // Answers: 202 {"delivery", "runs": [{"id", "workflow"}], "skipped":
-// [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a GitHub ping;
+// [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a forge's ping;
 // 401 {"error":"unauthorized"} for any verification failure (which check
 // failed is logged at debug only, and nothing received is echoed or logged);
 // 400 for missing headers or a body that does not parse; 413
@@ -49,43 +51,20 @@
 // looked up or persisted; it is only counted (outcome "not_allowed") and
 // logged.
 //
-// What authorizes an event (see workflows.Workflow.Authorize for the rules):
-//   - GitHub pull_request: the pull request author's author_association (the
-//     code a run checks out is theirs), not the sender's, which GitHub does
-//     not send. Fork: head.repo differs from base.repo, or was deleted.
-//   - GitHub issue_comment: the comment's author_association. The payload
-//     does not say where a pull request's head lives, so a comment on a pull
-//     request is matched and authorized as Fork = true (the untrusted case).
-//     Its runs are then pinned to the head the pull request had when the
-//     comment was accepted: the one remembered from its latest pull_request
-//     event (hookrun_heads, written for every pull_request event before
-//     matching), else the one the forge API reports (Config.Forges, bounded
-//     by LookupTimeout); HeadRef, BaseRef and Fork follow that head. When
-//     neither knows it, the run request is Refused and the runner fails it
-//     with a message asking to comment again: the tip is never run instead.
-//   - GitHub issues: the issue author's author_association.
-//   - Pushes (both forges): COLLABORATOR, since pushing needs write access.
-//   - GitLab merge request, note and issue events: GitLab sends nothing like
-//     author_association. Once a workflow matched, the author's access level
-//     in the project is looked up (GET /projects/:id/members/all/:user_id
-//     through the gitlab forge of Config.Forges, cached for at most 5 minutes):
-//     Owner → OWNER, Maintainer and Developer → MEMBER, Reporter →
-//     COLLABORATOR, anything else or no membership → NONE. The author is the
-//     merge request's (its code is what runs), the note's or the issue's
-//     (Event.AuthorID, in project Event.ProjectID). Without a lookup, or when
-//     it fails, the event stays NONE (fail closed) and the skip reason says
-//     why. Fork: source_project_id != target_project_id.
-//
-// Parsing: GitHub bodies are decoded into projections of go-github's event
-// types, only the fields normalization reads, by the encoding/json v2
-// engine (github_payload.go; FuzzGitHubProjection holds them equal to
-// go-github's ParseWebHook, which decoding the whole payload made 80 % of
-// the handler's CPU). GitLab bodies go through client-go's ParseWebhook.
-//
-// GitLab actions are mapped to GitHub's names: open → opened, reopen →
-// reopened, close → closed, merge → closed with Merged, update → synchronize
-// when commits changed (oldrev set) else edited; approved/unapproved and
-// others pass through. Confidential issue and note hooks are not handled.
-// The GitLab dedupe key is Idempotency-Key, else X-Gitlab-Event-UUID, else
-// "sha256-" and the body's digest.
+// What authorizes an event is the author's association the forge's
+// normalizer sets (see workflows.Workflow.Authorize for the rules, and each
+// providers/<forge> package for its payloads). A comment whose payload does
+// not say where its pull request's head lives is matched and authorized as
+// Fork = true (the untrusted case); its runs are then pinned to the head
+// the pull request had when the comment was accepted: the one remembered
+// from its latest pull_request event (hookrun_heads, written for every
+// pull_request event before matching), else the one the forge API reports
+// (Config.Forges, bounded by LookupTimeout); HeadRef, BaseRef and Fork
+// follow that head. When neither knows it, the run request is Refused and
+// the runner fails it with a message asking to comment again: the tip is
+// never run instead. An event whose payload carries no association
+// (forge.AssociationNone) gets the one its forge's API reports once a
+// workflow matched (Lookups.Association, cached for at most
+// TrustConfig.AssociationTTL); without a lookup, or when it fails, the event
+// stays NONE (fail closed) and the skip reason says why.
 package ingress

@@ -10,6 +10,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -27,15 +28,15 @@ type Drift struct {
 	Error string `json:"error"` // what the decoder said
 }
 
-// normalizeTolerant is Normalize that survives type drift: each field the
+// normalizeTolerant is the forge's Normalize that survives type drift: each field the
 // decoder refuses for its type is removed from a copy of the body and the
 // decode retried, up to maxDrift fields; ev.Raw stays the body as sent.
 // Syntax errors, and drift beyond the bound, are still ErrMalformedPayload.
-func normalizeTolerant(forge workflows.Forge, eventName string, body []byte, deliveryID string) (*workflows.Event, []Drift, error) {
+func normalizeTolerant(hooks forge.Webhooks, eventName string, body []byte, deliveryID string) (*workflows.Event, []Drift, error) {
 	var drift []Drift
 	decoded := body
 	for {
-		ev, err := Normalize(forge, eventName, decoded, deliveryID)
+		ev, err := hooks.Normalize(eventName, decoded, deliveryID)
 		if err == nil {
 			ev.Raw = body
 			return ev, drift, nil
@@ -54,8 +55,8 @@ func normalizeTolerant(forge workflows.Forge, eventName string, body []byte, del
 }
 
 // typeErrorPath is the path of the value a type error is about: from the
-// JSON v2 engine's semantic error (GitHub projections) or encoding/json's
-// UnmarshalTypeError (GitLab's client-go), as path segments.
+// JSON v2 engine's semantic error or encoding/json's UnmarshalTypeError
+// (whichever decoder the forge's normalizer uses), as path segments.
 func typeErrorPath(err error) ([]string, bool) {
 	var se *jsonv2.SemanticError
 	if errors.As(err, &se) && se.JSONPointer != "" && se.GoType != nil {

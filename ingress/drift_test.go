@@ -28,8 +28,8 @@ steps:
 // 400 naming the field when one does; a body that is not JSON stays a 400;
 // nothing is persisted in either case.
 func TestDriftedFields(t *testing.T) {
-	pushAfter := patchJSON(t, "testdata/github/push/payload.json", func(m map[string]any) { m["after"] = 123 })
-	mrDescription := patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+	pushAfter := patchJSON(t, githubFixtures+"push/payload.json", func(m map[string]any) { m["after"] = 123 })
+	mrDescription := patchJSON(t, gitlabFixtures+"merge_request.json", func(m map[string]any) {
 		obj(m, "object_attributes")["description"] = map[string]any{"changed": "type"}
 	})
 
@@ -75,7 +75,7 @@ func TestDriftedFields(t *testing.T) {
 	})
 	t.Run("undrifted still runs", func(t *testing.T) {
 		env := newEnv(t, Config{}, map[string]string{"mr.yaml": mrWorkflow})
-		a := env.gitlab(t, "Merge Request Hook", nil, patchJSON(t, "testdata/gitlab/merge_request.json", func(map[string]any) {}))
+		a := env.gitlab(t, "Merge Request Hook", nil, patchJSON(t, gitlabFixtures+"merge_request.json", func(map[string]any) {}))
 		if a.Code != http.StatusAccepted || strings.Contains(a.Raw, "drift") {
 			t.Fatalf("answer %d %s", a.Code, a.Raw)
 		}

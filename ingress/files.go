@@ -2,8 +2,8 @@ package ingress
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hookrun/hookrun/workflows"
@@ -17,7 +17,7 @@ import (
 // workflow takes.
 type FilesConfig struct {
 	// Timeout bounds the whole lookup of one delivery (every page), so that
-	// the answer reaches the forge in time (GitHub gives up at 10 s).
+	// the answer reaches the forge in time (forges give up after 10 s or so).
 	// Default 5s.
 	Timeout time.Duration
 }
@@ -39,11 +39,6 @@ func (c FilesConfig) Validate() error {
 	return nil
 }
 
-// payloadCommitCap is how many commits a push payload lists at most when
-// it does not say how many there were: past it the compare API tells the
-// files.
-const payloadCommitCap = 20
-
 // changedFiles sets ev.Files when a workflow that may take ev selects by
 // changed files: for a pull request from the forge's API, for a push from
 // its payload (or the compare API when the payload lists only the first
@@ -60,13 +55,13 @@ func (s *Server) changedFiles(ctx context.Context, ev *workflows.Event) {
 	if !wanted {
 		return
 	}
+	lookup := s.cfg.Forges.Get(ev.Forge)
 	if ev.Kind == workflows.KindPush {
-		if paths, complete := pushFiles(ev.Raw); complete {
+		if paths, complete := lookup.PushFiles(ev.Raw); complete {
 			ev.Files = &workflows.ChangedFiles{Paths: paths}
 			return
 		}
 	}
-	lookup := s.cfg.Forges.Get(ev.Forge)
 	if lookup.Credentials() != nil {
 		ev.Files = &workflows.ChangedFiles{Unknown: fmt.Sprintf("no %s API credentials are configured to list them", ev.Forge)}
 		return
@@ -88,40 +83,8 @@ func (s *Server) changedFiles(ctx context.Context, ev *workflows.Event) {
 	ev.Files = &files
 }
 
-// pushFiles reads the files a push changes from its payload, GitHub's,
-// GitLab's and Gitea's alike (commits[].added, modified, removed), and
-// whether the payload lists every commit: GitLab and Gitea say how many
-// there were (total_commits_count, total_commits); GitHub's lists are
-// taken as cut at payloadCommitCap.
-func pushFiles(raw []byte) (paths []string, complete bool) {
-	var p struct {
-		Commits []struct {
-			Added    []string `json:"added"`
-			Removed  []string `json:"removed"`
-			Modified []string `json:"modified"`
-		} `json:"commits"`
-		Total      *int `json:"total_commits_count"`
-		GiteaTotal *int `json:"total_commits"`
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, false
-	}
-	seen := map[string]bool{}
-	for _, c := range p.Commits {
-		for _, l := range [][]string{c.Added, c.Removed, c.Modified} {
-			for _, f := range l {
-				if !seen[f] {
-					seen[f] = true
-					paths = append(paths, f)
-				}
-			}
-		}
-	}
-	if p.Total == nil {
-		p.Total = p.GiteaTotal
-	}
-	if p.Total != nil {
-		return paths, *p.Total <= len(p.Commits)
-	}
-	return paths, len(p.Commits) < payloadCommitCap
+// zeroSHA reports whether sha is the all-zero object id (SHA-1 or SHA-256)
+// forges send as the before of a push that creates a branch.
+func zeroSHA(sha string) bool {
+	return sha != "" && strings.Trim(sha, "0") == ""
 }

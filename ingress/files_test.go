@@ -66,7 +66,7 @@ steps:
 func pushBody(t *testing.T, n int, files ...string) []byte {
 	t.Helper()
 	var p map[string]any
-	if err := json.Unmarshal(readFile(t, "testdata/github/push/payload.json"), &p); err != nil {
+	if err := json.Unmarshal(readFile(t, githubFixtures+"push/payload.json"), &p); err != nil {
 		t.Fatal(err)
 	}
 	var commits []any
@@ -96,7 +96,7 @@ func pushBody(t *testing.T, n int, files ...string) []byte {
 func TestPathsTriggers(t *testing.T) {
 	files := &fakeFiles{}
 	env := newEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, files: files})}, map[string]string{"go.yaml": pathsWorkflow})
-	pr := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	pr := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	n := 0
 	deliver := func(event string, body []byte) answer {
 		n++
@@ -163,31 +163,5 @@ func TestPathsTriggers(t *testing.T) {
 	}
 	if c := plain.called(); len(c) != 0 {
 		t.Fatalf("no workflow has paths, yet ingress looked up %v", c)
-	}
-}
-
-// pushFiles reads the files of every commit of GitLab's and GitHub's push
-// payloads, each once, and knows when the payload lists only some commits.
-func TestPushFiles(t *testing.T) {
-	// GitLab's example lists 2 of its total_commits_count 4.
-	paths, complete := pushFiles(readFile(t, "testdata/gitlab/push.json"))
-	if complete || strings.Join(paths, ",") != "CHANGELOG,app/controller/application.rb" {
-		t.Fatalf("GitLab push fixture: %v complete %v, want its two files and incomplete", paths, complete)
-	}
-	cases := []struct {
-		body     string
-		paths    []string
-		complete bool
-	}{
-		{`{"commits":[{"added":["a"],"modified":["b"]},{"removed":["a"],"modified":["c"]}],"total_commits_count":2}`, []string{"a", "b", "c"}, true},
-		{`{"commits":[{"added":["a"]}],"total_commits_count":25}`, []string{"a"}, false},
-		{`{"commits":[]}`, nil, true},
-		{`{"commits":"x"}`, nil, false},
-	}
-	for _, c := range cases {
-		paths, complete := pushFiles([]byte(c.body))
-		if complete != c.complete || strings.Join(paths, ",") != strings.Join(c.paths, ",") {
-			t.Errorf("%s: %v %v, want %v %v", c.body, paths, complete, c.paths, c.complete)
-		}
 	}
 }

@@ -34,7 +34,7 @@ func giteaSign(secret string, body []byte) string {
 func (e *testEnv) gitea(t testing.TB, name, secret string, body []byte) answer {
 	t.Helper()
 	var rec map[string]string
-	if err := json.Unmarshal(readFile(t, "testdata/gitea/"+name+".headers.json"), &rec); err != nil {
+	if err := json.Unmarshal(readFile(t, giteaFixtures+name+".headers.json"), &rec); err != nil {
 		t.Fatal(err)
 	}
 	h := http.Header{}
@@ -43,28 +43,6 @@ func (e *testEnv) gitea(t testing.TB, name, secret string, body []byte) answer {
 	}
 	h.Set("X-Gitea-Signature", giteaSign(secret, body))
 	return e.do(t, "/hooks/gitea", h, bytes.NewReader(body))
-}
-
-func TestVerifyGitea(t *testing.T) {
-	body := readFile(t, "testdata/gitea/push.payload.json")
-	secrets := [][]byte{[]byte(testGiteaSecret), []byte(testGiteaOldSecret)}
-	for _, tc := range []struct {
-		name   string
-		header string
-		want   bool
-	}{
-		{"current secret", giteaSign(testGiteaSecret, body), true},
-		{"old secret (rotation)", giteaSign(testGiteaOldSecret, body), true},
-		{"other secret", giteaSign("nope", body), false},
-		{"github's prefixed form", "sha256=" + giteaSign(testGiteaSecret, body), false},
-		{"body changed", giteaSign(testGiteaSecret, append([]byte(" "), body...)), false},
-		{"truncated", giteaSign(testGiteaSecret, body)[:62], false},
-		{"empty", "", false},
-	} {
-		if got := verifyGitea(secrets, tc.header, body); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
 }
 
 // fakeCollaborators is a workflows.CollaboratorLookup over a table of
@@ -95,7 +73,7 @@ func (f *fakeCollaborators) count(login string) int {
 // syncBy is the recorded pull_request_sync delivery of a pull request by
 // author, its head in headRepo.
 func syncBy(t *testing.T, author, headRepo string) []byte {
-	return patchJSON(t, "testdata/gitea/pull_request_sync.payload.json", func(m map[string]any) {
+	return patchJSON(t, giteaFixtures+"pull_request_sync.payload.json", func(m map[string]any) {
 		pr := obj(m, "pull_request")
 		obj(pr, "user")["login"] = author
 		obj(obj(pr, "head"), "repo")["full_name"] = headRepo
@@ -111,8 +89,8 @@ func syncBy(t *testing.T, author, headRepo string) []byte {
 func TestGiteaWebhook(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "OWNER", "mallory": "NONE"}, calls: map[string]int{}}
 	clock := newFakeClock()
-	env := newTrustEnv(t, Config{Gitea: GiteaConfig{Enabled: true, Secrets: []string{testGiteaSecret, testGiteaOldSecret}},
-		Forges: testForges(testForge{name: workflows.Gitea, collab: collab})}, clock, map[string]string{"pr.yaml": prWorkflow})
+	env := newTrustEnv(t, Config{
+		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, Webhooks: hooks(workflows.Gitea, true, testGiteaSecret, testGiteaOldSecret)})}, clock, map[string]string{"pr.yaml": prWorkflow})
 
 	body := syncBy(t, "alice", "alice/demo")
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_sync", testGiteaSecret, body))
@@ -164,7 +142,7 @@ func TestGiteaWebhook(t *testing.T) {
 	}
 
 	// GitHub beside it.
-	if req := onlyRequest(t, env, env.github(t, "pull_request", "gh-1", readFile(t, "testdata/github/pull_request/synchronize.payload.json"))); req.Event.Forge != workflows.GitHub {
+	if req := onlyRequest(t, env, env.github(t, "pull_request", "gh-1", readFile(t, githubFixtures+"pull_request/synchronize.payload.json"))); req.Event.Forge != workflows.GitHub {
 		t.Errorf("github delivery forge %q", req.Event.Forge)
 	}
 }
@@ -173,10 +151,10 @@ func TestGiteaWebhook(t *testing.T) {
 // without a secret.
 func TestGiteaRouteConfig(t *testing.T) {
 	env := newEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow})
-	if a := env.gitea(t, "push", testGiteaSecret, readFile(t, "testdata/gitea/push.payload.json")); a.Code != http.StatusNotFound {
+	if a := env.gitea(t, "push", testGiteaSecret, readFile(t, giteaFixtures+"push.payload.json")); a.Code != http.StatusNotFound {
 		t.Errorf("disabled: %d %s", a.Code, a.Raw)
 	}
-	err := Config{Gitea: GiteaConfig{Enabled: true}}.Validate()
+	err := Config{Forges: registry(hooks(workflows.Gitea, true))}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "checking gitea: enabled without a webhook secret") {
 		t.Errorf("Validate: %v", err)
 	}
@@ -188,9 +166,9 @@ func TestGiteaRouteConfig(t *testing.T) {
 func TestGiteaCommentUsesPayloadHead(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "MEMBER"}, calls: map[string]int{}}
 	heads := &fakeHeads{err: errors.New("must not be called")}
-	env := newTrustEnv(t, Config{Gitea: GiteaConfig{Enabled: true, Secrets: []string{testGiteaSecret}},
-		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, heads: heads})}, nil, map[string]string{"review.yaml": reviewWorkflow})
-	body := patchJSON(t, "testdata/gitea/pull_request_comment.payload.json", func(m map[string]any) { obj(m, "comment")["body"] = "/review now" })
+	env := newTrustEnv(t, Config{
+		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, heads: heads, Webhooks: hooks(workflows.Gitea, true, testGiteaSecret)})}, nil, map[string]string{"review.yaml": reviewWorkflow})
+	body := patchJSON(t, giteaFixtures+"pull_request_comment.payload.json", func(m map[string]any) { obj(m, "comment")["body"] = "/review now" })
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_comment", testGiteaSecret, body))
 	pr := req.Event.PullRequest
 	if req.Refused != "" || pr.HeadSHA != "faa6f2b1967e6ac56d39735259f837348f1488d4" || pr.HeadRef != "feature" || pr.BaseRef != "main" || pr.Fork {
@@ -198,44 +176,5 @@ func TestGiteaCommentUsesPayloadHead(t *testing.T) {
 	}
 	if req.Event.AuthorAssociation != "MEMBER" || req.Event.CommandArgs != "now" || collab.count("alice") != 1 {
 		t.Errorf("association %q args %q lookups %d", req.Event.AuthorAssociation, req.Event.CommandArgs, collab.count("alice"))
-	}
-}
-
-// Gitea's actions and review events, beside the goldens: label_cleared is
-// unlabeled; an approval, a rejection and a diff comment are comment
-// events on the pull request by their sender, with the review's text; a
-// head in another repository is a fork; events hookrun does not take are
-// unhandled.
-func TestNormalizeGitea(t *testing.T) {
-	ev, err := Normalize(workflows.Gitea, "pull_request", patchJSON(t, "testdata/gitea/pull_request_label.payload.json",
-		func(m map[string]any) { m["action"] = "label_cleared"; obj(m, "pull_request")["labels"] = []any{} }), "d")
-	if err != nil || ev.Action != "unlabeled" || ev.Labels != nil {
-		t.Fatalf("label_cleared: %+v, %v", ev, err)
-	}
-	for _, event := range []string{"pull_request_approved", "pull_request_rejected", "pull_request_comment"} {
-		body := patchJSON(t, "testdata/gitea/pull_request.payload.json", func(m map[string]any) {
-			m["action"] = "reviewed"
-			m["review"] = map[string]any{"type": strings.Replace(event, "pull_request_", "pull_request_review_", 1), "content": "/review " + event}
-			obj(m, "sender")["login"] = "bob"
-			obj(obj(obj(m, "pull_request"), "head"), "repo")["full_name"] = "bob/demo"
-		})
-		ev, err := Normalize(workflows.Gitea, event, body, "d")
-		if err != nil {
-			t.Fatalf("%s: %v", event, err)
-		}
-		if ev.Kind != workflows.KindComment || ev.Action != "created" || ev.Author != "bob" || ev.AuthorAssociation != "NONE" ||
-			ev.Comment == nil || ev.Comment.Body != "/review "+event || ev.PullRequest == nil || ev.PullRequest.Number != 2 ||
-			!workflows.IsCommitID(ev.PullRequest.HeadSHA) || !ev.PullRequest.Fork {
-			ev.Raw = nil
-			t.Errorf("%s: %+v comment %+v pr %+v", event, ev, ev.Comment, ev.PullRequest)
-		}
-	}
-	if _, err := Normalize(workflows.Gitea, "pull_request_approved", readFile(t, "testdata/gitea/pull_request.payload.json"), "d"); !errors.Is(err, ErrMalformedPayload) {
-		t.Errorf("review event without review: %v", err)
-	}
-	for _, event := range []string{"create", "release", "workflow_run"} {
-		if _, err := Normalize(workflows.Gitea, event, []byte(`{}`), "d"); !errors.Is(err, ErrUnhandledEvent) {
-			t.Errorf("%s: %v", event, err)
-		}
 	}
 }

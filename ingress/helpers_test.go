@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/gitea"
+	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -183,9 +187,8 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 	if len(set.Workflows()) != len(workflowFiles) {
 		t.Fatalf("loaded %d workflows from %d files:\n%s", len(set.Workflows()), len(workflowFiles), logs)
 	}
-	if !cfg.GitHub.Enabled && !cfg.GitLab.Enabled {
-		cfg.GitHub = GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}
-		cfg.GitLab = GitLabConfig{Enabled: true, Tokens: []string{testGitLabToken}}
+	if cfg.DefaultForge == "" {
+		cfg.DefaultForge = workflows.GitHub // as internal/app sets it
 	}
 	if cfg.PublishTimeout == 0 {
 		cfg.PublishTimeout = 30 * time.Second // see openQueue
@@ -288,7 +291,7 @@ func (e *testEnv) get(t testing.TB, path string) (int, string) {
 // commenter association.
 func prComment(t testing.TB, body, association string) []byte {
 	t.Helper()
-	return patchJSON(t, "testdata/github/issue_comment/created.payload.json", func(m map[string]any) {
+	return patchJSON(t, githubFixtures+"issue_comment/created.payload.json", func(m map[string]any) {
 		issue := obj(m, "issue")
 		issue["pull_request"] = map[string]any{
 			"url":      "https://api.github.com/repos/Codertocat/Hello-World/pulls/1",
@@ -311,7 +314,10 @@ func mustContain(t testing.TB, s, sub string) {
 // answers forge.ErrNoCredentials, as a forge without a token does), with
 // the association texts of the real providers.
 type testForge struct {
-	name    workflows.Forge
+	name workflows.Forge
+	// Webhooks are the real provider's (hooks); nil: testForges gives
+	// the default of its name.
+	forge.Webhooks
 	heads   workflows.HeadLookup
 	files   workflows.ChangedFilesLookup
 	members workflows.AssociationLookup  // GitLab's
@@ -319,13 +325,63 @@ type testForge struct {
 }
 
 // testForges registers fs, and GitHub, GitLab and Gitea without
-// credentials where fs has none of them, as internal/app does.
+// credentials where fs has none of them, as internal/app does. A forge
+// without Webhooks gets the default of its name: GitHub's and GitLab's
+// enabled with testGitHubSecret and testGitLabToken, Gitea's disabled.
 func testForges(fs ...testForge) *forge.Registry {
-	reg := forge.NewRegistry(testForge{name: workflows.GitHub}, testForge{name: workflows.GitLab}, testForge{name: workflows.Gitea})
-	for _, f := range fs {
+	reg := forge.NewRegistry()
+	for _, f := range append([]testForge{{name: workflows.GitHub}, {name: workflows.GitLab}, {name: workflows.Gitea}}, fs...) {
+		if f.Webhooks == nil {
+			f.Webhooks = defaultHooks(f.name)
+		}
 		reg.Register(f)
 	}
 	return reg
+}
+
+// defaultHooks are testForges' webhooks of the forge named name.
+func defaultHooks(name workflows.Forge) forge.Webhooks {
+	switch name {
+	case workflows.GitHub:
+		return hooks(name, true, testGitHubSecret)
+	case workflows.GitLab:
+		return hooks(name, true, testGitLabToken)
+	}
+	return hooks(name, false)
+}
+
+// hooks are the webhooks of the real provider named name, as internal/app
+// builds them: served when enabled, verified with secrets (GitLab's
+// tokens).
+func hooks(name workflows.Forge, enabled bool, secrets ...string) forge.Webhooks {
+	var (
+		f   forge.Forge
+		err error
+	)
+	switch name {
+	case workflows.GitHub:
+		f, err = github.NewForge(github.Config{WebhookEnabled: enabled, WebhookSecrets: secrets})
+	case workflows.GitLab:
+		f, err = gitlab.NewForge(gitlab.Config{WebhookEnabled: enabled, WebhookTokens: secrets})
+	case workflows.Gitea:
+		f, err = gitea.NewForge(gitea.Config{BaseURL: "https://gitea.example/", WebhookEnabled: enabled, WebhookSecrets: secrets})
+	default:
+		err = fmt.Errorf("no provider %q", name)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("building the %s provider's webhooks: %v", name, err))
+	}
+	return f
+}
+
+// registry is testForges with the webhooks of each forge of hs (a forge
+// not in hs keeps the default).
+func registry(hs ...forge.Webhooks) *forge.Registry {
+	fs := make([]testForge, 0, len(hs))
+	for _, h := range hs {
+		fs = append(fs, testForge{name: h.(forge.Forge).Name(), Webhooks: h})
+	}
+	return testForges(fs...)
 }
 
 func (f testForge) Name() workflows.Forge { return f.name }
@@ -400,3 +456,38 @@ func (f testForge) GitCredentials(context.Context, *workflows.Event) (string, st
 }
 
 var _ forge.Forge = testForge{}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// Payload fixtures live with their forge's normalizer (providers/<forge>/testdata).
+const (
+	githubFixtures = "../providers/github/testdata/github/"
+	gitlabFixtures = "../providers/gitlab/testdata/gitlab/"
+	giteaFixtures  = "../providers/gitea/testdata/gitea/"
+)
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// patchJSON decodes a fixture, applies edit to it and encodes it again.
+func patchJSON(t testing.TB, path string, edit func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readFile(t, path), &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func obj(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }

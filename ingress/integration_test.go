@@ -22,7 +22,7 @@ func TestConcurrentDeliveriesDedupe(t *testing.T) {
 		unique = 400 // the other 100 repeat one of these
 	)
 	env := newEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow, "review.yaml": reviewWorkflow})
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 
 	deliveries := make([]string, 0, total)
 	for i := range unique {
@@ -103,7 +103,7 @@ func TestQueueStoppedMidLoad(t *testing.T) {
 	dir := t.TempDir()
 	q1 := openQueue(t, dir)
 	env := newEnvWith(t, Config{PublishTimeout: 2 * time.Second}, q1, map[string]string{"pr.yaml": prWorkflow})
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 
 	type outcome struct {
 		code        int

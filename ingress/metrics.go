@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"github.com/hookrun/hookrun/providers/forge"
 	"log/slog"
 	"net/http"
 
@@ -14,7 +15,7 @@ const (
 	outcomeAccepted     = "accepted"     // at least one run published (or found as a duplicate)
 	outcomeNoRun        = "no_run"       // handled event, but no workflow matched or was authorized
 	outcomeUnhandled    = "unhandled"    // event type hookrun ignores
-	outcomePing         = "ping"         // GitHub ping
+	outcomePing         = "ping"         // a forge's ping (Webhooks.Ping)
 	outcomeUnauthorized = "unauthorized" // bad or missing signature/token
 	outcomeMalformed    = "malformed"    // missing headers or unparsable body
 	outcomeTooLarge     = "too_large"    // body over the cap
@@ -59,19 +60,24 @@ func newMetrics(logger *slog.Logger, more ...prometheus.Collector) *metrics {
 	return m
 }
 
-// knownEvents bounds the "event" label: event names come from a header, and
-// only these are used verbatim.
-var knownEvents = map[string]bool{
-	ghPing: true, ghPullRequest: true, ghIssueComment: true, ghIssues: true, ghPush: true,
-	glMergeRequest: true, glNote: true, glIssue: true, glPush: true, glTagPush: true,
-	gtReviewApproved: true, gtReviewRejected: true, gtReviewComment: true,
+// knownEvents bound the "event" label: event names come from a header,
+// and only those a registered forge handles (Webhooks.Events) are used
+// verbatim.
+func knownEvents(reg *forge.Registry) map[string]bool {
+	known := map[string]bool{}
+	for _, n := range reg.Names() {
+		for _, e := range reg.Get(n).Events() {
+			known[e] = true
+		}
+	}
+	return known
 }
 
-func eventLabel(name string) string {
+func (s *Server) eventLabel(name string) string {
 	switch {
 	case name == "":
 		return "none"
-	case knownEvents[name]:
+	case s.knownEvents[name]:
 		return name
 	}
 	return "other"

@@ -262,7 +262,7 @@ func (s *Server) replay(ctx context.Context, forge workflows.Forge, id string) (
 	}
 	rid := queue.ReplayDelivery(id, n)
 	ans := replayAnswer{response: response{Delivery: rid, Runs: []runRef{}}, ReplayOf: id}
-	ev, drift, err := normalizeTolerant(forge, d.Event, d.Raw, rid)
+	ev, drift, err := normalizeTolerant(s.cfg.Forges.Get(forge), d.Event, d.Raw, rid)
 	if err != nil {
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, err)
 	}

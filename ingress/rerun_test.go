@@ -29,7 +29,10 @@ func rerunEnv(t *testing.T, cfg Config, files map[string]string) (*testEnv, *wor
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.GitHub = GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}
+	if cfg.Forges == nil {
+		cfg.Forges = registry(hooks(workflows.GitHub, true, testGitHubSecret), hooks(workflows.GitLab, false))
+	}
+	cfg.DefaultForge = workflows.GitHub
 	cfg.PublishTimeout = 30 * time.Second
 	s, err := New(cfg, q, set, logger)
 	if err != nil {
@@ -45,7 +48,7 @@ func rerunEnv(t *testing.T, cfg Config, files map[string]string) (*testEnv, *wor
 // prOpenedOn is the pull_request opened fixture for pull request number.
 func prOpenedOn(t *testing.T, number int) []byte {
 	t.Helper()
-	return patchJSON(t, "testdata/github/pull_request/opened.payload.json", func(m map[string]any) {
+	return patchJSON(t, githubFixtures+"pull_request/opened.payload.json", func(m map[string]any) {
 		m["number"] = number
 		obj(m, "pull_request")["number"] = number
 	})
@@ -89,7 +92,7 @@ func streamRequest(t *testing.T, q *queue.Queue, id string) *queue.RunRequest {
 // workflow no longer loaded are refused with a reason.
 func TestAPIRerun(t *testing.T) {
 	env, set, dir := rerunEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow})
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	a := env.github(t, "pull_request", "rerun-delivery-1", body)
 	if a.Code != http.StatusAccepted || len(a.Runs) != 1 {
 		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
@@ -249,7 +252,7 @@ steps:
 // is 404.
 func TestReplayDelivery(t *testing.T) {
 	env, set, dir := rerunEnv(t, Config{}, map[string]string{"review.yaml": reviewWorkflow})
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	a := env.github(t, "pull_request", "replay-1", body)
 	if a.Code != http.StatusAccepted || len(a.Runs) != 0 {
 		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
@@ -323,7 +326,7 @@ func TestAPIRerunKeepsParams(t *testing.T) {
 // hookrun_bodies by the stored delivery and stored again for the re-run).
 func TestAPIRerunLargeBody(t *testing.T) {
 	env, _, _ := rerunEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow})
-	body := patchJSON(t, "testdata/github/pull_request/opened.payload.json", func(m map[string]any) {
+	body := patchJSON(t, githubFixtures+"pull_request/opened.payload.json", func(m map[string]any) {
 		m["padding"] = strings.Repeat("x", 300<<10)
 	})
 	a := env.github(t, "pull_request", "rerun-large-1", body)
@@ -377,7 +380,7 @@ steps:
     run: make check
 `})
 	env.srv.RegisterAPI(APIConfig{Token: testAPIToken}, env.q.Runs(), env.q.Logs(), storeCanceller{env.q.Runs()})
-	mr := patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+	mr := patchJSON(t, gitlabFixtures+"merge_request.json", func(m map[string]any) {
 		obj(m, "project")["path_with_namespace"] = "gitlab-org/gitlab-test"
 	})
 	a := env.gitlab(t, "Merge Request Hook", nil, mr)
@@ -387,7 +390,7 @@ steps:
 	orig := a.Runs[0].ID
 	setStatus(t, env.q, orig, workflows.StatusFailed, 0)
 	note := func(author int) []byte {
-		return patchJSON(t, "testdata/gitlab/note_merge_request.json", func(m map[string]any) {
+		return patchJSON(t, gitlabFixtures+"note_merge_request.json", func(m map[string]any) {
 			obj(m, "object_attributes")["note"] = "/retry"
 			obj(m, "object_attributes")["author_id"] = author
 		})

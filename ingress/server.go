@@ -2,8 +2,6 @@ package ingress
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -43,20 +42,6 @@ type WorkflowSource interface {
 	Workflows() []*workflows.Workflow
 }
 
-// Header names.
-const (
-	headerGitHubEvent     = "X-GitHub-Event"
-	headerGitHubDelivery  = "X-GitHub-Delivery"
-	headerGitHubSignature = "X-Hub-Signature-256"
-	headerGitLabEvent     = "X-Gitlab-Event"
-	headerGitLabToken     = "X-Gitlab-Token"
-	headerGitLabUUID      = "X-Gitlab-Event-UUID"
-	headerIdempotencyKey  = "Idempotency-Key"
-	headerGiteaEvent      = "X-Gitea-Event"
-	headerGiteaDelivery   = "X-Gitea-Delivery"
-	headerGiteaSignature  = "X-Gitea-Signature"
-)
-
 // Server is the ingress HTTP server: webhook routes, health and metrics on
 // one echo instance, to which RegisterAPI adds the /api/v1 routes.
 type Server struct {
@@ -66,7 +51,7 @@ type Server struct {
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
-	assoc   *assocCache  // GitLab associations looked up (trust.go)
+	assoc   *assocCache  // authors' associations looked up (trust.go)
 	tracer  trace.Tracer // nil: tracing off (tracing.go)
 	guard   *AuthGuard   // failed token checks per client address (guard.go)
 	// apiGroup is /api/v1 behind the bearer token once RegisterAPI added it.
@@ -80,10 +65,10 @@ type Server struct {
 	deliveries Deliveries
 	acceptor   deliveryAcceptor
 
-	githubSecrets [][]byte
-	giteaSecrets  [][]byte
-	gitlabTokens  [][sha256.Size]byte
-	slackSecrets  [][]byte
+	slackSecrets [][]byte
+	// knownEvents bound the metrics' event label: each registered forge's
+	// Webhooks.Events.
+	knownEvents map[string]bool
 
 	now func() time.Time
 
@@ -120,18 +105,8 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	}
 	s.records, s.deliveries = storesOf(pub)
 	s.acceptor, _ = pub.(deliveryAcceptor)
-	for _, sec := range cfg.GitHub.Secrets {
-		s.githubSecrets = append(s.githubSecrets, []byte(sec))
-	}
-	for _, sec := range cfg.Gitea.Secrets {
-		s.giteaSecrets = append(s.giteaSecrets, []byte(sec))
-	}
-	for _, tok := range cfg.GitLab.Tokens {
-		s.gitlabTokens = append(s.gitlabTokens, sha256.Sum256([]byte(tok)))
-	}
-	for _, sec := range cfg.Slack.Secrets {
-		s.slackSecrets = append(s.slackSecrets, []byte(sec))
-	}
+	s.slackSecrets = forge.Secrets(cfg.Slack.Secrets)
+	s.knownEvents = knownEvents(cfg.Forges)
 
 	s.guard = newAuthGuard(cfg.AuthLimit, logger, time.Now)
 	trusted, _ := ParseTrustedProxies(cfg.TrustedProxies) // checked by Validate
@@ -140,8 +115,8 @@ func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*S
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipExtractor(trusted)
 	e.HTTPErrorHandler = s.errorHandler
-	for _, r := range forgeRoutes {
-		e.POST("/hooks/"+string(r.forge), s.handleForge(r))
+	for _, name := range cfg.Forges.Names() {
+		e.POST(HookPath(name), s.handleForge(cfg.Forges.Get(name)))
 	}
 	e.POST("/hooks/slack", s.handleSlack)
 	e.GET("/healthz", s.handleHealthz)
@@ -191,8 +166,11 @@ func (s *Server) Start(ctx context.Context) error {
 	s.serveCh = serveCh
 	srv := s.srv
 	go func() { serveCh <- srv.Serve(ln) }()
-	s.logger.Info("ingress listening", "addr", ln.Addr().String(),
-		"github", s.cfg.GitHub.Enabled, "gitlab", s.cfg.GitLab.Enabled, "gitea", s.cfg.Gitea.Enabled, "slack", s.cfg.Slack.Enabled)
+	attrs := []any{"addr", ln.Addr().String()}
+	for _, name := range s.cfg.Forges.Names() {
+		attrs = append(attrs, string(name), s.cfg.Forges.Get(name).HookEnabled())
+	}
+	s.logger.Info("ingress listening", append(attrs, "slack", s.cfg.Slack.Enabled)...)
 	return nil
 }
 
@@ -321,7 +299,7 @@ func (s *Server) readBody(c echo.Context, limit int64) ([]byte, bool, error) {
 }
 
 func (s *Server) count(forge workflows.Forge, event, outcome string) {
-	s.metrics.deliveries.WithLabelValues(string(forge), eventLabel(event), outcome).Inc()
+	s.metrics.deliveries.WithLabelValues(string(forge), s.eventLabel(event), outcome).Inc()
 }
 
 // receive is what every forge's handler does first: a disabled forge is 404,
@@ -343,125 +321,69 @@ func (s *Server) receive(c echo.Context, forge workflows.Forge, enabled bool, ev
 	return body, true, nil
 }
 
-// forgeRoute is what a forge's webhook route does differently from the
-// others; handleForge does the rest, the same for every forge.
-type forgeRoute struct {
-	forge       workflows.Forge
-	eventHeader string // the header naming the event
-	check       string // what verify checks, for the log: "signature", "token"
-	// enabled and unverified say whether the route is served, and whether
-	// it has nothing to verify with (--insecure-no-verify).
-	enabled    func(*Server) bool
-	unverified func(*Server) bool
-	// verify checks the delivery's signature or token.
-	verify func(s *Server, h http.Header, body []byte) bool
-	// delivery is the delivery's dedupe key; "" answers 400 with missing.
-	delivery func(h http.Header, body []byte) string
-	missing  string // the 400's text when the event or delivery is missing
-	ping     string // an event answered 200 "pong" without runs; "" none
-}
+// HookPath is the webhook route of the forge named name: /hooks/<name>.
+func HookPath(name workflows.Forge) string { return "/hooks/" + string(name) }
 
-// forgeRoutes are the webhook routes, one per forge: POST /hooks/<forge>.
-var forgeRoutes = []forgeRoute{
-	{
-		forge: workflows.GitHub, eventHeader: headerGitHubEvent, check: "signature",
-		enabled:    func(s *Server) bool { return s.cfg.GitHub.Enabled },
-		unverified: func(s *Server) bool { return len(s.githubSecrets) == 0 },
-		verify: func(s *Server, h http.Header, body []byte) bool {
-			return verifyGitHub(s.githubSecrets, h.Get(headerGitHubSignature), body)
-		},
-		delivery: func(h http.Header, _ []byte) string { return h.Get(headerGitHubDelivery) },
-		missing:  "missing " + headerGitHubEvent + " or " + headerGitHubDelivery + " header",
-		ping:     ghPing,
-	},
-	{
-		forge: workflows.GitLab, eventHeader: headerGitLabEvent, check: "token",
-		enabled:    func(s *Server) bool { return s.cfg.GitLab.Enabled },
-		unverified: func(s *Server) bool { return len(s.gitlabTokens) == 0 },
-		verify: func(s *Server, h http.Header, _ []byte) bool {
-			return verifyGitLab(s.gitlabTokens, h.Get(headerGitLabToken))
-		},
-		delivery: gitlabDeliveryKey,
-		missing:  "missing " + headerGitLabEvent + " header",
-	},
-	{
-		// Gitea and Forgejo also send X-GitHub-Event and GitHub's
-		// signatures; their own headers are the ones read here.
-		forge: workflows.Gitea, eventHeader: headerGiteaEvent, check: "signature",
-		enabled:    func(s *Server) bool { return s.cfg.Gitea.Enabled },
-		unverified: func(s *Server) bool { return len(s.giteaSecrets) == 0 },
-		verify: func(s *Server, h http.Header, body []byte) bool {
-			return verifyGitea(s.giteaSecrets, h.Get(headerGiteaSignature), body)
-		},
-		delivery: func(h http.Header, _ []byte) string { return h.Get(headerGiteaDelivery) },
-		missing:  "missing " + headerGiteaEvent + " or " + headerGiteaDelivery + " header",
-	},
-}
+// webhookForge reports whether f is a registered forge, whose webhook
+// route exists (it answers 404 while its webhooks are disabled).
+func (s *Server) webhookForge(f workflows.Forge) bool { return s.cfg.Forges.Has(f) }
 
-// webhookForge reports whether f is a forge with a webhook route.
-func webhookForge(f workflows.Forge) bool {
-	for _, r := range forgeRoutes {
-		if r.forge == f {
-			return true
-		}
+// badForge is the 400's text for a forge that is not registered.
+func (s *Server) badForge(f workflows.Forge) string {
+	names := make([]string, 0, len(s.cfg.Forges.Names()))
+	for _, n := range s.cfg.Forges.Names() {
+		names = append(names, string(n))
 	}
-	return false
+	return fmt.Sprintf("forge must be %s, got %q", strings.Join(names, " or "), f)
 }
 
 // handleForge is the webhook handler of one forge: read the body under the
-// cap, verify it, name the delivery and dispatch it.
-func (s *Server) handleForge(r forgeRoute) echo.HandlerFunc {
+// cap, verify it, name the delivery and dispatch it. What differs between
+// forges (headers, signature or token, payload) is the forge's
+// (providers/forge.Webhooks); the answers are the same for all.
+func (s *Server) handleForge(f forge.Forge) echo.HandlerFunc {
+	name := f.Name()
 	return func(c echo.Context) error {
-		forge := r.forge
 		req := c.Request()
-		event := req.Header.Get(r.eventHeader)
+		event := f.EventName(req.Header)
 		if s.tracer != nil {
-			defer s.traceReceive(c, forge, event)()
+			defer s.traceReceive(c, name, event)()
 		}
-		body, ok, answered := s.receive(c, forge, r.enabled(s), event)
+		body, ok, answered := s.receive(c, name, f.HookEnabled(), event)
 		if !ok {
 			return answered
 		}
 		defer putBody(body)
-		if r.unverified(s) {
-			s.logger.Warn("accepting an unverified "+string(forge)+" delivery (--insecure-no-verify)", "remote", c.RealIP())
-		} else if !endVerify(s.startVerify(c), r.verify(s, req.Header, body)) {
-			s.logger.Debug(string(forge)+" delivery refused: "+r.check+" check failed", "remote", c.RealIP())
-			s.count(forge, "", outcomeUnauthorized)
+		verr := f.Verify(req.Header, body)
+		if errors.Is(verr, forge.ErrNoSecret) && s.cfg.InsecureNoVerify {
+			s.logger.Warn("accepting an unverified "+string(name)+" delivery (--insecure-no-verify)", "remote", c.RealIP())
+		} else if !endVerify(s.startVerify(c), verr == nil) {
+			s.logger.Debug(string(name)+" delivery refused", "remote", c.RealIP(), "reason", verr.Error())
+			s.count(name, "", outcomeUnauthorized)
 			return c.JSON(http.StatusUnauthorized, errUnauthorized)
 		}
-		delivery := r.delivery(req.Header, body)
-		if event == "" || delivery == "" {
-			s.count(forge, event, outcomeMalformed)
-			return c.JSON(http.StatusBadRequest, errorBody{r.missing})
+		delivery, err := f.DeliveryID(req.Header, body)
+		if event == "" || err != nil || delivery == "" {
+			s.count(name, event, outcomeMalformed)
+			msg := "missing header"
+			if errors.Is(err, forge.ErrMissingHeader) {
+				msg = err.Error()
+			}
+			return c.JSON(http.StatusBadRequest, errorBody{msg})
 		}
-		if r.ping != "" && event == r.ping {
-			s.count(forge, event, outcomePing)
+		if f.Ping(event) {
+			s.count(name, event, outcomePing)
 			return c.JSON(http.StatusOK, map[string]string{"delivery": delivery, "pong": "hookrun"})
 		}
-		return s.dispatch(c, forge, event, delivery, body)
+		return s.dispatch(c, name, event, delivery, body)
 	}
-}
-
-// gitlabDeliveryKey is the dedupe key of a GitLab delivery: Idempotency-Key
-// (stable across GitLab's retries), else X-Gitlab-Event-UUID, else a digest
-// of the body.
-func gitlabDeliveryKey(h http.Header, body []byte) string {
-	if k := strings.TrimSpace(h.Get(headerIdempotencyKey)); k != "" {
-		return k
-	}
-	if k := strings.TrimSpace(h.Get(headerGitLabUUID)); k != "" {
-		return k
-	}
-	sum := sha256.Sum256(body)
-	return "sha256-" + hex.EncodeToString(sum[:])
 }
 
 // dispatch normalizes a verified delivery, matches and authorizes it against
 // every workflow, publishes one run request per match and answers.
 func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
 	log := s.deliveryLogger(c, delivery)
-	ev, drift, err := normalizeTolerant(forge, event, body, delivery)
+	ev, drift, err := normalizeTolerant(s.cfg.Forges.Get(forge), event, body, delivery)
 	switch {
 	case errors.Is(err, ErrUnhandledEvent):
 		s.count(forge, event, outcomeUnhandled)
@@ -571,8 +493,8 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 
 // decide matches ev against every workflow and returns the run requests of
 // those that matched and authorized it, recording the others in
-// resp.Skipped (in workflow order). Once anything matched, a GitLab
-// event's author association is looked up first, and the runs of a comment
+// resp.Skipped (in workflow order). Once anything matched, the author
+// association of an event whose payload carries none is looked up first, and the runs of a comment
 // are pinned to the pull request's head (or Refused when it is unknown).
 // A comment starts runs for at most CommandsConfig.MaxPerComment distinct
 // command lines; the others are listed in resp.Skipped. Each request

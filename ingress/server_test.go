@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -19,8 +20,7 @@ import (
 // refused with 401.
 func TestWebhookVerification(t *testing.T) {
 	env := newEnv(t, Config{
-		GitHub: GitHubConfig{Enabled: true, Secrets: []string{docSecret}},
-		GitLab: GitLabConfig{Enabled: true, Tokens: []string{testGitLabToken}},
+		Forges: registry(hooks(workflows.GitHub, true, docSecret), hooks(workflows.GitLab, true, testGitLabToken)),
 	}, nil)
 	flipped := []byte(docBody)
 	flipped[len(flipped)-1] ^= 1
@@ -83,7 +83,7 @@ func TestWebhookVerification(t *testing.T) {
 }
 
 func TestInsecureNoVerify(t *testing.T) {
-	env := newEnv(t, Config{InsecureNoVerify: true, GitHub: GitHubConfig{Enabled: true}}, nil)
+	env := newEnv(t, Config{InsecureNoVerify: true, Forges: registry(hooks(workflows.GitHub, true), hooks(workflows.GitLab, false))}, nil)
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "ping")
 	h.Set("X-GitHub-Delivery", "d1")
@@ -98,7 +98,7 @@ func TestInsecureNoVerify(t *testing.T) {
 
 func TestNewRefusesForgeWithoutSecret(t *testing.T) {
 	q := openQueue(t, t.TempDir())
-	_, err := New(Config{GitLab: GitLabConfig{Enabled: true}}, q, emptySource{}, nil)
+	_, err := New(Config{Forges: registry(hooks(workflows.GitLab, true))}, q, emptySource{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--insecure-no-verify") {
 		t.Fatalf("New = %v, want a refusal naming --insecure-no-verify", err)
 	}
@@ -141,7 +141,7 @@ func TestBodyAndHeaderErrors(t *testing.T) {
 		}
 	})
 	t.Run("missing delivery header is 400", func(t *testing.T) {
-		body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+		body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 		h := http.Header{}
 		h.Set("X-GitHub-Event", "pull_request")
 		h.Set("X-Hub-Signature-256", sign(testGitHubSecret, body))
@@ -154,13 +154,13 @@ func TestBodyAndHeaderErrors(t *testing.T) {
 		if a.Code != http.StatusAccepted || a.Runs == nil || len(a.Runs) != 0 || a.Reason != "event check_run is not handled" {
 			t.Fatalf("got %d %s", a.Code, a.Raw)
 		}
-		a = env.gitlab(t, "Pipeline Hook", nil, readFile(t, "testdata/gitlab/pipeline.json"))
+		a = env.gitlab(t, "Pipeline Hook", nil, readFile(t, gitlabFixtures+"pipeline.json"))
 		if a.Code != http.StatusAccepted || len(a.Runs) != 0 || a.Reason != "event Pipeline Hook is not handled" {
 			t.Fatalf("got %d %s", a.Code, a.Raw)
 		}
 	})
 	t.Run("no matching workflow is 202 with the reason", func(t *testing.T) {
-		a := env.github(t, "issues", "nm-1", readFile(t, "testdata/github/issues/opened.payload.json"))
+		a := env.github(t, "issues", "nm-1", readFile(t, githubFixtures+"issues/opened.payload.json"))
 		if a.Code != http.StatusAccepted || len(a.Runs) != 0 || len(a.Skipped) != 1 || a.Skipped[0].Workflow != "pr-check" {
 			t.Fatalf("got %d %s", a.Code, a.Raw)
 		}
@@ -265,23 +265,23 @@ func TestReviewCommentsAreComments(t *testing.T) {
 		return m
 	}
 
-	ev := runEvent(t, env.github(t, "pull_request_review_comment", "rc-1", readFile(t, "testdata/github/pull_request_review_comment/created.payload.json")), "review")
+	ev := runEvent(t, env.github(t, "pull_request_review_comment", "rc-1", readFile(t, githubFixtures+"pull_request_review_comment/created.payload.json")), "review")
 	v := vars(ev)
 	if ev.Kind != workflows.KindComment || ev.CommandArgs != "security" || ev.HeadSHA() != "ec26c3e57ca3a959ca5aad62de7213c562f8c821" ||
 		v["HOOKRUN_COMMENT_PATH"] != "README.md" || v["HOOKRUN_COMMENT_LINE"] != "1" || v["HOOKRUN_PR_NUMBER"] != "2" {
 		t.Fatalf("review comment run: event %+v env %v", ev, v)
 	}
 
-	ev = runEvent(t, env.github(t, "pull_request_review", "rv-1", readFile(t, "testdata/github/pull_request_review/submitted.payload.json")), "deploy")
+	ev = runEvent(t, env.github(t, "pull_request_review", "rv-1", readFile(t, githubFixtures+"pull_request_review/submitted.payload.json")), "deploy")
 	v = vars(ev)
 	if ev.Action != "created" || ev.CommandArgs != "staging" || v["HOOKRUN_COMMENT_PATH"] != "" || v["HOOKRUN_COMMENT_LINE"] != "" {
 		t.Fatalf("review run: event %+v env %v", ev, v)
 	}
-	if a := env.github(t, "pull_request_review", "rv-2", readFile(t, "testdata/github/pull_request_review/dismissed.payload.json")); a.Code != http.StatusAccepted || len(a.Runs) != 0 {
+	if a := env.github(t, "pull_request_review", "rv-2", readFile(t, githubFixtures+"pull_request_review/dismissed.payload.json")); a.Code != http.StatusAccepted || len(a.Runs) != 0 {
 		t.Fatalf("a dismissed review: got %d %s, want 202 without runs", a.Code, a.Raw)
 	}
 
-	note, err := Normalize(workflows.GitLab, "Note Hook", readFile(t, "testdata/gitlab/note_merge_request_diff.json"), "n-1")
+	note, err := gitlab.Normalize("Note Hook", readFile(t, gitlabFixtures+"note_merge_request_diff.json"), "n-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,42 +304,12 @@ func mustWorkflow(t *testing.T, env *testEnv, name string) *workflows.Workflow {
 	return nil
 }
 
-func TestGitLabDeliveryKey(t *testing.T) {
-	body := []byte(`{"object_kind":"push"}`)
-	tests := []struct {
-		name   string
-		header http.Header
-		want   string
-	}{
-		{"idempotency key first", http.Header{"Idempotency-Key": {"idem-1"}, "X-Gitlab-Event-Uuid": {"uuid-1"}}, "idem-1"},
-		{"event uuid next", http.Header{"X-Gitlab-Event-Uuid": {"uuid-1"}}, "uuid-1"},
-		{"body digest last", http.Header{}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := gitlabDeliveryKey(tt.header, body)
-			if tt.name == "body digest last" {
-				if !strings.HasPrefix(got, "sha256-") || len(got) != len("sha256-")+64 || got != gitlabDeliveryKey(http.Header{}, bytes.Clone(body)) {
-					t.Fatalf("digest key %q", got)
-				}
-				if got == gitlabDeliveryKey(http.Header{}, []byte(`{"object_kind":"push" }`)) {
-					t.Fatal("different bodies share a key")
-				}
-				return
-			}
-			if got != tt.want {
-				t.Fatalf("key %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 // A GitLab merge request delivered twice (same Idempotency-Key) maps to one
 // run; the digest fallback dedupes identical bodies.
 func TestGitLabDedupe(t *testing.T) {
 	// GitLab payloads carry no association: authorize the sender by login.
 	env := newEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow + "authorize:\n  users: [user1]\n"})
-	body := readFile(t, "testdata/gitlab/merge_request.json")
+	body := readFile(t, gitlabFixtures+"merge_request.json")
 	first := env.gitlab(t, "Merge Request Hook", http.Header{"Idempotency-Key": {"k-1"}}, body)
 	again := env.gitlab(t, "Merge Request Hook", http.Header{"Idempotency-Key": {"k-1"}}, body)
 	if first.Code != http.StatusAccepted || len(first.Runs) != 1 {
@@ -349,7 +319,7 @@ func TestGitLabDedupe(t *testing.T) {
 		t.Fatalf("redelivery answered %s, first %s", again.Raw, first.Raw)
 	}
 	// Another event (the same one under another key is the same run).
-	body = patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+	body = patchJSON(t, gitlabFixtures+"merge_request.json", func(m map[string]any) {
 		obj(m, "object_attributes")["updated_at"] = "2026-01-01 00:00:00 UTC"
 	})
 	digest1 := env.gitlab(t, "Merge Request Hook", nil, body)
@@ -373,8 +343,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code, body := env.get(t, "/hooks/github"); code != http.StatusMethodNotAllowed || !strings.Contains(body, `"error"`) {
 		t.Fatalf("GET /hooks/github: %d %s, want a JSON 405", code, body)
 	}
-	env.github(t, "pull_request", "m-1", readFile(t, "testdata/github/pull_request/opened.payload.json"))
-	env.github(t, "pull_request", "m-1", readFile(t, "testdata/github/pull_request/opened.payload.json"))
+	env.github(t, "pull_request", "m-1", readFile(t, githubFixtures+"pull_request/opened.payload.json"))
+	env.github(t, "pull_request", "m-1", readFile(t, githubFixtures+"pull_request/opened.payload.json"))
 	env.github(t, "ping", "m-2", []byte(`{}`))
 	env.do(t, "/hooks/github", http.Header{"X-Github-Event": {"push"}}, strings.NewReader(`{}`))
 
@@ -398,7 +368,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code, _ := env.get(t, "/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz after the queue closed: %d, want 503", code)
 	}
-	a := env.github(t, "pull_request", "m-3", readFile(t, "testdata/github/pull_request/opened.payload.json"))
+	a := env.github(t, "pull_request", "m-3", readFile(t, githubFixtures+"pull_request/opened.payload.json"))
 	if a.Code != http.StatusServiceUnavailable || strings.TrimSpace(a.Raw) != `{"error":"queue unavailable"}` {
 		t.Fatalf("publish on a closed queue: %d %s", a.Code, a.Raw)
 	}
@@ -424,7 +394,7 @@ func TestStartShutdown(t *testing.T) {
 	t.Cleanup(stopReload)
 	go set.Run(reloadCtx, 20*time.Millisecond)
 	s, err := New(Config{Listen: "127.0.0.1:0",
-		GitHub: GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}}, slow, set, logger)
+		Forges: registry(hooks(workflows.GitHub, true, testGitHubSecret))}, slow, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +413,7 @@ func TestStartShutdown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	req, _ := http.NewRequest(http.MethodPost, url+"/hooks/github", bytes.NewReader(body))
 	req.Header.Set("X-GitHub-Event", "pull_request")
 	req.Header.Set("X-GitHub-Delivery", "inflight-1")

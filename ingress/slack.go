@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -69,7 +70,7 @@ func verifySlack(secrets [][]byte, timestamp, signature string, body []byte, now
 	if !ok {
 		return false
 	}
-	return verifyHMAC(secrets, hexSig, []byte("v0:"+timestamp+":"), body)
+	return forge.VerifyHMAC(secrets, hexSig, []byte("v0:"+timestamp+":"), body)
 }
 
 // normalizeSlack turns a verified slash command's form body into a chat

@@ -159,7 +159,8 @@ func TestVerifySlack(t *testing.T) {
 func slackEnv(t *testing.T, files map[string]string) *testEnv {
 	t.Helper()
 	return newEnv(t, Config{
-		Slack:      SlackConfig{Enabled: true, Secrets: []string{testSlackSecret, testSlackOldSecret}},
+		Slack: SlackConfig{Enabled: true, Secrets: []string{testSlackSecret, testSlackOldSecret},
+			Origins: map[workflows.Forge]string{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.com"}}, // as internal/app sets them
 		AllowRepos: []string{"myorg/*"},
 	}, files)
 }

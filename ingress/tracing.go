@@ -30,7 +30,7 @@ func newTracer(tp trace.TracerProvider) trace.Tracer { return telemetry.Tracer(t
 func (s *Server) traceReceive(c echo.Context, forge workflows.Forge, event string) func() {
 	req := c.Request()
 	ctx, span := s.tracer.Start(req.Context(), "receive", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(telemetry.AttrForge.String(string(forge)), telemetry.AttrEvent.String(eventLabel(event)),
+		trace.WithAttributes(telemetry.AttrForge.String(string(forge)), telemetry.AttrEvent.String(s.eventLabel(event)),
 			attribute.String("http.route", c.Path())))
 	c.SetRequest(req.WithContext(ctx))
 	return func() {

@@ -14,7 +14,7 @@ import (
 // the delivery's log line carry its trace id; a refused signature ends
 // "verify" in error. Without one nothing carries a trace id.
 func TestDeliveryTrace(t *testing.T) {
-	body := readFile(t, "testdata/github/pull_request/opened.payload.json")
+	body := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	second := strings.Replace(prWorkflow, "name: pr-check", "name: pr-check-two", 1)
 
 	exp := tracetest.NewInMemoryExporter()

@@ -83,8 +83,7 @@ func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[s
 	if err != nil || len(set.Workflows()) != len(workflowFiles) {
 		t.Fatalf("loading workflows: %v\n%s", err, logs)
 	}
-	cfg.GitHub = GitHubConfig{Enabled: true, Secrets: []string{testGitHubSecret}}
-	cfg.GitLab = GitLabConfig{Enabled: true, Tokens: []string{testGitLabToken}}
+	cfg.DefaultForge = workflows.GitHub
 	cfg.PublishTimeout = 30 * time.Second
 	s, err := New(cfg, q, set, logger)
 	if err != nil {
@@ -102,7 +101,7 @@ func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[s
 // prComment comments on) with the given head.
 func prEvent(t *testing.T, head string) []byte {
 	t.Helper()
-	return patchJSON(t, "testdata/github/pull_request/synchronize.payload.json", func(m map[string]any) {
+	return patchJSON(t, githubFixtures+"pull_request/synchronize.payload.json", func(m map[string]any) {
 		m["number"] = 1
 		pr := obj(m, "pull_request")
 		pr["number"] = 1
@@ -250,7 +249,7 @@ func TestCommentHeadLookupOnlyWhenNeeded(t *testing.T) {
 	if a := env.github(t, "issue_comment", "c-2", prComment(t, "/review", "NONE")); len(a.Runs) != 0 {
 		t.Fatalf("an unauthorized comment started runs: %s", a.Raw)
 	}
-	note := patchJSON(t, "testdata/gitlab/note_merge_request.json", func(m map[string]any) { obj(m, "object_attributes")["note"] = "/review" })
+	note := patchJSON(t, gitlabFixtures+"note_merge_request.json", func(m map[string]any) { obj(m, "object_attributes")["note"] = "/review" })
 	req := onlyRequest(t, env, env.gitlab(t, "Note Hook", nil, note))
 	if req.Event.PullRequest.HeadSHA != "562e173be03b8ff2efb05345d12df18815438a4b" || req.Refused != "" {
 		t.Fatalf("gitlab note: head %q refused %q", req.Event.PullRequest.HeadSHA, req.Refused)
@@ -288,7 +287,7 @@ func (f *fakeMembers) count(project, user int64) int {
 
 // mergeRequestBy is the merge_request fixture written by another author.
 func mergeRequestBy(t *testing.T, author int) []byte {
-	return patchJSON(t, "testdata/gitlab/merge_request.json", func(m map[string]any) {
+	return patchJSON(t, gitlabFixtures+"merge_request.json", func(m map[string]any) {
 		obj(m, "object_attributes")["author_id"] = author
 	})
 }
@@ -354,15 +353,15 @@ func TestGitLabAssociationWhichUser(t *testing.T) {
 		"triage.yaml": "name: triage\non:\n  - event: issue\nsteps:\n  - {id: t, run: 'true'}\n",
 		"push.yaml":   "name: push\non:\n  - event: push\nsteps:\n  - {id: t, run: 'true'}\n",
 	})
-	note := patchJSON(t, "testdata/gitlab/note_merge_request.json", func(m map[string]any) { obj(m, "object_attributes")["note"] = "/review" })
+	note := patchJSON(t, gitlabFixtures+"note_merge_request.json", func(m map[string]any) { obj(m, "object_attributes")["note"] = "/review" })
 	if req := onlyRequest(t, env, env.gitlab(t, "Note Hook", nil, note)); req.Event.AuthorAssociation != "OWNER" {
 		t.Errorf("note: association %q", req.Event.AuthorAssociation)
 	}
-	if req := onlyRequest(t, env, env.gitlab(t, "Issue Hook", nil, readFile(t, "testdata/gitlab/issue.json"))); req.Event.AuthorAssociation != "COLLABORATOR" {
+	if req := onlyRequest(t, env, env.gitlab(t, "Issue Hook", nil, readFile(t, gitlabFixtures+"issue.json"))); req.Event.AuthorAssociation != "COLLABORATOR" {
 		t.Errorf("issue: association %q", req.Event.AuthorAssociation)
 	}
-	env.gitlab(t, "Note Hook", nil, readFile(t, "testdata/gitlab/note_issue.json")) // no /review: nothing matches
-	onlyRequest(t, env, env.gitlab(t, "Push Hook", nil, readFile(t, "testdata/gitlab/push.json")))
+	env.gitlab(t, "Note Hook", nil, readFile(t, gitlabFixtures+"note_issue.json")) // no /review: nothing matches
+	onlyRequest(t, env, env.gitlab(t, "Push Hook", nil, readFile(t, gitlabFixtures+"push.json")))
 	members.mu.Lock()
 	defer members.mu.Unlock()
 	if len(members.calls) != 2 || members.calls[[2]int64{5, 1}] != 1 || members.calls[[2]int64{1, 51}] != 1 {
@@ -373,7 +372,7 @@ func TestGitLabAssociationWhichUser(t *testing.T) {
 // Without a member lookup GitLab events stay NONE, and the reason says why.
 func TestGitLabAssociationWithoutToken(t *testing.T) {
 	env := newTrustEnv(t, Config{}, nil, map[string]string{"pr.yaml": prWorkflow})
-	a := env.gitlab(t, "Merge Request Hook", nil, readFile(t, "testdata/gitlab/merge_request.json"))
+	a := env.gitlab(t, "Merge Request Hook", nil, readFile(t, gitlabFixtures+"merge_request.json"))
 	if len(a.Runs) != 0 || len(a.Skipped) != 1 || !strings.Contains(a.Skipped[0].Reason, "no gitlab API token is configured") {
 		t.Fatalf("got %s", a.Raw)
 	}

@@ -528,7 +528,8 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	t.Cleanup(apiSrv.Close)
 
 	logger := slog.New(slog.DiscardHandler)
-	forges, err := app.NewForges(&app.Config{GitLab: app.GitLabConfig{Token: glToken, BaseURL: apiSrv.URL}}, logger)
+	on := true
+	forges, err := app.NewForges(&app.Config{GitLab: app.GitLabConfig{Token: glToken, BaseURL: apiSrv.URL, Enabled: &on, WebhookToken: hookToken}}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,8 +547,7 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ingress.New(ingress.Config{GitLab: ingress.GitLabConfig{Enabled: true, Tokens: []string{hookToken}},
-		Trust: trust, Forges: forges.Registry}, q, set, logger)
+	srv, err := ingress.New(ingress.Config{Trust: trust, Forges: forges.Registry}, q, set, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestRunExitCodes(t *testing.T) {
 	ok := writeFile(t, dir+"/ok.yaml", "steps:\n  - id: a\n    run: echo hi\n")
 	bad := writeFile(t, dir+"/bad.yaml", "steps:\n  - id: a\n    run: exit 3\n")
 	broken := writeFile(t, dir+"/broken.yaml", "steps:\n  - id: a\n    rn: echo\n")
-	payload := "../../ingress/testdata/github/pull_request/opened.payload.json"
+	payload := "../../providers/github/testdata/github/pull_request/opened.payload.json"
 	for _, tc := range []struct {
 		args []string
 		want int
@@ -155,7 +155,7 @@ steps:
 func TestRunHostileTitleIsData(t *testing.T) {
 	dir := t.TempDir()
 	pwned := dir + "/pwned"
-	payload, err := os.ReadFile("../../ingress/testdata/github/pull_request/opened.payload.json")
+	payload, err := os.ReadFile("../../providers/github/testdata/github/pull_request/opened.payload.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,7 +228,10 @@ func touched(t *testing.T, body []byte, n int) []byte {
 
 func fixture(t *testing.T, rel string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "ingress", "testdata", rel))
+	// The payload fixtures live with their forge's normalizer:
+	// providers/<forge>/testdata/<forge>/...
+	forge, _, _ := strings.Cut(rel, "/")
+	data, err := os.ReadFile(filepath.Join("..", "..", "providers", forge, "testdata", rel))
 	if err != nil {
 		t.Fatal(err)
 	}

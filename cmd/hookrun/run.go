@@ -9,8 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/internal/app"
+	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -110,7 +111,11 @@ func loadEvent(forge workflows.Forge, path, name string) (*workflows.Event, erro
 	if err != nil {
 		return nil, fmt.Errorf("reading event: %w", err)
 	}
-	e, err := ingress.Normalize(forge, name, body, "local")
+	normalize := github.Normalize
+	if forge == workflows.GitLab {
+		normalize = gitlab.Normalize
+	}
+	e, err := normalize(name, body, "local")
 	if err != nil {
 		return nil, fmt.Errorf("normalizing %s: %w", path, err)
 	}

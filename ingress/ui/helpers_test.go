@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/ingress"
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -109,7 +111,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Cleanup(func() { _ = q.Close() })
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := ingress.New(ingress.Config{GitHub: ingress.GitHubConfig{Enabled: true, Secrets: []string{"s"}},
+	gh, err := github.NewForge(github.Config{WebhookEnabled: true, WebhookSecrets: []string{"s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ingress.New(ingress.Config{Forges: forge.NewRegistry(gh), DefaultForge: github.Name,
 		TrustedProxies: o.trustedProxies}, q, staticSource{}, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -241,14 +241,12 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 	}
 	srv, err := ingress.New(ingress.Config{
 		Listen: c.Listen,
-		GitHub: ingress.GitHubConfig{Enabled: c.GitHubEnabled(), Secrets: c.GitHubSecrets()},
-		GitLab: ingress.GitLabConfig{Enabled: c.GitLabEnabled(), Tokens: c.GitLabTokens()},
-		Gitea:  ingress.GiteaConfig{Enabled: c.GiteaEnabled(), Secrets: c.GiteaSecrets()},
 		Slack: ingress.SlackConfig{Enabled: c.SlackEnabled(), Secrets: c.SlackSecrets(), Command: c.Slack.Command,
 			Origins: map[workflows.Forge]string{workflows.GitHub: gh, workflows.GitLab: gl}, ResponseURLPrefix: c.Slack.ResponseURLPrefix},
 		InsecureNoVerify: c.InsecureNoVerify,
 		AllowRepos:       c.AllowRepos,
 		Forges:           forges.Registry,
+		DefaultForge:     workflows.GitHub,
 		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry, MaxPerComment: c.Commands.MaxPerComment},
 		TrustedProxies:   c.API.TrustedProxies,
 		Collectors:       a.collectors(),

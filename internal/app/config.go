@@ -144,7 +144,7 @@ type GiteaConfig struct {
 	WebhookSecret  string   `yaml:"webhook_secret"`  // the webhook's secret (X-Gitea-Signature); enables /hooks/gitea
 	WebhookSecrets []string `yaml:"webhook_secrets"` // more accepted secrets, for rotation
 	Token          string   `yaml:"token"`           // access token for comments, statuses, authors' permissions and clones
-	BaseURL        string   `yaml:"base_url"`        // the server's web root, https://gitea.example/ (required with a token)
+	BaseURL        string   `yaml:"base_url"`        // the server's web root, https://gitea.example/ (required with a token, and when enabled)
 }
 
 // SlackConfig enables Slack slash commands (POST /hooks/slack) and says
@@ -466,6 +466,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Shutdown < 0 {
 		bad("shutdown_grace", "must not be negative")
+	}
+	if c.GiteaEnabled() && c.Gitea.BaseURL == "" {
+		bad("gitea.base_url", "required when gitea is enabled (its events' git origin, and /hooks/gitea is served by the forge it configures)")
 	}
 	if c.Gitea.Token != "" || c.Gitea.BaseURL != "" {
 		if _, err := gitea.APIURL(c.Gitea.BaseURL); err != nil {

@@ -50,7 +50,7 @@ type applyingReporter interface {
 func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 	f := Forges{Registry: forge.NewRegistry()}
 	gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger,
-		WrapTransport: tracedTransport(cfg, "github")}
+		WrapTransport: tracedTransport(cfg, "github"), WebhookEnabled: cfg.GitHubEnabled(), WebhookSecrets: cfg.GitHubSecrets()}
 	if cfg.GitHub.PrivateKeyFile != "" {
 		key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
 		if err != nil {
@@ -65,14 +65,14 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 	f.Registry.Register(gh)
 	f.GitHub = gh.Reporter()
 	gl, err := gitlab.NewForge(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger,
-		WrapTransport: tracedTransport(cfg, "gitlab")})
+		WrapTransport: tracedTransport(cfg, "gitlab"), WebhookEnabled: cfg.GitLabEnabled(), WebhookTokens: cfg.GitLabTokens()})
 	if err != nil {
 		return nil, err
 	}
 	f.Registry.Register(gl)
 	if cfg.Gitea.BaseURL != "" {
 		gt, err := gitea.NewForge(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, RunURL: cfg.RunURL, Logger: logger,
-			WrapTransport: tracedTransport(cfg, "gitea")})
+			WrapTransport: tracedTransport(cfg, "gitea"), WebhookEnabled: cfg.GiteaEnabled(), WebhookSecrets: cfg.GiteaSecrets()})
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,10 @@
 // Package forge is what hookrun does with a forge (each of those hookrun
-// knows, and any added later), as one interface: Forge bundles
-// the author association and other lookups ingress makes before it trusts
-// an event (Lookups), reporting a run and opening draft pull requests
+// knows, and any added later), as one interface: Forge bundles receiving
+// its webhooks (Webhooks: the route's switch, the event and delivery
+// headers, verification with rotated secrets through the shared
+// VerifyHMAC and VerifyToken, the ping, normalization into an Event, a
+// push's files), the author association and other lookups ingress makes
+// before it trusts an event (Lookups), reporting a run and opening draft pull requests
 // (Reporter), and where git clones from and with which credentials (Git).
 // Each forge's package (providers/<forge>) implements it, guarded by
 // `var _ forge.Forge`, and runs

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -47,6 +47,7 @@ type Forge interface {
 	// Name is the forge's name: Event.Forge of its events, the
 	// configuration section, the webhook route /hooks/<name>.
 	Name() workflows.Forge
+	Webhooks
 	Lookups
 	Reporter
 	Reviewer
@@ -101,6 +102,7 @@ type Git interface {
 // the first Get; Get is then safe for concurrent use.
 type Registry struct {
 	forges map[workflows.Forge]Forge
+	order  []workflows.Forge // names in the order first registered
 }
 
 // NewRegistry returns a registry of fs (a nil entry is skipped).
@@ -120,6 +122,9 @@ func (r *Registry) Register(f Forge) {
 	}
 	if r.forges == nil {
 		r.forges = map[workflows.Forge]Forge{}
+	}
+	if _, ok := r.forges[f.Name()]; !ok {
+		r.order = append(r.order, f.Name())
 	}
 	r.forges[f.Name()] = f
 }
@@ -147,17 +152,13 @@ func (r *Registry) Has(name workflows.Forge) bool {
 	return ok
 }
 
-// Names are the registered forges' names, sorted.
+// Names are the registered forges' names, in the order they were first
+// registered (internal/app's: the order error messages list them in).
 func (r *Registry) Names() []workflows.Forge {
 	if r == nil {
 		return nil
 	}
-	names := make([]workflows.Forge, 0, len(r.forges))
-	for n := range r.forges {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
+	return slices.Clone(r.order)
 }
 
 // Origins are the git origins of the registered forges.

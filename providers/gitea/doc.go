@@ -8,4 +8,10 @@
 // own lives here: the author association from a user's permission on the
 // repository (workflows.CollaboratorLookup), the API root and the git
 // origin of a base URL.
+//
+// Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/gitea,
+// X-Gitea-Event and X-Gitea-Delivery, X-Gitea-Signature (the hex
+// HMAC-SHA256 without GitHub's prefix) checked against every configured
+// secret (Config.WebhookSecrets). Bodies are GitHub-shaped and decoded by
+// the projections of providers/internal/ghpayload with what Gitea adds.
 package gitea

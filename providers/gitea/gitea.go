@@ -31,6 +31,14 @@ type Config struct {
 	Transport http.RoundTripper
 	// WrapTransport, when set, wraps Transport once (trace spans).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// WebhookEnabled serves POST /hooks/gitea (ingress); false: the route
+	// answers 404. The forge is registered either way (its git origin).
+	WebhookEnabled bool
+	// WebhookSecrets are the webhook secrets X-Gitea-Signature is checked
+	// against: a delivery signed with any of them is accepted (several
+	// allow rotation). Empty: the deliveries are accepted unverified only
+	// under --insecure-no-verify. Never logged.
+	WebhookSecrets []string
 	// Logger receives retries and fallbacks (never tokens); nil = slog.Default().
 	Logger *slog.Logger
 }

@@ -60,6 +60,14 @@ type Config struct {
 	// WrapTransport, when set, wraps Transport (its default included)
 	// once: internal/app gives each API call a trace span with it.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// WebhookEnabled serves POST /hooks/github (ingress); false: the route
+	// answers 404. The forge is registered either way (its git origin).
+	WebhookEnabled bool
+	// WebhookSecrets are the webhook secrets X-Hub-Signature-256 is checked against: a delivery
+	// matching any of them is accepted (several allow rotation). Empty: the
+	// deliveries are accepted unverified only under --insecure-no-verify.
+	// Never logged.
+	WebhookSecrets []string
 	// Logger receives retries and fallbacks (never tokens); nil = slog.Default().
 	Logger *slog.Logger
 }

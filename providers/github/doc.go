@@ -16,4 +16,23 @@
 // `<!-- hookrun:<workflow> -->` among the bot's own comments. Rate limits are
 // waited out by providers/internal/ratelimit; the final report waits for as
 // long as its context allows.
+//
+// Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/github,
+// X-GitHub-Event and X-GitHub-Delivery, X-Hub-Signature-256 checked against
+// every configured secret (Config.WebhookSecrets; forge.VerifyHMAC), the
+// ping answered. What authorizes an event:
+//   - pull_request: the pull request author's author_association (the
+//     code a run checks out is theirs), not the sender's, which GitHub does
+//     not send. Fork: head.repo differs from base.repo, or was deleted.
+//   - issue_comment: the comment's author_association. The payload does not
+//     say where a pull request's head lives: Fork = true, no head SHA;
+//     ingress pins the runs to a known head.
+//   - issues: the issue author's author_association.
+//   - push: COLLABORATOR, since pushing needs write access.
+//
+// Parsing: bodies are decoded into projections of go-github's event
+// types, only the fields normalization reads, by the encoding/json v2
+// engine (providers/internal/ghpayload, shared with Gitea;
+// FuzzGitHubProjection holds them equal to go-github's ParseWebHook, which
+// decoding the whole payload made 80 % of the handler's CPU).
 package github

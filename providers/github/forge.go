@@ -19,6 +19,7 @@ const Name = workflows.GitHub
 type Forge struct {
 	rep    *Reporter // nil without credentials
 	origin string
+	hook   hook // webhook.go
 }
 
 // NewForge builds GitHub from cfg. Without a token or an App its API
@@ -28,7 +29,11 @@ func NewForge(cfg Config) (*Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Forge{origin: origin}
+	h, err := newHook(cfg.WebhookEnabled, cfg.WebhookSecrets)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forge{origin: origin, hook: h}
 	if cfg.Token == "" && cfg.AppID == 0 && len(cfg.PrivateKey) == 0 {
 		return f, nil
 	}

@@ -42,6 +42,14 @@ type Config struct {
 	// WrapTransport, when set, wraps Transport (its default included)
 	// once: internal/app gives each API call a trace span with it.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// WebhookEnabled serves POST /hooks/gitlab (ingress); false: the route
+	// answers 404. The forge is registered either way (its git origin).
+	WebhookEnabled bool
+	// WebhookTokens are the accepted X-Gitlab-Token values: a delivery
+	// matching any of them is accepted (several allow rotation). Empty: the
+	// deliveries are accepted unverified only under --insecure-no-verify.
+	// Never logged.
+	WebhookTokens []string
 	// Logger receives retries and fallbacks (never the token); nil = slog.Default().
 	Logger *slog.Logger
 }

@@ -20,6 +20,7 @@ type Forge struct {
 	rep    *Reporter // nil without a token
 	token  string
 	origin string
+	hook   hook // webhook.go
 }
 
 // NewForge builds GitLab from cfg. Without a token its API methods answer
@@ -29,7 +30,11 @@ func NewForge(cfg Config) (*Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Forge{origin: origin, token: cfg.Token}
+	h, err := newHook(cfg.WebhookEnabled, cfg.WebhookTokens)
+	if err != nil {
+		return nil, err
+	}
+	f := &Forge{origin: origin, token: cfg.Token, hook: h}
 	if cfg.Token == "" {
 		return f, nil
 	}

@@ -1,8 +1,11 @@
-package ingress
+package gitlab
 
 import (
-	gitlab "gitlab.com/gitlab-org/api/client-go"
+	"strings"
 
+	gl "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -10,11 +13,11 @@ import (
 // "Confidential Issue Hook" and "Confidential Note Hook" variants are left
 // unhandled on purpose: their text must not reach runners by default.
 const (
-	glMergeRequest = string(gitlab.EventTypeMergeRequest)
-	glNote         = string(gitlab.EventTypeNote)
-	glIssue        = string(gitlab.EventTypeIssue)
-	glPush         = string(gitlab.EventTypePush)
-	glTagPush      = string(gitlab.EventTypeTagPush)
+	glMergeRequest = string(gl.EventTypeMergeRequest)
+	glNote         = string(gl.EventTypeNote)
+	glIssue        = string(gl.EventTypeIssue)
+	glPush         = string(gl.EventTypePush)
+	glTagPush      = string(gl.EventTypeTagPush)
 )
 
 // normalizeGitLab parses a GitLab payload with client-go and maps it onto an
@@ -33,28 +36,28 @@ func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
 	switch eventName {
 	case glMergeRequest, glNote, glIssue, glPush, glTagPush:
 	default:
-		return nil, unhandled(workflows.GitLab, eventName)
+		return nil, forge.Unhandled(Name, eventName)
 	}
-	payload, err := gitlab.ParseWebhook(gitlab.EventType(eventName), body)
+	payload, err := gl.ParseWebhook(gl.EventType(eventName), body)
 	if err != nil {
-		return nil, malformed(workflows.GitLab, eventName, err)
+		return nil, forge.Malformed(Name, eventName, err)
 	}
 	switch p := payload.(type) {
-	case *gitlab.MergeEvent:
+	case *gl.MergeEvent:
 		return gitlabMerge(p), nil
-	case *gitlab.MergeCommentEvent:
+	case *gl.MergeCommentEvent:
 		return gitlabMergeComment(p), nil
-	case *gitlab.IssueCommentEvent:
+	case *gl.IssueCommentEvent:
 		return gitlabIssueComment(p), nil
-	case *gitlab.IssueEvent:
+	case *gl.IssueEvent:
 		return gitlabIssue(p), nil
-	case *gitlab.PushEvent:
+	case *gl.PushEvent:
 		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL, firstID(p.ProjectID, p.Project.ID)), nil
-	case *gitlab.TagEvent:
+	case *gl.TagEvent:
 		return gitlabPush(p.Ref, p.Before, p.After, p.UserUsername, p.Project.PathWithNamespace, p.Project.GitHTTPURL, firstID(p.ProjectID, p.Project.ID)), nil
 	}
 	// Notes on commits and snippets.
-	return nil, unhandled(workflows.GitLab, eventName)
+	return nil, forge.Unhandled(Name, eventName)
 }
 
 // gitlabMergeAction maps a merge request hook's action to the GitHub name
@@ -81,7 +84,7 @@ func gitlabMergeAction(action, oldrev string) (normalized string, merged bool) {
 	return action, false
 }
 
-func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
+func gitlabMerge(p *gl.MergeEvent) *workflows.Event {
 	oa := p.ObjectAttributes
 	action, merged := gitlabMergeAction(oa.Action, oa.OldRev)
 	return &workflows.Event{
@@ -90,7 +93,7 @@ func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
 		Repo:              p.Project.PathWithNamespace,
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
-		AuthorAssociation: associationNone,
+		AuthorAssociation: forge.AssociationNone,
 		ProjectID:         firstID(p.Project.ID, oa.TargetProjectID),
 		AuthorID:          oa.AuthorID,
 		PullRequest: &workflows.PullRequest{
@@ -111,7 +114,7 @@ func gitlabMerge(p *gitlab.MergeEvent) *workflows.Event {
 
 // gitlabNoteAction maps a note's action (create, update; absent on older
 // GitLab versions) to the GitHub comment action names.
-func gitlabNoteAction(a gitlab.CommentEventAction) string {
+func gitlabNoteAction(a gl.CommentEventAction) string {
 	switch a {
 	case "update":
 		return "edited"
@@ -121,7 +124,7 @@ func gitlabNoteAction(a gitlab.CommentEventAction) string {
 	return string(a)
 }
 
-func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
+func gitlabMergeComment(p *gl.MergeCommentEvent) *workflows.Event {
 	mr, oa := p.MergeRequest, p.ObjectAttributes
 	return &workflows.Event{
 		Kind:              workflows.KindComment,
@@ -129,7 +132,7 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 		Repo:              p.Project.PathWithNamespace,
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
-		AuthorAssociation: associationNone,
+		AuthorAssociation: forge.AssociationNone,
 		ProjectID:         firstID(p.ProjectID, p.Project.ID, oa.ProjectID),
 		AuthorID:          firstID(oa.AuthorID, gitlabUserID(p.User)),
 		PullRequest: &workflows.PullRequest{
@@ -151,7 +154,7 @@ func gitlabMergeComment(p *gitlab.MergeCommentEvent) *workflows.Event {
 
 // gitlabDiffNote adds a diff note's place to its comment: the file and line
 // in the new version, or in the old one for a note on a removed line.
-func gitlabDiffNote(c *workflows.Comment, pos *gitlab.NotePosition) *workflows.Comment {
+func gitlabDiffNote(c *workflows.Comment, pos *gl.NotePosition) *workflows.Comment {
 	if pos == nil {
 		return c
 	}
@@ -165,7 +168,7 @@ func gitlabDiffNote(c *workflows.Comment, pos *gitlab.NotePosition) *workflows.C
 	return c
 }
 
-func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
+func gitlabIssueComment(p *gl.IssueCommentEvent) *workflows.Event {
 	oa := p.ObjectAttributes
 	sender, userID := "", int64(0)
 	if p.User != nil {
@@ -177,7 +180,7 @@ func gitlabIssueComment(p *gitlab.IssueCommentEvent) *workflows.Event {
 		Repo:              p.Project.PathWithNamespace,
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            sender,
-		AuthorAssociation: associationNone,
+		AuthorAssociation: forge.AssociationNone,
 		ProjectID:         firstID(p.ProjectID, oa.ProjectID),
 		AuthorID:          firstID(oa.AuthorID, userID),
 		Issue:             &workflows.Issue{Number: int(p.Issue.IID), Title: p.Issue.Title, URL: p.Issue.URL},
@@ -202,7 +205,7 @@ func gitlabIssueAction(action string) string {
 	return action
 }
 
-func gitlabIssue(p *gitlab.IssueEvent) *workflows.Event {
+func gitlabIssue(p *gl.IssueEvent) *workflows.Event {
 	oa := p.ObjectAttributes
 	return &workflows.Event{
 		Kind:              workflows.KindIssue,
@@ -210,7 +213,7 @@ func gitlabIssue(p *gitlab.IssueEvent) *workflows.Event {
 		Repo:              p.Project.PathWithNamespace,
 		CloneURL:          p.Project.GitHTTPURL,
 		Sender:            gitlabUser(p.User),
-		AuthorAssociation: associationNone,
+		AuthorAssociation: forge.AssociationNone,
 		ProjectID:         firstID(p.Project.ID, oa.ProjectID),
 		AuthorID:          oa.AuthorID,
 		Issue:             &workflows.Issue{Number: int(oa.IID), Title: oa.Title, URL: oa.URL},
@@ -227,7 +230,7 @@ func gitlabPush(ref, before, after, user, repo, cloneURL string, projectID int64
 		CloneURL:          cloneURL,
 		ProjectID:         projectID,
 		Sender:            user,
-		AuthorAssociation: associationPusher,
+		AuthorAssociation: forge.AssociationPusher,
 		Push: &workflows.Push{
 			Ref:     ref,
 			Branch:  branchOf(ref),
@@ -238,14 +241,14 @@ func gitlabPush(ref, before, after, user, repo, cloneURL string, projectID int64
 	}
 }
 
-func gitlabUser(u *gitlab.EventUser) string {
+func gitlabUser(u *gl.EventUser) string {
 	if u == nil {
 		return ""
 	}
 	return u.Username
 }
 
-func gitlabUserID(u *gitlab.EventUser) int64 {
+func gitlabUserID(u *gl.EventUser) int64 {
 	if u == nil {
 		return 0
 	}
@@ -263,7 +266,7 @@ func firstID(ids ...int64) int64 {
 }
 
 // gitlabLabels returns the titles of the first non-empty label list.
-func gitlabLabels(lists ...[]*gitlab.EventLabel) []string {
+func gitlabLabels(lists ...[]*gl.EventLabel) []string {
 	for _, list := range lists {
 		if len(list) == 0 {
 			continue
@@ -277,4 +280,19 @@ func gitlabLabels(lists ...[]*gitlab.EventLabel) []string {
 		return out
 	}
 	return nil
+}
+
+// zeroSHA reports whether sha is the all-zero object id (SHA-1 or SHA-256)
+// GitLab sends as the after of a push that deletes a branch or tag.
+func zeroSHA(sha string) bool {
+	return sha != "" && strings.Trim(sha, "0") == ""
+}
+
+// branchOf is the short branch name of a full ref, "" for anything that is
+// not a branch (tags).
+func branchOf(ref string) string {
+	if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+		return b
+	}
+	return ""
 }

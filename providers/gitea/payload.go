@@ -1,6 +1,9 @@
-package ingress
+package gitea
 
-import "github.com/hookrun/hookrun/workflows"
+import (
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/ghpayload"
+)
 
 // Gitea (and Forgejo, which sends the same) webhook bodies of type
 // "gitea" are GitHub-shaped: the GitHub projections (github_payload.go)
@@ -11,20 +14,20 @@ import "github.com/hookrun/hookrun/workflows"
 
 // gtPull is a Gitea pull request: GitHub's fields and its author.
 type gtPull struct {
-	ghPull
-	User ghUser `json:"user"`
+	ghpayload.Pull
+	User ghpayload.User `json:"user"`
 }
 
 // gtIssue is a Gitea issue: GitHub's fields and its author.
 type gtIssue struct {
-	ghIssue
-	User ghUser `json:"user"`
+	ghpayload.Issue
+	User ghpayload.User `json:"user"`
 }
 
 // gtComment is a Gitea comment: GitHub's fields and its author.
 type gtComment struct {
-	ghComment
-	User ghUser `json:"user"`
+	ghpayload.Comment
+	User ghpayload.User `json:"user"`
 }
 
 // gtReview is what a review delivery says of the review: its type
@@ -38,17 +41,17 @@ type gtReview struct {
 // gtPullRequestEvent is Gitea's PullRequestPayload: pull_request events
 // and, with Review set, the review events.
 type gtPullRequestEvent struct {
-	ghCommon
+	ghpayload.Common
 	Number      int       `json:"number"`
 	PullRequest *gtPull   `json:"pull_request"`
 	Review      *gtReview `json:"review"`
-	ghTarget
+	ghpayload.Target
 }
 
 // gtIssueCommentEvent is Gitea's IssueCommentPayload; a comment on a pull
 // request carries the whole pull request beside the issue.
 type gtIssueCommentEvent struct {
-	ghCommon
+	ghpayload.Common
 	Issue       *gtIssue   `json:"issue"`
 	PullRequest *gtPull    `json:"pull_request"`
 	Comment     *gtComment `json:"comment"`
@@ -56,9 +59,9 @@ type gtIssueCommentEvent struct {
 }
 
 type gtIssuesEvent struct {
-	ghCommon
+	ghpayload.Common
 	Issue *gtIssue `json:"issue"`
-	ghTarget
+	ghpayload.Target
 }
 
 // Gitea event names (X-Gitea-Event) that ingress handles beside GitHub's
@@ -74,16 +77,16 @@ const (
 func decodeGitea(eventName string, body []byte) (any, error) {
 	var p any
 	switch eventName {
-	case ghPullRequest, gtReviewApproved, gtReviewRejected, gtReviewComment:
+	case ghpayload.EventPullRequest, gtReviewApproved, gtReviewRejected, gtReviewComment:
 		p = new(gtPullRequestEvent)
-	case ghIssueComment:
+	case ghpayload.EventIssueComment:
 		p = new(gtIssueCommentEvent)
-	case ghIssues:
+	case ghpayload.EventIssues:
 		p = new(gtIssuesEvent)
-	case ghPush:
-		p = new(ghPushEvent)
+	case ghpayload.EventPush:
+		p = new(ghpayload.PushEvent)
 	default:
-		return nil, unhandled(workflows.Gitea, eventName)
+		return nil, forge.Unhandled(Name, eventName)
 	}
-	return decodeProjection(workflows.Gitea, eventName, body, p)
+	return ghpayload.Decode(Name, eventName, body, p)
 }

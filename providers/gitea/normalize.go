@@ -1,6 +1,8 @@
-package ingress
+package gitea
 
 import (
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/ghpayload"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -48,7 +50,7 @@ func normalizeGitea(eventName string, body []byte) (*workflows.Event, error) {
 	var ev *workflows.Event
 	switch p := payload.(type) {
 	case *gtPullRequestEvent:
-		if eventName == ghPullRequest {
+		if eventName == ghpayload.EventPullRequest {
 			ev, err = giteaPullRequest(p)
 		} else {
 			ev, err = giteaReview(eventName, p)
@@ -57,11 +59,11 @@ func normalizeGitea(eventName string, body []byte) (*workflows.Event, error) {
 		ev, err = giteaIssueComment(p)
 	case *gtIssuesEvent:
 		ev, err = giteaIssues(p)
-	case *ghPushEvent:
+	case *ghpayload.PushEvent:
 		if p.Repo == nil {
-			return nil, malformed(workflows.Gitea, eventName, errNoRepository)
+			return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoRepository)
 		}
-		return githubPush(p)
+		return ghpayload.PushOf(Name, p)
 	}
 	if err != nil {
 		return nil, err
@@ -74,19 +76,19 @@ func giteaPullRequest(p *gtPullRequestEvent) (*workflows.Event, error) {
 	pr := p.PullRequest
 	switch {
 	case pr == nil:
-		return nil, malformed(workflows.Gitea, ghPullRequest, errNoPullRequest)
+		return nil, forge.Malformed(Name, ghpayload.EventPullRequest, ghpayload.ErrNoPullRequest)
 	case p.Repo == nil:
-		return nil, malformed(workflows.Gitea, ghPullRequest, errNoRepository)
+		return nil, forge.Malformed(Name, ghpayload.EventPullRequest, ghpayload.ErrNoRepository)
 	}
-	ev := githubBase(&p.ghCommon)
+	ev := ghpayload.Base(&p.Common)
 	ev.Kind = workflows.KindPullRequest
-	ev.AuthorAssociation, ev.Author = associationNone, pr.User.Login
-	ev.PullRequest = githubPull(&pr.ghPull, p.Repo)
+	ev.AuthorAssociation, ev.Author = forge.AssociationNone, pr.User.Login
+	ev.PullRequest = ghpayload.PullOf(&pr.Pull, p.Repo)
 	if ev.PullRequest.Number == 0 {
 		ev.PullRequest.Number = p.Number
 	}
-	ev.Labels = githubLabels(pr.Labels)
-	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(nil, nil), pr.UpdatedAt.String()
+	ev.Labels = ghpayload.Labels(pr.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(nil, nil), pr.UpdatedAt.String()
 	return ev, nil
 }
 
@@ -94,19 +96,19 @@ func giteaReview(eventName string, p *gtPullRequestEvent) (*workflows.Event, err
 	pr := p.PullRequest
 	switch {
 	case pr == nil:
-		return nil, malformed(workflows.Gitea, eventName, errNoPullRequest)
+		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoPullRequest)
 	case p.Review == nil:
-		return nil, malformed(workflows.Gitea, eventName, errNoReview)
+		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoReview)
 	case p.Repo == nil:
-		return nil, malformed(workflows.Gitea, eventName, errNoRepository)
+		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoRepository)
 	}
-	ev := githubBase(&p.ghCommon)
+	ev := ghpayload.Base(&p.Common)
 	ev.Kind = workflows.KindComment
 	ev.Action = "created" // Gitea says "reviewed"; a review is never edited in place
-	ev.AuthorAssociation, ev.Author = associationNone, p.Sender.Login
-	ev.PullRequest = githubPull(&pr.ghPull, p.Repo)
+	ev.AuthorAssociation, ev.Author = forge.AssociationNone, p.Sender.Login
+	ev.PullRequest = ghpayload.PullOf(&pr.Pull, p.Repo)
 	ev.Comment = &workflows.Comment{Body: p.Review.Content, URL: pr.HTMLURL}
-	ev.Labels = githubLabels(pr.Labels)
+	ev.Labels = ghpayload.Labels(pr.Labels)
 	ev.UpdatedAt = pr.UpdatedAt.String() // a review delivery has no time of its own
 	return ev, nil
 }
@@ -115,20 +117,20 @@ func giteaIssueComment(p *gtIssueCommentEvent) (*workflows.Event, error) {
 	issue, comment := p.Issue, p.Comment
 	switch {
 	case issue == nil:
-		return nil, malformed(workflows.Gitea, ghIssueComment, errNoIssue)
+		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoIssue)
 	case comment == nil:
-		return nil, malformed(workflows.Gitea, ghIssueComment, errNoComment)
+		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoComment)
 	case p.Repo == nil:
-		return nil, malformed(workflows.Gitea, ghIssueComment, errNoRepository)
+		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoRepository)
 	}
-	ev := githubBase(&p.ghCommon)
+	ev := ghpayload.Base(&p.Common)
 	ev.Kind = workflows.KindComment
-	ev.AuthorAssociation, ev.Author = associationNone, comment.User.Login
+	ev.AuthorAssociation, ev.Author = forge.AssociationNone, comment.User.Login
 	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL}
 	ev.UpdatedAt = comment.UpdatedAt.String()
 	switch {
 	case p.PullRequest != nil:
-		ev.PullRequest = githubPull(&p.PullRequest.ghPull, p.Repo)
+		ev.PullRequest = ghpayload.PullOf(&p.PullRequest.Pull, p.Repo)
 		if ev.PullRequest.Number == 0 {
 			ev.PullRequest.Number = issue.Number
 		}
@@ -136,9 +138,9 @@ func giteaIssueComment(p *gtIssueCommentEvent) (*workflows.Event, error) {
 		ev.PullRequest = &workflows.PullRequest{Number: issue.Number, Title: issue.Title, URL: issue.HTMLURL,
 			Fork: true} // unknown from this payload: assume the untrusted case
 	default:
-		ev.Issue = githubIssueOf(&issue.ghIssue)
+		ev.Issue = ghpayload.IssueOf(&issue.Issue)
 	}
-	ev.Labels = githubLabels(issue.Labels)
+	ev.Labels = ghpayload.Labels(issue.Labels)
 	return ev, nil
 }
 
@@ -146,15 +148,15 @@ func giteaIssues(p *gtIssuesEvent) (*workflows.Event, error) {
 	issue := p.Issue
 	switch {
 	case issue == nil:
-		return nil, malformed(workflows.Gitea, ghIssues, errNoIssue)
+		return nil, forge.Malformed(Name, ghpayload.EventIssues, ghpayload.ErrNoIssue)
 	case p.Repo == nil:
-		return nil, malformed(workflows.Gitea, ghIssues, errNoRepository)
+		return nil, forge.Malformed(Name, ghpayload.EventIssues, ghpayload.ErrNoRepository)
 	}
-	ev := githubBase(&p.ghCommon)
+	ev := ghpayload.Base(&p.Common)
 	ev.Kind = workflows.KindIssue
-	ev.AuthorAssociation, ev.Author = associationNone, issue.User.Login
-	ev.Issue = githubIssueOf(&issue.ghIssue)
-	ev.Labels = githubLabels(issue.Labels)
-	ev.Label, ev.Target, ev.UpdatedAt = p.label(), p.target(nil, nil), issue.UpdatedAt.String()
+	ev.AuthorAssociation, ev.Author = forge.AssociationNone, issue.User.Login
+	ev.Issue = ghpayload.IssueOf(&issue.Issue)
+	ev.Labels = ghpayload.Labels(issue.Labels)
+	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(nil, nil), issue.UpdatedAt.String()
 	return ev, nil
 }

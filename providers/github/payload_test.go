@@ -1,4 +1,4 @@
-package ingress
+package github
 
 import (
 	"encoding/json"
@@ -41,7 +41,7 @@ func FuzzGitHubProjection(f *testing.F) {
 	events := []string{ghPullRequest, ghIssueComment, ghIssues, ghPush, ghPullReviewComment, ghPullReview}
 	for _, fx := range fixtures(f) {
 		for i, ev := range events {
-			if fx.forge == workflows.GitHub && ev == fx.event {
+			if ev == fx.event {
 				f.Add(uint8(i), readFile(f, fx.path))
 			}
 		}
@@ -80,7 +80,7 @@ func FuzzGitHubProjection(f *testing.F) {
 // go-github (the fuzz target's seeds, run as a plain test too).
 func TestGitHubProjectionFixtures(t *testing.T) {
 	for _, fx := range fixtures(t) {
-		if fx.forge != workflows.GitHub || fx.event == ghPing {
+		if fx.event == ghPing {
 			continue
 		}
 		body := readFile(t, fx.path)
