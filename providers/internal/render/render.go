@@ -108,6 +108,9 @@ func Comment(r *contract.RunReport, o Options) string {
 	if r.Phase == contract.PhaseFinal && r.Delivery != nil {
 		b.WriteString("\n" + delivery(r.Delivery, r.Event) + "\n")
 	}
+	if a := acted(r.Acted); r.Phase == contract.PhaseFinal && a != "" {
+		b.WriteString("\n" + a + "\n")
+	}
 	head := b.String()
 
 	body := ""
