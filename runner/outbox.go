@@ -174,6 +174,10 @@ type outboxReport struct {
 	Error    string                `json:"error,omitempty"`
 	Ref      contract.ReportRef    `json:"ref,omitzero"`
 	Delivery *workflows.Delivery   `json:"delivery,omitempty"`
+	// Permissions and Actions are the workflow's permissions and what
+	// the steps asked for (actions.json): the delivery applies them.
+	Permissions *workflows.Permissions `json:"permissions,omitempty"`
+	Actions     *contract.Actions      `json:"actions,omitempty"`
 }
 
 // maxStoredBody bounds the body kept (the forges' comment limits are far
@@ -184,7 +188,10 @@ func encodeReport(r *contract.RunReport) ([]byte, error) {
 	w := outboxReport{Phase: r.Phase, RunID: r.RunID, Attempt: r.Attempt, HeadSHA: r.HeadSHA, Status: r.Status,
 		Steps: r.Steps, Body: r.Body, Error: r.Error, Ref: r.Ref, Delivery: r.Delivery}
 	if r.Workflow != nil {
-		w.Workflow, w.Report = r.Workflow.Name, r.Workflow.Report
+		w.Workflow, w.Report, w.Permissions = r.Workflow.Name, r.Workflow.Report, r.Workflow.Permissions
+	}
+	if r.Results != nil {
+		w.Actions = r.Results.Actions
 	}
 	if r.Event != nil {
 		ev := *r.Event
@@ -205,9 +212,13 @@ func decodeReport(data []byte) (*contract.RunReport, error) {
 	if w.Event == nil || w.Workflow == "" {
 		return nil, errors.New("report without workflow or event")
 	}
-	return &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
-		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report}, Event: w.Event,
-		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery}, nil
+	r := &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
+		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report, Permissions: w.Permissions}, Event: w.Event,
+		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery}
+	if w.Actions != nil {
+		r.Results = &contract.Results{Actions: w.Actions}
+	}
+	return r, nil
 }
 
 // Keep stores r, whose delivery failed with cause, to be tried again: after

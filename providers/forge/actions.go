@@ -210,3 +210,22 @@ func values(acts []contract.PlannedAction) []string {
 	}
 	return out
 }
+
+// Report sends r to f. A final report whose steps asked for actions
+// (r.Results.Actions) first has them applied within the workflow's
+// permissions, when f is an Actor with credentials; r.Acted then says what
+// became of them, for the comment to list. An action that failed on the
+// forge makes the error non-nil, joined with the report's, so that whoever
+// keeps the final report (the outbox) tries the whole again: each step is
+// idempotent, and the comment is posted once.
+func Report(ctx context.Context, f Forge, r *contract.RunReport) (contract.ReportRef, error) {
+	var applyErr error
+	if a, ok := f.(Actor); ok && r.Phase == contract.PhaseFinal && r.Results != nil && r.Results.Actions != nil && f.Credentials() == nil {
+		r.Acted, applyErr = ApplyActions(ctx, a, r)
+		if applyErr != nil {
+			applyErr = fmt.Errorf("applying the run's actions: %w", applyErr)
+		}
+	}
+	ref, err := f.Report(ctx, r)
+	return ref, errors.Join(err, applyErr)
+}

@@ -283,4 +283,25 @@ func actions(t *testing.T, h Harness) {
 	if !slices.Equal(labels, []string{"area/queue"}) || len(assignees) != 0 || state != "open" {
 		t.Errorf("after undo: labels %q, assignees %q, state %q", labels, assignees, state)
 	}
+
+	// forge.Report applies the final report's actions, then lists them in
+	// the run's comment: the refused one with its reason.
+	wf.Report = workflows.Report{Comment: workflows.CommentSticky}
+	rep := report(contract.ActionSet{Labels: &contract.AddRemove{Add: []string{"bug", "wontfix"}}})
+	if _, err := forge.Report(ctx, f, rep); err != nil {
+		t.Fatalf("forge.Report: %v", err)
+	}
+	if rep.Acted == nil || len(rep.Acted.Applied) != 1 || len(rep.Acted.Refused) != 1 {
+		t.Errorf("forge.Report: acted %+v", rep.Acted)
+	}
+	found := false
+	for _, c := range fake.Comments() {
+		found = found || strings.Contains(c, "**Actions**") && strings.Contains(c, "label \"wontfix\" is not in permissions.labels")
+	}
+	if !found {
+		t.Errorf("no run comment lists the refused label: %q", fake.Comments())
+	}
+	if labels, _, _, _ := issues.Issue(h.Issue); !slices.Contains(labels, "bug") {
+		t.Errorf("forge.Report: issue labels %q, want bug added", labels)
+	}
 }
