@@ -299,7 +299,7 @@ func actions(t *testing.T, h Harness) {
 		found = found || strings.Contains(c, "**Actions**") && strings.Contains(c, "label \"wontfix\" is not in permissions.labels")
 	}
 	if !found {
-		t.Errorf("no run comment lists the refused label: %q", fake.Comments())
+		t.Errorf("no run comment lists the refused label: %v", fake.Comments())
 	}
 	if labels, _, _, _ := issues.Issue(h.Issue); !slices.Contains(labels, "bug") {
 		t.Errorf("forge.Report: issue labels %q, want bug added", labels)
