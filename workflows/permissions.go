@@ -66,3 +66,26 @@ func (p *Permissions) AllowsState(state string) bool {
 	}
 	return false
 }
+
+// ActionNote is an action in ActionsOutcome: what (as
+// contract.PlannedAction words it) and, when refused or failed, why.
+type ActionNote struct {
+	What   string `json:"what"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ActionsOutcome is what became of a run's actions.json: applied, refused
+// (with the reason: the permissions, a missing label, no issue to act on)
+// and failed (the forge's error). The run's report lists it, its record
+// keeps it.
+type ActionsOutcome struct {
+	Applied []ActionNote `json:"applied,omitempty"`
+	Refused []ActionNote `json:"refused,omitempty"`
+	Failed  []ActionNote `json:"failed,omitempty"`
+}
+
+// Refuse records what as refused for reason.
+func (o *ActionsOutcome) Refuse(what, reason string) {
+	o.Refused = append(o.Refused, ActionNote{What: what, Reason: reason})
+}
+

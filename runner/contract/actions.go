@@ -52,26 +52,12 @@ func (a PlannedAction) String() string {
 	return fmt.Sprintf("%s %q on #%d", a.Op, a.Value, a.Number)
 }
 
-// ActionNote is an action in ActionsOutcome: what (PlannedAction.String,
-// or what a refused entry asked for) and, when refused or failed, why.
-type ActionNote struct {
-	What   string `json:"what"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// ActionsOutcome is what became of a run's actions.json: applied, refused
-// (with the reason: the permissions, a missing label, no issue to act on)
-// and failed (the forge's error). The run's report lists it.
-type ActionsOutcome struct {
-	Applied []ActionNote `json:"applied,omitempty"`
-	Refused []ActionNote `json:"refused,omitempty"`
-	Failed  []ActionNote `json:"failed,omitempty"`
-}
-
-// Refuse records what as refused for reason.
-func (o *ActionsOutcome) Refuse(what, reason string) {
-	o.Refused = append(o.Refused, ActionNote{What: what, Reason: reason})
-}
+// ActionNote and ActionsOutcome are workflows' (the run record keeps
+// the outcome).
+type (
+	ActionNote     = workflows.ActionNote
+	ActionsOutcome = workflows.ActionsOutcome
+)
 
 // PlanActions splits a run's actions into those p allows, in the order
 // they are applied (per issue: labels, assignees, state, comment), and
