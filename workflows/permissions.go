@@ -88,4 +88,3 @@ type ActionsOutcome struct {
 func (o *ActionsOutcome) Refuse(what, reason string) {
 	o.Refused = append(o.Refused, ActionNote{What: what, Reason: reason})
 }
-
