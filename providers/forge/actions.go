@@ -51,8 +51,9 @@ type Actor interface {
 	// "completed", "not_planned", "duplicate" or "", passed on where the
 	// forge records one (GitHub).
 	SetState(ctx context.Context, i Issue, state, reason string) error
-	// Comment posts body on i unless a comment of i already contains
-	// marker (an earlier attempt posted it): posted says which.
+	// Comment posts body on i unless a comment of hookrun's own on i
+	// already contains marker (an earlier attempt posted it): posted says
+	// which. A marker in another user's comment does not count.
 	Comment(ctx context.Context, i Issue, marker, body string) (posted bool, err error)
 }
 

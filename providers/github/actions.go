@@ -255,13 +255,14 @@ func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, reason st
 }
 
 // Comment implements forge.Actor: it lists i's comments (every page) and
-// posts body (POST /repos/{o}/{r}/issues/{n}/comments) unless one
-// contains marker.
+// posts body (POST /repos/{o}/{r}/issues/{n}/comments) unless one of
+// hookrun's own (any, when its login cannot be learned) contains marker.
 func (r *Reporter) Comment(ctx context.Context, i forge.Issue, marker, body string) (bool, error) {
 	c, owner, repo, err := r.issueClient(i)
 	if err != nil {
 		return false, err
 	}
+	login := r.botLogin(ctx) // a marker in someone else's comment does not count
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
 	for {
 		var list []*gh.IssueComment
@@ -273,7 +274,7 @@ func (r *Reporter) Comment(ctx context.Context, i forge.Issue, marker, body stri
 			return false, fmt.Errorf("listing comments of %s: %w", i, err)
 		}
 		for _, cm := range list {
-			if strings.Contains(cm.GetBody(), marker) {
+			if strings.Contains(cm.GetBody(), marker) && (login == "" || strings.EqualFold(cm.GetUser().GetLogin(), login)) {
 				return false, nil
 			}
 		}

@@ -181,17 +181,17 @@ func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, _ string)
 	return r.update(ctx, i, &gl.UpdateIssueOptions{StateEvent: gl.Ptr(ev)})
 }
 
-// Comment implements forge.Actor: a note, unless one of i's notes
-// contains marker.
+// Comment implements forge.Actor: a note, unless one of hookrun's own
+// notes on i (any user's, when the bot cannot be learned) contains marker.
 func (r *Reporter) Comment(ctx context.Context, i forge.Issue, marker, body string) (bool, error) {
-	t := &thread{r: r, n: noteable{project: i.Repo, mr: i.MergeRequest, iid: int64(i.Number)}, learned: true}
+	t := &thread{r: r, n: noteable{project: i.Repo, mr: i.MergeRequest, iid: int64(i.Number)}}
 	for page := 1; page != 0; {
 		list, next, err := t.List(ctx, page)
 		if err != nil {
 			return false, err
 		}
 		for _, c := range list {
-			if strings.Contains(c.Body, marker) {
+			if c.Ours && strings.Contains(c.Body, marker) { // a marker in someone else's note does not count
 				return false, nil
 			}
 		}
