@@ -11,7 +11,11 @@
 // delivery's keys, all or nothing), the hookrun_sessions KV bucket of the
 // web UI's login sessions (SessionStore, made on demand by Sessions: an
 // entry per session id, expiring with the session lifetime, deleted at
-// log-out), and the HOOKRUN_LOGS stream of step output. It imports
+// log-out), the HOOKRUN_SCHEDULES stream of workflow schedules (Schedules:
+// JetStream message schedules, one definition message per workflow trigger
+// that the server itself turns into ticks, handed each to one consumer of
+// all the processes sharing the durable consumer; made on demand), and the
+// HOOKRUN_LOGS stream of step output. It imports
 // only workflows (and internal/lines, the line writer it shares with the
 // runner).
 //

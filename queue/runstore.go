@@ -29,31 +29,34 @@ var (
 // RunRecord is what is known about one run; the API shows it (DESIGN.md §6),
 // the runner updates it with compare-and-set.
 type RunRecord struct {
-	ID               string                `json:"id"`
-	Workflow         string                `json:"workflow"`
-	WorkflowDigest   string                `json:"workflow_digest,omitempty"`
-	Repo             string                `json:"repo,omitempty"`
-	Status           workflows.Status      `json:"status"`
-	Attempt          int                   `json:"attempt"`
-	Event            workflows.Event       `json:"event"` // stored without Raw
-	Steps            []workflows.StepState `json:"steps"`
-	Error            string                `json:"error"`
-	ReportError      string                `json:"report_error,omitempty"`      // last failure to report to the forge
-	CommentID        int64                 `json:"comment_id,omitempty"`        // the sticky comment, once created
-	HeadSHA          string                `json:"head_sha,omitempty"`          // resolved head commit
-	Delivery         *workflows.Delivery   `json:"delivery,omitempty"`          // what became of a sandboxed agent's commits
-	Claimant         string                `json:"claimant,omitempty"`          // runner that claimed the run
-	HeartbeatAt      time.Time             `json:"heartbeat_at,omitzero"`       // claimant's last sign of life
-	CancelRequested  bool                  `json:"cancel_requested,omitempty"`  // POST .../cancel was called
-	ConcurrencyGroup string                `json:"concurrency_group,omitempty"` // resolved concurrency group
-	TraceID          string                `json:"trace_id,omitempty"`          // OpenTelemetry trace of its delivery (ingress's, else the first claim's); "" when tracing is off
-	Params           map[string]string     `json:"params,omitempty"`            // values of the workflow's params (API runs); untrusted text
-	RerunOf          string                `json:"rerun_of,omitempty"`          // the run this one re-runs
-	Reruns           []string              `json:"reruns,omitempty"`            // the runs that re-ran this one, oldest first
-	Origin           string                `json:"origin,omitempty"`            // the stored delivery of the event, when Event.DeliveryID is derived (a re-run, a replay)
-	CreatedAt        time.Time             `json:"created_at"`
-	StartedAt        *time.Time            `json:"started_at,omitempty"`
-	FinishedAt       *time.Time            `json:"finished_at,omitempty"`
+	ID             string                `json:"id"`
+	Workflow       string                `json:"workflow"`
+	WorkflowDigest string                `json:"workflow_digest,omitempty"`
+	Repo           string                `json:"repo,omitempty"`
+	Status         workflows.Status      `json:"status"`
+	Attempt        int                   `json:"attempt"`
+	Event          workflows.Event       `json:"event"` // stored without Raw
+	Steps          []workflows.StepState `json:"steps"`
+	Error          string                `json:"error"`
+	ReportError    string                `json:"report_error,omitempty"` // last failure to report to the forge
+	CommentID      int64                 `json:"comment_id,omitempty"`   // the sticky comment, once created
+	HeadSHA        string                `json:"head_sha,omitempty"`     // resolved head commit
+	Delivery       *workflows.Delivery   `json:"delivery,omitempty"`     // what became of a sandboxed agent's commits
+	// Actions is what became of the actions the run's steps asked for
+	// (actions.json): applied, refused with the reason, failed.
+	Actions          *workflows.ActionsOutcome `json:"actions,omitempty"`
+	Claimant         string                    `json:"claimant,omitempty"`          // runner that claimed the run
+	HeartbeatAt      time.Time                 `json:"heartbeat_at,omitzero"`       // claimant's last sign of life
+	CancelRequested  bool                      `json:"cancel_requested,omitempty"`  // POST .../cancel was called
+	ConcurrencyGroup string                    `json:"concurrency_group,omitempty"` // resolved concurrency group
+	TraceID          string                    `json:"trace_id,omitempty"`          // OpenTelemetry trace of its delivery (ingress's, else the first claim's); "" when tracing is off
+	Params           map[string]string         `json:"params,omitempty"`            // values of the workflow's params (API runs); untrusted text
+	RerunOf          string                    `json:"rerun_of,omitempty"`          // the run this one re-runs
+	Reruns           []string                  `json:"reruns,omitempty"`            // the runs that re-ran this one, oldest first
+	Origin           string                    `json:"origin,omitempty"`            // the stored delivery of the event, when Event.DeliveryID is derived (a re-run, a replay)
+	CreatedAt        time.Time                 `json:"created_at"`
+	StartedAt        *time.Time                `json:"started_at,omitempty"`
+	FinishedAt       *time.Time                `json:"finished_at,omitempty"`
 }
 
 // MarshalJSON writes steps as [] rather than null.

@@ -421,6 +421,9 @@ type FinishSpec struct {
 	HeadSHA     string                // the resolved head commit; "" keeps the stored one
 	Delivery    *workflows.Delivery   // what became of a sandboxed agent's commits; nil: none
 	FinishedAt  time.Time             // when the run ended
+	// Actions is what became of the actions the steps asked for
+	// (actions.json); nil: none asked, or not known yet.
+	Actions *workflows.ActionsOutcome
 }
 
 // Finish records the outcome of a run still running under f.Claimant.
@@ -432,6 +435,7 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 		r.Steps = f.Steps
 		r.Error = f.Error
 		r.ReportError = f.ReportError
+		r.Actions = f.Actions
 		if f.CommentID != 0 {
 			r.CommentID = f.CommentID
 		}

@@ -161,9 +161,13 @@ type Result struct {
 	Delivery *workflows.Delivery `json:"delivery,omitempty"`
 	// Results are the findings and actions the steps left in
 	// $HOOKRUN_RESULTS, redacted; nil when they left none.
-	Results    *contract.Results `json:"results,omitempty"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt time.Time         `json:"finished_at"`
+	Results *contract.Results `json:"results,omitempty"`
+	// Acted is what became of Results.Actions when the final report was
+	// delivered during the run (forge.Report); nil otherwise (none asked,
+	// or the report went to the outbox).
+	Acted      *contract.ActionsOutcome `json:"acted,omitempty"`
+	StartedAt  time.Time                `json:"started_at"`
+	FinishedAt time.Time                `json:"finished_at"`
 	// Abandoned is set when the run was stopped because the runner is
 	// shutting down or lost its claim: no handler ran and no final report was
 	// sent; another runner will execute it again.
@@ -414,7 +418,7 @@ func (x *execution) refuse(ctx context.Context) *Result {
 	if x.e.cfg.Reporter != nil {
 		p := newProgress(x)
 		p.send(ctx, p.snapshot(contract.PhaseFinal, res.Status, res))
-		res.Ref, res.ReportError = p.ref, p.lastErr
+		res.Ref, res.ReportError, res.Acted = p.ref, p.lastErr, p.acted
 	}
 	return res
 }

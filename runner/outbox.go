@@ -175,9 +175,13 @@ type outboxReport struct {
 	Error    string                `json:"error,omitempty"`
 	Ref      contract.ReportRef    `json:"ref,omitzero"`
 	Delivery *workflows.Delivery   `json:"delivery,omitempty"`
-	// Results are the run's findings, so that a retried final report
-	// still posts its review (cut to fit maxStoredReport).
+	// Results are the run's findings and the actions its steps asked for
+	// (actions.json), so that a retried final report still posts its
+	// review and applies them (findings cut to fit maxStoredReport).
 	Results *contract.Results `json:"results,omitempty"`
+	// Permissions are the workflow's: what of Results.Actions the
+	// delivery may apply.
+	Permissions *workflows.Permissions `json:"permissions,omitempty"`
 }
 
 // maxStoredReport bounds a stored report: the KV's message limit is
@@ -193,7 +197,7 @@ func encodeReport(r *contract.RunReport) ([]byte, error) {
 	w := outboxReport{Phase: r.Phase, RunID: r.RunID, Attempt: r.Attempt, HeadSHA: r.HeadSHA, Status: r.Status,
 		Steps: r.Steps, Body: r.Body, Error: r.Error, Ref: r.Ref, Delivery: r.Delivery}
 	if r.Workflow != nil {
-		w.Workflow, w.Report = r.Workflow.Name, r.Workflow.Report
+		w.Workflow, w.Report, w.Permissions = r.Workflow.Name, r.Workflow.Report, r.Workflow.Permissions
 	}
 	if r.Event != nil {
 		ev := *r.Event
@@ -233,7 +237,7 @@ func decodeReport(data []byte) (*contract.RunReport, error) {
 		return nil, errors.New("report without workflow or event")
 	}
 	return &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
-		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report}, Event: w.Event,
+		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report, Permissions: w.Permissions}, Event: w.Event,
 		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery,
 		Results: w.Results}, nil
 }

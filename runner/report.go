@@ -24,7 +24,8 @@ type progress struct {
 	mu      sync.Mutex
 	ref     contract.ReportRef
 	lastErr string
-	last    time.Time // when the last report was sent
+	last    time.Time                // when the last report was sent
+	acted   *contract.ActionsOutcome // what the final report's delivery did of the run's actions
 
 	kick chan struct{} // a change is pending (capacity 1: coalesces)
 	stop chan struct{}
@@ -109,6 +110,7 @@ func (p *progress) finish(ctx context.Context, res *Result) {
 	p.mu.Lock()
 	res.Ref = p.ref
 	res.ReportError = p.lastErr
+	res.Acted = p.acted
 	p.mu.Unlock()
 }
 
@@ -182,6 +184,9 @@ func (p *progress) send(ctx context.Context, r *contract.RunReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.last = time.Now()
+	if r.Phase == contract.PhaseFinal && r.Acted != nil {
+		p.acted = r.Acted
+	}
 	if ref != (contract.ReportRef{}) {
 		p.ref = ref // known also with an error (a status failed, the comment landed)
 	}

@@ -619,6 +619,7 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *Result,
 		CommentID:   res.Ref.CommentID,
 		HeadSHA:     headSHA,
 		Delivery:    res.Delivery,
+		Actions:     res.Acted,
 		FinishedAt:  res.FinishedAt,
 	})
 	if errors.Is(err, queue.ErrClaimLost) {

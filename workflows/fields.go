@@ -204,6 +204,7 @@ var (
 	stepActions      = []string{ActionHarnessRun}
 	sandboxProviders = []string{"sbx"}
 	pushModes        = []string{PushBranch, PushPullRequest, PushNone}
+	permissionStates = []string{PermitClose, PermitReopen}
 	forgeNames       = []string{string(GitHub), string(GitLab)}
 	kindNames        = func() []string {
 		s := make([]string, len(Kinds))
@@ -285,6 +286,26 @@ func (w *rawWorkflow) fields() []field {
 		nested("report", "", inline((*rawReport).fields), func(r *reader, v *yaml.Node) {
 			w.report = readInto(r, &rawReport{node: v}, v, "report", "report.")
 		}),
+		nested("permissions", "what a run may ask hookrun to do on the forge ($HOOKRUN_RESULTS/actions.json); none: nothing",
+			inline((*rawPermissions).fields), func(r *reader, v *yaml.Node) {
+				w.permissions = readInto(r, &rawPermissions{node: v}, v, "permissions", "permissions.")
+			}),
+	}
+}
+
+// fields is the table of `permissions:`.
+func (p *rawPermissions) fields() []field {
+	return []field{
+		{key: "labels", to: &p.labels, pattern: nonBlank,
+			doc: "labels a run may add or remove: names or globs (area/*)"},
+		{key: "assignees", read: p.readAssignees, schema: func() obj {
+			return obj{"anyOf": []any{obj{"type": "boolean"}, obj{"type": "array", "items": obj{"type": "string", "pattern": nonBlank.src}}}}
+		}, doc: "true: a run may assign and unassign anyone; a list: only these logins"},
+		{key: "state", to: &p.state, enum: permissionStates, doc: "close: a run may close; reopen: reopen"},
+		{key: "comment", to: &p.comment, def: false, doc: "a run may post a comment of its own"},
+		{key: "targets", to: &p.targets, def: false, doc: "a run may act on other issues and pull requests than its event's (actions.json targets)"},
+		{key: "create_labels", to: &p.createLabels, def: false,
+			doc: "labels missing on the repository are created; false: refused"},
 	}
 }
 

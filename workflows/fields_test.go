@@ -69,6 +69,8 @@ func probeTables() []probeTable {
 			file: func(m map[string]any) map[string]any { return inStep("preconditions", []any{m}) }},
 		{name: "report", fields: new(rawReport).fields(), base: map[string]any{},
 			file: func(m map[string]any) map[string]any { return file("report", m) }},
+		{name: "permissions", fields: new(rawPermissions).fields(), base: map[string]any{},
+			file: func(m map[string]any) map[string]any { return file("permissions", m) }},
 	}
 }
 

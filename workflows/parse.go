@@ -9,6 +9,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -507,7 +508,28 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 			w.Report.Review = &ReviewOptions{Filter: rv.filter.v, MaxComments: rv.maxComments.v}
 		}
 	}
+	w.Permissions = r.buildPermissions(raw.permissions)
 	return w
+}
+
+// buildPermissions checks `permissions:`; nil when absent.
+func (r *reader) buildPermissions(p *rawPermissions) *Permissions {
+	if p == nil {
+		return nil
+	}
+	r.checkFields(p.node, scope{"permissions", "."}, p.fields())
+	for _, l := range p.labels.v {
+		if _, err := path.Match(l.v, ""); err != nil {
+			r.errf(l.n, "permissions.labels: %q is not a valid glob: %v", l.v, err)
+		}
+	}
+	for _, a := range p.assigneeList.v {
+		if strings.TrimSpace(a.v) == "" {
+			r.errf(a.n, "permissions.assignees: a login must not be empty")
+		}
+	}
+	return &Permissions{Labels: texts(p.labels), AnyAssignee: p.assignees.v, Assignees: texts(p.assigneeList),
+		State: texts(p.state), Comment: p.comment.v, Targets: p.targets.v, CreateLabels: p.createLabels.v}
 }
 
 // texts are the values of a list of strings: nil when the key was absent

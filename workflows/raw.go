@@ -50,6 +50,7 @@ type rawWorkflow struct {
 	stepsNode      *yaml.Node
 	handlerOn      []rawHandler
 	report         *rawReport
+	permissions    *rawPermissions
 }
 
 type rawTrigger struct {
@@ -184,6 +185,34 @@ type rawCondition struct {
 	condition val[string]
 	expected  val[string]
 	negate    val[bool]
+}
+
+// rawPermissions is `permissions:`: what a run may ask hookrun to do on
+// the forge (actions.json).
+type rawPermissions struct {
+	node         *yaml.Node
+	labels       list[string]
+	assignees    val[bool]    // assignees: true
+	assigneeList list[string] // assignees: [logins]
+	state        list[string]
+	comment      val[bool]
+	targets      val[bool]
+	createLabels val[bool] // create_labels
+}
+
+// readAssignees reads `permissions.assignees`: true (anyone), false, or a
+// list of logins.
+func (p *rawPermissions) readAssignees(r *reader, _ *field, _, v *yaml.Node) {
+	v = deref(v)
+	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!bool" {
+		p.assignees = r.boolean(v, "permissions.assignees")
+		return
+	}
+	if v.Kind != yaml.SequenceNode {
+		r.errf(v, "permissions.assignees: expected true, false or a list of logins, got %s", kindName(v))
+		return
+	}
+	p.assigneeList = r.strs(v, "permissions.assignees", false)
 }
 
 type rawReport struct {

@@ -71,6 +71,7 @@ var invalidKinds = map[string]string{
 	"bad-if.yaml":                   semantic,    // expression does not compile
 	"bad-name.yaml":                 schemaLevel, // name pattern
 	"bad-output.yaml":               schemaLevel, // env name and output patterns
+	"bad-permissions.yaml":          schemaLevel, // enum; boolean and assignees types; additionalProperties false (and a glob)
 	"bad-pull-policy.yaml":          schemaLevel, // enum
 	"bad-report-comment.yaml":       schemaLevel, // enum
 	"bad-retry.yaml":                schemaLevel, // maximum, minimum

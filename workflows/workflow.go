@@ -47,6 +47,9 @@ type Workflow struct {
 	Steps     []Step    `json:"steps"`                // in file order; for "chain" each step depends on the previous one
 	HandlerOn HandlerOn `json:"handler_on,omitempty"` // steps run after the DAG
 	Report    Report    `json:"report"`
+	// Permissions say what a run may ask hookrun to do on the forge
+	// (actions.json); nil: nothing.
+	Permissions *Permissions `json:"permissions,omitempty"`
 
 	namePos [2]int // line and column of `name:` (1:1 when defaulted), for Load's uniqueness problems
 }

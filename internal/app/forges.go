@@ -135,8 +135,9 @@ type forgeReporter struct{ reg *forge.Registry }
 
 func (forgeReporter) Applies(r *contract.RunReport) bool { return r.Event != nil }
 
+// Report applies a final report's actions (forge.Report) and reports it.
 func (fr forgeReporter) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
-	return fr.reg.Get(r.Event.Forge).Report(ctx, r)
+	return forge.Report(ctx, fr.reg.Get(r.Event.Forge), r)
 }
 
 // OpenDraft opens a draft pull/merge request on the event's forge.

@@ -25,6 +25,15 @@
 // with report.review, before the run's comment, which shows its Summary.
 // forgetest's Review case runs it against each forge's fake review API.
 //
-// Adding a forge is a new package that implements Forge and runs
-// forgetest, and one Register line in internal/app.
+// Actor (actions.go), which each forge's Forge also implements, changes
+// issues and pull requests with hookrun's own credentials: labels,
+// assignees, state, a comment. ApplyActions decides what of a run's
+// actions.json the workflow's permissions allow (contract.PlanActions),
+// refuses labels missing on the repository unless create_labels, marks
+// its comment so that it is posted once, and says what became of each
+// thing asked (contract.ActionsOutcome); Report applies a final report's
+// actions and then reports it, listing them.
+//
+// Adding a forge is a new package that implements Forge and Actor and
+// runs forgetest, and one Register line in internal/app.
 package forge

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -37,8 +38,22 @@ type fakeGitea struct {
 	members     map[string]bool   // collaborators
 	pulls       map[int]map[string]any
 	files       map[int][]string // pull request → its changed files (GET .../pulls/{n}/files)
+	labels      []fakeLabel      // the repository's
+	issues      map[int]*fakeIssue
+	users       map[string]bool // logins that can be assigned
 
 	rv *fakeReviews // review endpoints (review_fake_test.go); nil: not served
+}
+
+type fakeLabel struct {
+	ID          int64
+	Name, Color string
+}
+
+type fakeIssue struct {
+	Labels    []int64 // label ids
+	Assignees []string
+	State     string
 }
 
 type fakeComment struct {
@@ -56,7 +71,9 @@ type fakeReaction struct {
 
 func newFakeGitea(t *testing.T) *fakeGitea {
 	f := &fakeGitea{t: t, token: "gitea-token-7f3a", login: "hookrun-bot", nextID: 100,
-		comments: map[int][]*fakeComment{}, permissions: map[string]string{}, members: map[string]bool{}, pulls: map[int]map[string]any{}, files: map[int][]string{}}
+		comments: map[int][]*fakeComment{}, permissions: map[string]string{}, members: map[string]bool{}, pulls: map[int]map[string]any{}, files: map[int][]string{},
+		labels: []fakeLabel{{ID: 31, Name: "bug", Color: "ee0701"}, {ID: 32, Name: "area/queue", Color: "009800"}},
+		issues: map[int]*fakeIssue{5: {State: "open"}}, users: map[string]bool{"carol": true}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -74,6 +91,9 @@ var (
 	rePullFiles  = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/(\d+)/files$`)
 	rePermission = regexp.MustCompile(`^/api/v1/repos/alice/demo/collaborators/([^/]+)/permission$`)
 	reCollab     = regexp.MustCompile(`^/api/v1/repos/alice/demo/collaborators/([^/]+)$`)
+	reLabels     = regexp.MustCompile(`^/api/v1/repos/alice/demo/labels$`)
+	reIssueLabel = regexp.MustCompile(`^/api/v1/repos/alice/demo/issues/(\d+)/labels(?:/(\d+))?$`)
+	reIssue      = regexp.MustCompile(`^/api/v1/repos/alice/demo/issues/(\d+)$`)
 )
 
 func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
@@ -175,6 +195,8 @@ func (f *fakeGitea) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.WriteHeader(http.StatusNotFound)
+	case reLabels.MatchString(p), reIssueLabel.MatchString(p), reIssue.MatchString(p):
+		f.issueAPI(w, r, body)
 	default:
 		f.t.Errorf("unexpected %s %s", r.Method, r.URL)
 		f.json(w, http.StatusNotFound, map[string]string{"message": "not found"})
@@ -239,4 +261,145 @@ func (f *fakeGitea) json(w http.ResponseWriter, code int, v any) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// issueAPI answers the labels and issue endpoints the actions use, as
+// Gitea does: labels added and removed by id, assignees and state through
+// PATCH of the issue (201), a color "#rrggbb" for a new label.
+func (f *fakeGitea) issueAPI(w http.ResponseWriter, r *http.Request, body []byte) {
+	p := r.URL.Path
+	labelJSON := func(l fakeLabel) map[string]any {
+		return map[string]any{"id": l.ID, "name": l.Name, "color": l.Color, "description": "", "exclusive": false}
+	}
+	if reLabels.MatchString(p) {
+		switch r.Method {
+		case http.MethodGet:
+			out := []any{}
+			for _, l := range f.labels {
+				out = append(out, labelJSON(l))
+			}
+			f.json(w, http.StatusOK, out)
+		case http.MethodPost:
+			var in struct {
+				Name  string `json:"name"`
+				Color string `json:"color"`
+			}
+			if !f.decode(w, body, &in) {
+				return
+			}
+			if in.Name == "" || !regexp.MustCompile(`^#[0-9a-fA-F]{6}$`).MatchString(in.Color) {
+				f.t.Errorf("label %s", body)
+				f.json(w, http.StatusUnprocessableEntity, map[string]string{"message": "invalid label"})
+				return
+			}
+			f.nextID++
+			l := fakeLabel{ID: f.nextID, Name: in.Name, Color: in.Color[1:]}
+			f.labels = append(f.labels, l)
+			f.json(w, http.StatusCreated, labelJSON(l))
+		default:
+			f.t.Errorf("unexpected %s %s", r.Method, p)
+		}
+		return
+	}
+	var n int
+	if m := reIssueLabel.FindStringSubmatch(p); m != nil {
+		n = atoi(m[1])
+	} else {
+		n = atoi(reIssue.FindStringSubmatch(p)[1])
+	}
+	is := f.issues[n]
+	if is == nil {
+		f.json(w, http.StatusNotFound, map[string]string{"message": "issue does not exist"})
+		return
+	}
+	issueJSON := func() map[string]any {
+		as := []any{}
+		for _, a := range is.Assignees {
+			as = append(as, map[string]any{"id": 9, "login": a})
+		}
+		return map[string]any{"number": n, "state": is.State, "assignees": as}
+	}
+	m := reIssueLabel.FindStringSubmatch(p)
+	switch {
+	case m != nil && r.Method == http.MethodPost && m[2] == "":
+		var in struct {
+			Labels []int64 `json:"labels"`
+		}
+		if !f.decode(w, body, &in) {
+			return
+		}
+		for _, id := range in.Labels {
+			if !slices.ContainsFunc(f.labels, func(l fakeLabel) bool { return l.ID == id }) {
+				f.t.Errorf("label id %d does not exist", id)
+				f.json(w, http.StatusUnprocessableEntity, map[string]string{"message": "label does not exist"})
+				return
+			}
+			if !slices.Contains(is.Labels, id) {
+				is.Labels = append(is.Labels, id)
+			}
+		}
+		f.json(w, http.StatusOK, []any{})
+	case m != nil && r.Method == http.MethodDelete && m[2] != "":
+		k := slices.Index(is.Labels, int64(atoi(m[2])))
+		if k < 0 || len(body) != 0 {
+			f.json(w, http.StatusNotFound, map[string]string{"message": "label does not exist"})
+			return
+		}
+		is.Labels = slices.Delete(is.Labels, k, k+1)
+		w.WriteHeader(http.StatusNoContent)
+	case m == nil && r.Method == http.MethodGet:
+		f.json(w, http.StatusOK, issueJSON())
+	case m == nil && r.Method == http.MethodPatch:
+		var in struct {
+			Assignees *[]string `json:"assignees"`
+			State     *string   `json:"state"`
+		}
+		if !f.decode(w, body, &in) {
+			return
+		}
+		if in.Assignees != nil {
+			for _, a := range *in.Assignees {
+				if !f.users[a] {
+					f.json(w, http.StatusUnprocessableEntity, map[string]string{"message": "user does not exist"})
+					return
+				}
+			}
+			is.Assignees = *in.Assignees
+		}
+		if in.State != nil {
+			if *in.State != "open" && *in.State != "closed" {
+				f.t.Errorf("state %q", *in.State)
+				f.json(w, http.StatusUnprocessableEntity, map[string]string{"message": "bad state"})
+				return
+			}
+			is.State = *in.State
+		}
+		f.json(w, http.StatusCreated, issueJSON())
+	default:
+		f.t.Errorf("unexpected %s %s", r.Method, p)
+		f.json(w, http.StatusNotFound, map[string]string{"message": "not found"})
+	}
+}
+
+// issue is what issue n has (forgetest.IssueFake).
+func (f *fakeGitea) issue(n int) (labels, assignees []string, state string, comments []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	is := f.issues[n]
+	if is == nil {
+		return nil, nil, "", nil
+	}
+	for _, id := range is.Labels {
+		for _, l := range f.labels {
+			if l.ID == id {
+				labels = append(labels, l.Name)
+			}
+		}
+	}
+	for _, c := range f.comments[n] {
+		if c.Login == f.login {
+			comments = append(comments, c.Body)
+		}
+	}
+	return labels, slices.Clone(is.Assignees), is.State, comments
 }

@@ -36,8 +36,9 @@ func (v forgeView) Statuses() []string {
 	return out
 }
 
-func (v forgeView) Requests() int  { return len(v.f.reqs.All()) }
-func (v forgeView) Origin() string { return v.f.srv.URL }
+func (v forgeView) Requests() int                                      { return len(v.f.reqs.All()) }
+func (v forgeView) Issue(n int) ([]string, []string, string, []string) { return v.f.issue(n) }
+func (v forgeView) Origin() string                                     { return v.f.srv.URL }
 
 // TestForgeConformance runs providers/forge/forgetest against the fake
 // Gitea API (method, path, token and a strictly decoded body checked by
@@ -84,5 +85,7 @@ func TestForgeConformance(t *testing.T) {
 			}
 			return fg, reviewView{f}
 		},
+		Issue:    5,
+		Assignee: "carol",
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -56,10 +57,26 @@ type fakeGitHub struct {
 	hookDels  map[int64][]fakeDelivery // webhook id (0: the App's) → its deliveries, newest first
 	redone    []string                 // "hook/delivery" ids asked to be redelivered
 
+	repoLabels []fakeLabel        // GET/POST /repos/{repo}/labels
+	issues     map[int]*fakeIssue // issues the actions API changes
+	users      map[string]bool    // logins that can be assigned
+
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
 
 	rv *fakeReviews // review and checks endpoints (review_fake_test.go); nil: not served
+}
+
+// fakeLabel is a label of the repository.
+type fakeLabel struct {
+	ID          int64
+	Name, Color string
+}
+
+// fakeIssue is what the actions API changes on an issue.
+type fakeIssue struct {
+	Labels, Assignees []string
+	State, Reason     string
 }
 
 type fakeComment struct {
@@ -121,7 +138,9 @@ func newFakeGitHub(t *testing.T) *fakeGitHub {
 	f := &fakeGitHub{t: t, repo: "Codertocat/Hello-World", bot: "hookrun-bot", token: "ghp_testtoken123", pageSz: 3,
 		nextID: 1000, tokens: map[string]time.Time{},
 		template: payload.Comment, pulls: map[int]fakePull{}, prObject: prPayload.PullRequest,
-		files: map[int][]string{}, compares: map[string][]string{}, hookDels: map[int64][]fakeDelivery{}}
+		files: map[int][]string{}, compares: map[string][]string{}, hookDels: map[int64][]fakeDelivery{},
+		repoLabels: []fakeLabel{{ID: 11, Name: "bug", Color: "d73a4a"}, {ID: 12, Name: "area/queue", Color: "0e8a16"}},
+		issues:     map[int]*fakeIssue{5: {State: "open"}}, users: map[string]bool{"octocat": true}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -194,6 +213,10 @@ var (
 	rePull           = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)$`)
 	reAppDeliveries  = regexp.MustCompile(`^/app/hook/deliveries(?:/(\d+)/attempts)?$`)
 	reHookDeliveries = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/hooks/(\d+)/deliveries(?:/(\d+)/attempts)?$`)
+	reRepoLabels     = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/labels$`)
+	reIssueLabels    = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/labels(?:/(.+))?$`)
+	reIssueAssignees = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)/assignees$`)
+	reIssue          = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
 	rePullFiles      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/files$`)
 	reCompare        = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([0-9a-f]+\.\.\.[0-9a-f]+)$`)
 )
@@ -432,6 +455,9 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.filesPage(w, r, all[:min(len(all), 3000)]) // GitHub lists at most 3,000 files
+
+	case reRepoLabels.MatchString(path), reIssueLabels.MatchString(path), reIssueAssignees.MatchString(path), reIssue.MatchString(path):
+		f.issueAPI(w, r, path, body)
 
 	case reCompare.MatchString(path) && r.Method == "GET":
 		m := reCompare.FindStringSubmatch(path)
@@ -698,4 +724,133 @@ func (f *fakeGitHub) fail(w http.ResponseWriter, code int, msg, why string) {
 		f.t.Logf("fake github: %d %s: %s", code, msg, why)
 	}
 	f.json(w, code, map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+}
+
+// issueAPI answers the labels, assignees and issue-edit endpoints the
+// actions use, checking the exact body of each.
+func (f *fakeGitHub) issueAPI(w http.ResponseWriter, r *http.Request, path string, body []byte) {
+	owner, name, _ := strings.Cut(f.repo, "/")
+	var m []string
+	for _, re := range []*regexp.Regexp{reRepoLabels, reIssueLabels, reIssueAssignees, reIssue} {
+		if m = re.FindStringSubmatch(path); m != nil {
+			break
+		}
+	}
+	if m[1] != owner || m[2] != name {
+		f.fail(w, 404, "Not Found", "")
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	labelJSON := func(l fakeLabel) map[string]any {
+		return map[string]any{"id": l.ID, "name": l.Name, "color": l.Color, "default": false, "description": nil}
+	}
+	if reRepoLabels.MatchString(path) {
+		switch r.Method {
+		case "GET":
+			out := []map[string]any{}
+			for _, l := range f.repoLabels {
+				out = append(out, labelJSON(l))
+			}
+			f.json(w, 200, out)
+		case "POST":
+			var in struct{ Name, Color string }
+			if err := stickytest.StrictJSON(body, &in); err != nil || in.Name == "" || !regexp.MustCompile(`^[0-9a-f]{6}$`).MatchString(in.Color) {
+				f.fail(w, 422, "Validation Failed", fmt.Sprintf("label %s: %v", body, err))
+				return
+			}
+			f.nextID++
+			l := fakeLabel{ID: f.nextID, Name: in.Name, Color: in.Color}
+			f.repoLabels = append(f.repoLabels, l)
+			f.json(w, 201, labelJSON(l))
+		default:
+			f.fail(w, 404, "Not Found", "")
+		}
+		return
+	}
+	n, _ := strconv.Atoi(m[3])
+	is := f.issues[n]
+	if is == nil {
+		f.fail(w, 404, "Not Found", fmt.Sprintf("no issue %d", n))
+		return
+	}
+	hasLabel := func(l string) bool {
+		return slices.ContainsFunc(f.repoLabels, func(x fakeLabel) bool { return x.Name == l })
+	}
+	switch {
+	case reIssueLabels.MatchString(path) && r.Method == "POST" && m[4] == "":
+		var in struct{ Labels []string }
+		if err := stickytest.StrictJSON(body, &in); err != nil || len(in.Labels) == 0 {
+			f.fail(w, 422, "Invalid request.", fmt.Sprintf("labels %s: %v", body, err))
+			return
+		}
+		for _, l := range in.Labels {
+			if !hasLabel(l) {
+				// GitHub would create it: the fake refuses, so a test sees
+				// hookrun never relies on that.
+				f.fail(w, 422, "Validation Failed", "label "+l+" does not exist")
+				return
+			}
+			if !slices.Contains(is.Labels, l) {
+				is.Labels = append(is.Labels, l)
+			}
+		}
+		f.json(w, 200, []any{})
+	case reIssueLabels.MatchString(path) && r.Method == "DELETE" && m[4] != "":
+		l, err := url.PathUnescape(m[4])
+		k := slices.Index(is.Labels, l)
+		if err != nil || len(body) != 0 || k < 0 {
+			f.fail(w, 404, "Label does not exist", "")
+			return
+		}
+		is.Labels = slices.Delete(is.Labels, k, k+1)
+		f.json(w, 200, []any{})
+	case reIssueAssignees.MatchString(path) && (r.Method == "POST" || r.Method == "DELETE"):
+		var in struct{ Assignees []string }
+		if err := stickytest.StrictJSON(body, &in); err != nil || len(in.Assignees) == 0 {
+			f.fail(w, 422, "Invalid request.", fmt.Sprintf("assignees %s: %v", body, err))
+			return
+		}
+		for _, a := range in.Assignees {
+			k := slices.Index(is.Assignees, a)
+			switch {
+			case r.Method == "POST" && k < 0 && f.users[a]:
+				is.Assignees = append(is.Assignees, a)
+			case r.Method == "DELETE" && k >= 0:
+				is.Assignees = slices.Delete(is.Assignees, k, k+1)
+			}
+		}
+		f.json(w, 201, map[string]any{"number": n})
+	case reIssue.MatchString(path) && r.Method == "PATCH":
+		var in struct {
+			State       string `json:"state"`
+			StateReason string `json:"state_reason"`
+		}
+		err := stickytest.StrictJSON(body, &in)
+		okReason := map[string][]string{"closed": {"", "completed", "not_planned"}, "open": {"", "reopened"}}[in.State]
+		if err != nil || okReason == nil || !slices.Contains(okReason, in.StateReason) {
+			f.fail(w, 422, "Validation Failed", fmt.Sprintf("issue edit %s: %v", body, err))
+			return
+		}
+		is.State, is.Reason = in.State, in.StateReason
+		f.json(w, 200, map[string]any{"number": n, "state": in.State})
+	default:
+		f.fail(w, 404, "Not Found", "no route "+r.Method+" "+path)
+	}
+}
+
+// issue is what issue n has (forgetest.IssueFake).
+func (f *fakeGitHub) issue(n int) (labels, assignees []string, state string, comments []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	is := f.issues[n]
+	if is == nil {
+		return nil, nil, "", nil
+	}
+	for _, c := range f.comments {
+		if c.Issue == n && c.Login == f.bot {
+			comments = append(comments, c.Body)
+		}
+	}
+	return slices.Clone(is.Labels), slices.Clone(is.Assignees), is.State, comments
 }

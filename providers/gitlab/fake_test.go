@@ -41,6 +41,9 @@ type fakeGitLab struct {
 	mrs      map[int64]fakeMR
 	diffs    map[int64][]string  // merge request → its changed files ("old => new": a rename)
 	compares map[string][]string // "from...to" → the files between them
+	labels   []string            // the project's labels
+	issues   map[int64]*fakeIssue
+	users    map[string]int64 // username → id
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered 429
@@ -57,6 +60,13 @@ type fakeNote struct {
 	Body     string
 	System   bool
 	Edits    int
+}
+
+// fakeIssue is what the actions change on an issue.
+type fakeIssue struct {
+	Labels    []string
+	Assignees []int64
+	State     string // opened | closed
 }
 
 type fakeStatus struct {
@@ -80,7 +90,8 @@ type fakeMR struct {
 func newFakeGitLab(t *testing.T) *fakeGitLab {
 	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", projID: 5, token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
 		pageSz: 3, nextID: 2000, current: map[string]string{}, members: map[int64]fakeMember{}, mrs: map[int64]fakeMR{},
-		diffs: map[int64][]string{}, compares: map[string][]string{}}
+		diffs: map[int64][]string{}, compares: map[string][]string{},
+		labels: []string{"bug", "area/queue"}, issues: map[int64]*fakeIssue{5: {State: "opened"}}, users: map[string]int64{"dave": 77}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -138,6 +149,8 @@ var (
 	reMR       = regexp.MustCompile(`^/projects/([^/]+)/merge_requests/(\d+)$`)
 	reMRDiffs  = regexp.MustCompile(`^/projects/([^/]+)/merge_requests/(\d+)/diffs$`)
 	reCompare  = regexp.MustCompile(`^/projects/([^/]+)/repository/compare$`)
+	reLabels   = regexp.MustCompile(`^/projects/([^/]+)/labels$`)
+	reIssue    = regexp.MustCompile(`^/projects/([^/]+)/issues/(\d+)$`)
 )
 
 func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +193,31 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/user" && r.Method == "GET":
 		f.json(w, 200, map[string]any{"id": f.botID, "username": f.bot, "name": "hookrun", "state": "active", "bot": true})
+
+	case path == "/users" && r.Method == "GET":
+		login := r.URL.Query().Get("username")
+		f.mu.Lock()
+		id, ok := f.users[login]
+		f.mu.Unlock()
+		out := []map[string]any{}
+		if ok {
+			out = append(out, map[string]any{"id": id, "username": login, "name": login, "state": "active"})
+		}
+		f.json(w, 200, out)
+
+	case reLabels.MatchString(path):
+		if !projectOK(reLabels.FindStringSubmatch(path)[1]) {
+			return
+		}
+		f.labelsAPI(w, r, body)
+
+	case reIssue.MatchString(path):
+		m := reIssue.FindStringSubmatch(path)
+		if !projectOK(m[1]) {
+			return
+		}
+		iid, _ := strconv.ParseInt(m[2], 10, 64)
+		f.issueAPI(w, r, iid, body)
 
 	case reNotes.MatchString(path):
 		m := reNotes.FindStringSubmatch(path)
@@ -481,4 +519,128 @@ func diffJSON(name string) map[string]any {
 	}
 	return map[string]any{"diff": "@@ -1 +1 @@\n-a\n+b\n", "old_path": oldPath, "new_path": newPath, "a_mode": "100644", "b_mode": "100644",
 		"new_file": false, "renamed_file": renamed, "deleted_file": false, "generated_file": false}
+}
+
+// labelsAPI answers GET and POST /projects/:id/labels.
+func (f *fakeGitLab) labelsAPI(w http.ResponseWriter, r *http.Request, body []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch r.Method {
+	case "GET":
+		out := []map[string]any{}
+		for k, l := range f.labels {
+			out = append(out, map[string]any{"id": k + 1, "name": l, "color": "#ededed", "text_color": "#333333"})
+		}
+		f.json(w, 200, out)
+	case "POST":
+		var in struct {
+			Name  *string `json:"name"`
+			Color *string `json:"color"`
+		}
+		if err := stickytest.StrictJSON(body, &in); err != nil || in.Name == nil || in.Color == nil || !regexp.MustCompile(`^#[0-9a-fA-F]{6}$`).MatchString(*in.Color) {
+			f.fail(w, 400, "400 Bad request", fmt.Sprintf("label %s: %v", body, err))
+			return
+		}
+		if slices.Contains(f.labels, *in.Name) {
+			f.fail(w, 409, "Label already exists", "")
+			return
+		}
+		f.labels = append(f.labels, *in.Name)
+		f.json(w, 201, map[string]any{"id": len(f.labels), "name": *in.Name, "color": *in.Color})
+	default:
+		f.fail(w, 405, "405 Method Not Allowed", "")
+	}
+}
+
+// issueAPI answers GET and PUT /projects/:id/issues/:iid: add_labels and
+// remove_labels (comma-separated; GitLab creates a missing label, the
+// fake refuses it so a test sees hookrun never relies on that),
+// assignee_ids, state_event.
+func (f *fakeGitLab) issueAPI(w http.ResponseWriter, r *http.Request, iid int64, body []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	is := f.issues[iid]
+	if is == nil {
+		f.fail(w, 404, "404 Not found", "")
+		return
+	}
+	if r.Method == "PUT" {
+		var in struct {
+			AddLabels    *string  `json:"add_labels"`
+			RemoveLabels *string  `json:"remove_labels"`
+			AssigneeIDs  *[]int64 `json:"assignee_ids"`
+			StateEvent   *string  `json:"state_event"`
+		}
+		if err := stickytest.StrictJSON(body, &in); err != nil {
+			f.fail(w, 400, "400 Bad request", fmt.Sprintf("issue update %s: %v", body, err))
+			return
+		}
+		if in.AddLabels != nil {
+			for _, l := range strings.Split(*in.AddLabels, ",") {
+				if !slices.Contains(f.labels, l) {
+					f.fail(w, 400, "400 Bad request", "label "+l+" does not exist")
+					return
+				}
+				if !slices.Contains(is.Labels, l) {
+					is.Labels = append(is.Labels, l)
+				}
+			}
+		}
+		if in.RemoveLabels != nil {
+			for _, l := range strings.Split(*in.RemoveLabels, ",") {
+				is.Labels = slices.DeleteFunc(is.Labels, func(x string) bool { return x == l })
+			}
+		}
+		if in.AssigneeIDs != nil {
+			is.Assignees = slices.DeleteFunc(slices.Clone(*in.AssigneeIDs), func(id int64) bool { return id == 0 })
+		}
+		if in.StateEvent != nil {
+			switch *in.StateEvent {
+			case "close":
+				is.State = "closed"
+			case "reopen":
+				is.State = "opened"
+			default:
+				f.fail(w, 400, "400 Bad request", "state_event "+*in.StateEvent)
+				return
+			}
+		}
+	} else if r.Method != "GET" {
+		f.fail(w, 405, "405 Method Not Allowed", "")
+		return
+	}
+	as := []map[string]any{}
+	for _, id := range is.Assignees {
+		for u, uid := range f.users {
+			if uid == id {
+				as = append(as, map[string]any{"id": id, "username": u})
+			}
+		}
+	}
+	f.json(w, 200, map[string]any{"id": 9000 + iid, "iid": iid, "project_id": f.projID, "state": is.State, "labels": append([]string{}, is.Labels...), "assignees": as})
+}
+
+// issue is what issue n has (forgetest.IssueFake), in the suite's words:
+// state "open" or "closed".
+func (f *fakeGitLab) issue(n int) (labels, assignees []string, state string, comments []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	is := f.issues[int64(n)]
+	if is == nil {
+		return nil, nil, "", nil
+	}
+	for _, id := range is.Assignees {
+		for u, uid := range f.users {
+			if uid == id {
+				assignees = append(assignees, u)
+			}
+		}
+	}
+	for _, nt := range f.notes {
+		if !nt.MR && nt.IID == int64(n) && nt.AuthorID == f.botID {
+			comments = append(comments, nt.Body)
+		}
+	}
+	state = map[string]string{"opened": "open", "closed": "closed"}[is.State]
+	return slices.Clone(is.Labels), assignees, state, comments
 }

@@ -30,8 +30,9 @@ func (v forgeView) Statuses() []string {
 	return out
 }
 
-func (v forgeView) Requests() int  { return len(v.f.allRequests()) }
-func (v forgeView) Origin() string { return v.f.srv.URL }
+func (v forgeView) Requests() int                                      { return len(v.f.allRequests()) }
+func (v forgeView) Issue(n int) ([]string, []string, string, []string) { return v.f.issue(n) }
+func (v forgeView) Origin() string                                     { return v.f.srv.URL }
 
 // TestForgeConformance runs providers/forge/forgetest against the fake
 // GitLab API (method, path, token and body checked by the fake).
@@ -76,6 +77,8 @@ func TestForgeConformance(t *testing.T) {
 			}
 			return fg, reviewView{f}
 		},
+		Issue:    5,
+		Assignee: "dave",
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&mrAPI{open: map[string]int{}})
 			t.Cleanup(srv.Close)

@@ -214,6 +214,10 @@ type RunReport struct {
 	// steps left in $HOOKRUN_RESULTS (redacted), with what was dropped;
 	// nil when they left none.
 	Results *Results
+	// Acted, set by the reporter that applied Results.Actions within
+	// Workflow.Permissions, is what became of them, for the report to
+	// list.
+	Acted *ActionsOutcome
 }
 
 // ReportRef is what a reporter wants kept in the run record so a restarted or

@@ -115,6 +115,9 @@ func Comment(r *contract.RunReport, o Options) string {
 	if r.Phase == contract.PhaseFinal && o.Review != nil {
 		b.WriteString("\n" + findings(o.Review))
 	}
+	if a := acted(r.Acted); r.Phase == contract.PhaseFinal && a != "" {
+		b.WriteString("\n" + a + "\n")
+	}
 	head := b.String()
 
 	body := ""

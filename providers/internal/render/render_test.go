@@ -88,6 +88,17 @@ func TestComment(t *testing.T) {
 			r.Error = `precondition not met: "${ENVIRONMENT}" is "staging", want "production"`
 			return r
 		}(), Options{}},
+		{"final-actions", func() *contract.RunReport {
+			r := report(contract.PhaseFinal, workflows.StatusSucceeded,
+				workflows.StepState{ID: "triage", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(2 * time.Second), ExitCode: code(0)})
+			r.Acted = &contract.ActionsOutcome{
+				Applied: []contract.ActionNote{{What: `add label "bug" to #7`}, {What: "comment on #7", Reason: "posted by an earlier attempt"}},
+				Refused: []contract.ActionNote{{What: "add label \"`@all` **x**\" to #7", Reason: "label \"`@all` **x**\" is not in permissions.labels"},
+					{What: "close #7 as duplicate", Reason: "permissions.state does not include close"}},
+				Failed: []contract.ActionNote{{What: "assign alice to #7", Reason: "assigning o/r#7: 422 Validation Failed"}},
+			}
+			return r
+		}(), Options{}},
 		{"final-cancelled", report(contract.PhaseFinal, workflows.StatusCancelled,
 			workflows.StepState{ID: "review", Status: workflows.StatusCancelled, StartedAt: at(0), FinishedAt: at(5 * time.Second)}), Options{}},
 		{"delivery-pushed", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,

@@ -1,0 +1,216 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Schedules run workflows on JetStream's own message scheduler (ADR-51,
+// nats-server ≥ 2.14): each Schedule is a schedule message on
+// hookrun.schedules.def.<id> of the stream HOOKRUN_SCHEDULES, which
+// allows message schedules and keeps one message per subject, so the
+// latest definition replaces the one before. The server (the stream's
+// leader, in a cluster) publishes a tick on hookrun.schedules.tick.<id>
+// at each time the schedule names; one durable consumer, shared by every
+// process that consumes ticks, hands each tick to one of them. There is no
+// timer of hookrun's own and no leader election: a tick exists once, in
+// the stream.
+//
+// A tick the server would have fired while it was down is not fired late:
+// the scheduler skips ahead to the next time after it comes back.
+const (
+	StreamSchedules    = "HOOKRUN_SCHEDULES"
+	scheduleDefPrefix  = "hookrun.schedules.def."
+	scheduleTickPrefix = "hookrun.schedules.tick."
+	scheduleConsumer   = "hookrun-schedule-ticks"
+)
+
+// Schedule is one workflow trigger's schedule, as stored in its schedule
+// message (and copied by the server into each tick).
+type Schedule struct {
+	// ID names the schedule: [A-Za-z0-9_-]+, one per workflow and
+	// trigger (ScheduleID).
+	ID       string          `json:"id"`
+	Workflow string          `json:"workflow"`
+	Trigger  int             `json:"trigger"`            // the trigger's index in on:
+	Spec     string          `json:"schedule"`           // as the workflow writes it: 5-field cron, @every 30m, @hourly, @daily
+	Timezone string          `json:"timezone,omitempty"` // IANA zone of a cron schedule; "" = UTC
+	Repo     string          `json:"repo"`               // the repository a run acts on
+	Forge    workflows.Forge `json:"forge,omitempty"`
+}
+
+var scheduleIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ScheduleID is the id of a workflow's trigger's schedule.
+func ScheduleID(workflow string, trigger int) string { return fmt.Sprintf("%s-%d", workflow, trigger) }
+
+// NatsSchedule is spec as nats-server's scheduler takes it: a 5-field
+// cron gets a seconds field of 0 (the server's cron has six fields);
+// @every <duration> (at least 1s) and the predefined @hourly, @daily,
+// @weekly, @monthly, @yearly pass as they are.
+func NatsSchedule(spec string) (string, error) {
+	spec = strings.TrimSpace(spec)
+	switch {
+	case strings.HasPrefix(spec, "@every "):
+		d, err := time.ParseDuration(strings.TrimSpace(spec[len("@every "):]))
+		if err != nil || d < time.Second {
+			return "", fmt.Errorf("schedule %q: @every takes a duration of at least 1s", spec)
+		}
+		return "@every " + d.String(), nil
+	case spec == "@hourly", spec == "@daily", spec == "@midnight", spec == "@weekly", spec == "@monthly", spec == "@yearly", spec == "@annually":
+		return spec, nil
+	}
+	if f := strings.Fields(spec); len(f) == 5 {
+		return "0 " + strings.Join(f, " "), nil
+	}
+	return "", fmt.Errorf("schedule %q: want a 5-field cron (minute hour day month weekday), @every <duration>, @hourly or @daily", spec)
+}
+
+// Schedules is the schedule stream of a Queue.
+type Schedules struct {
+	q *Queue
+	s jetstream.Stream
+}
+
+// Schedules creates (or updates) the schedule stream and its tick
+// consumer, and returns it.
+func (q *Queue) Schedules(ctx context.Context) (*Schedules, error) {
+	s, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              StreamSchedules,
+		Description:       "hookrun workflow schedules (message schedules) and their ticks",
+		Subjects:          []string{scheduleDefPrefix + ">", scheduleTickPrefix + ">"},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          q.cfg.Replicas,
+		MaxMsgsPerSubject: 1, // the latest definition replaces the one before; a tick the one before
+		Discard:           jetstream.DiscardOld,
+		AllowMsgSchedules: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating stream %s: %w", StreamSchedules, err)
+	}
+	_, err = s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       scheduleConsumer,
+		FilterSubject: scheduleTickPrefix + ">",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    5,
+		// A consumer made now takes the ticks from now on: none fired
+		// before it existed is run late.
+		DeliverPolicy: jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating consumer %s: %w", scheduleConsumer, err)
+	}
+	return &Schedules{q: q, s: s}, nil
+}
+
+// Sync makes the stored schedules those of defs: a new or changed one is
+// published (replacing the one before), an unchanged one is left alone
+// (publishing it again would restart its timer), and one no longer in
+// defs is purged (the workflow or its trigger went).
+func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
+	want := map[string]bool{}
+	for _, d := range defs {
+		if !scheduleIDRe.MatchString(d.ID) {
+			return fmt.Errorf("syncing schedules: id %q is not [A-Za-z0-9_-]+", d.ID)
+		}
+		pattern, err := NatsSchedule(d.Spec)
+		if err != nil {
+			return fmt.Errorf("syncing schedule %s: %w", d.ID, err)
+		}
+		subj := scheduleDefPrefix + d.ID
+		want[subj] = true
+		body, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		msg := nats.NewMsg(subj)
+		msg.Data = body
+		msg.Header.Set(jetstream.ScheduleHeader, pattern)
+		msg.Header.Set("Nats-Schedule-Target", scheduleTickPrefix+d.ID)
+		if d.Timezone != "" && !strings.HasPrefix(pattern, "@every ") {
+			msg.Header.Set("Nats-Schedule-Time-Zone", d.Timezone)
+		}
+		if last, err := s.s.GetLastMsgForSubject(ctx, subj); err == nil && bytes.Equal(last.Data, body) &&
+			last.Header.Get(jetstream.ScheduleHeader) == pattern && last.Header.Get("Nats-Schedule-Time-Zone") == msg.Header.Get("Nats-Schedule-Time-Zone") {
+			continue
+		} else if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("reading schedule %s: %w", d.ID, err)
+		}
+		if _, err := s.q.js.PublishMsg(ctx, msg); err != nil {
+			return fmt.Errorf("publishing schedule %s: %w", d.ID, err)
+		}
+	}
+	info, err := s.s.Info(ctx, jetstream.WithSubjectFilter(scheduleDefPrefix+">"))
+	if err != nil {
+		return fmt.Errorf("listing schedules: %w", err)
+	}
+	for subj := range info.State.Subjects {
+		if want[subj] {
+			continue
+		}
+		if err := s.s.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return fmt.Errorf("removing schedule %s: %w", strings.TrimPrefix(subj, scheduleDefPrefix), err)
+		}
+	}
+	return nil
+}
+
+// Tick is one firing of a schedule.
+type Tick struct {
+	Schedule Schedule
+	Seq      uint64    // the tick's stream sequence: unique per tick
+	At       time.Time // when the server fired it
+}
+
+// Key identifies the tick across redeliveries: the delivery id of the run
+// it starts, so that a tick handed out twice (a consumer died before its
+// ack) still makes one run (PublishDelivery's dedupe).
+func (t Tick) Key() string { return fmt.Sprintf("schedule-%s-%d", t.Schedule.ID, t.Seq) }
+
+// Consume hands each tick to handle, in whichever process of all those
+// consuming gets it (one durable consumer); a tick handle fails is
+// handed out again. It returns when ctx ends.
+func (s *Schedules) Consume(ctx context.Context, handle func(context.Context, Tick) error) error {
+	c, err := s.s.Consumer(ctx, scheduleConsumer)
+	if err != nil {
+		return fmt.Errorf("finding consumer %s: %w", scheduleConsumer, err)
+	}
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		var t Tick
+		md, err := m.Metadata()
+		if err == nil {
+			err = json.Unmarshal(m.Data(), &t.Schedule)
+		}
+		if err != nil {
+			s.q.log.Error("dropping a malformed schedule tick", "subject", m.Subject(), "err", err)
+			_ = m.Term()
+			return
+		}
+		t.Seq, t.At = md.Sequence.Stream, md.Timestamp
+		if err := handle(ctx, t); err != nil {
+			s.q.log.Warn("schedule tick not handled; handed out again", "schedule", t.Schedule.ID, "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+		_ = m.DoubleAck(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("consuming schedule ticks: %w", err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	return nil
+}

@@ -1,0 +1,155 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// Operations of a PlannedAction.
+const (
+	OpAddLabel       = "add_label"
+	OpRemoveLabel    = "remove_label"
+	OpAddAssignee    = "add_assignee"
+	OpRemoveAssignee = "remove_assignee"
+	OpState          = "state"
+	OpComment        = "comment"
+)
+
+// PlannedAction is one thing actions.json asked for that the workflow's
+// permissions allow, on the issue or pull request Number.
+type PlannedAction struct {
+	Number int    // the issue or pull request
+	Op     string // OpAddLabel, ...
+	Value  string // the label, the login, the state ("open", "closed"), the comment text
+	Reason string // OpState: state_reason ("completed", "not_planned", "duplicate") or ""
+}
+
+// String is how reports name the action: `label "bug" added to #12`.
+func (a PlannedAction) String() string {
+	switch a.Op {
+	case OpAddLabel:
+		return fmt.Sprintf("add label %q to #%d", a.Value, a.Number)
+	case OpRemoveLabel:
+		return fmt.Sprintf("remove label %q from #%d", a.Value, a.Number)
+	case OpAddAssignee:
+		return fmt.Sprintf("assign %s to #%d", a.Value, a.Number)
+	case OpRemoveAssignee:
+		return fmt.Sprintf("unassign %s from #%d", a.Value, a.Number)
+	case OpState:
+		verb := "close"
+		if a.Value == "open" {
+			verb = "reopen"
+		}
+		if a.Reason != "" {
+			return fmt.Sprintf("%s #%d as %s", verb, a.Number, a.Reason)
+		}
+		return fmt.Sprintf("%s #%d", verb, a.Number)
+	case OpComment:
+		return fmt.Sprintf("comment on #%d", a.Number)
+	}
+	return fmt.Sprintf("%s %q on #%d", a.Op, a.Value, a.Number)
+}
+
+// ActionNote and ActionsOutcome are workflows' (the run record keeps
+// the outcome).
+type (
+	ActionNote     = workflows.ActionNote
+	ActionsOutcome = workflows.ActionsOutcome
+)
+
+// PlanActions splits a run's actions into those p allows, in the order
+// they are applied (per issue: labels, assignees, state, comment), and
+// refusals with the reason. The event's issue or pull request is
+// eventNumber (0: the event has none, as a push or a schedule: only
+// targets can be acted on). Nothing is allowed without permissions.
+func PlanActions(a *Actions, p *workflows.Permissions, eventNumber int) ([]PlannedAction, *ActionsOutcome) {
+	out := &ActionsOutcome{}
+	if a == nil {
+		return nil, out
+	}
+	var plan []PlannedAction
+	one := func(n int, s *ActionSet, refuseAll string) {
+		ask := func(op, value, reason string) {
+			act := PlannedAction{Number: n, Op: op, Value: value, Reason: reason}
+			what := act.String()
+			if n == 0 {
+				what = strings.Replace(what, "#0", "the event's issue", 1)
+			}
+			if op == OpComment {
+				what += fmt.Sprintf(" (%d characters)", len(value))
+			}
+			why := refuseAll
+			if why == "" {
+				switch op {
+				case OpAddLabel, OpRemoveLabel:
+					if !p.AllowsLabel(value) {
+						why = fmt.Sprintf("label %q is not in permissions.labels", value)
+					}
+				case OpAddAssignee, OpRemoveAssignee:
+					if !p.AllowsAssignee(value) {
+						why = fmt.Sprintf("%s is not allowed by permissions.assignees", value)
+					}
+				case OpState:
+					if !p.AllowsState(value) {
+						word := workflows.PermitClose
+						if value == "open" {
+							word = workflows.PermitReopen
+						}
+						why = fmt.Sprintf("permissions.state does not include %s", word)
+					}
+				case OpComment:
+					if !p.Comment {
+						why = "permissions.comment is not true"
+					}
+				}
+			}
+			if why != "" {
+				out.Refuse(what, why)
+				return
+			}
+			plan = append(plan, act)
+		}
+		if s.Labels != nil {
+			for _, l := range s.Labels.Add {
+				ask(OpAddLabel, l, "")
+			}
+			for _, l := range s.Labels.Remove {
+				ask(OpRemoveLabel, l, "")
+			}
+		}
+		if s.Assignees != nil {
+			for _, l := range s.Assignees.Add {
+				ask(OpAddAssignee, l, "")
+			}
+			for _, l := range s.Assignees.Remove {
+				ask(OpRemoveAssignee, l, "")
+			}
+		}
+		if s.State != "" {
+			ask(OpState, s.State, s.Reason)
+		}
+		if s.Comment != "" {
+			ask(OpComment, s.Comment, "")
+		}
+	}
+	none := ""
+	if p == nil {
+		none = "the workflow declares no permissions"
+	}
+	top := none
+	if top == "" && eventNumber == 0 {
+		top = "the event has no issue or pull request: name targets"
+	}
+	one(eventNumber, &a.ActionSet, top)
+	for i := range a.Targets {
+		t := &a.Targets[i]
+		why := none
+		if why == "" && !p.Targets {
+			why = "targets need permissions.targets: true"
+		}
+		one(t.Number, &t.ActionSet, why)
+	}
+	return plan, out
+}
