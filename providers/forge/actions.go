@@ -230,3 +230,74 @@ func Report(ctx context.Context, f Forge, r *contract.RunReport) (contract.Repor
 	ref, err := f.Report(ctx, r)
 	return ref, errors.Join(err, applyErr)
 }
+
+// GuardActor is the Actor of a forge whose API client may be missing: each
+// method asks check first (the forge's Credentials) and answers its error,
+// forge.ErrNoCredentials, without calling get; otherwise it calls the
+// Actor get returns. The forges' guard, written once.
+func GuardActor(check func() error, get func() Actor) Actor {
+	return guardedActor{check: check, get: get}
+}
+
+type guardedActor struct {
+	check func() error
+	get   func() Actor
+}
+
+func (g guardedActor) ListRepoLabels(ctx context.Context, i Issue) ([]string, error) {
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g.get().ListRepoLabels(ctx, i)
+}
+
+func (g guardedActor) CreateLabel(ctx context.Context, i Issue, name string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().CreateLabel(ctx, i, name)
+}
+
+func (g guardedActor) AddLabels(ctx context.Context, i Issue, names []string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().AddLabels(ctx, i, names)
+}
+
+func (g guardedActor) RemoveLabels(ctx context.Context, i Issue, names []string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().RemoveLabels(ctx, i, names)
+}
+
+func (g guardedActor) AddAssignees(ctx context.Context, i Issue, logins []string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().AddAssignees(ctx, i, logins)
+}
+
+func (g guardedActor) RemoveAssignees(ctx context.Context, i Issue, logins []string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().RemoveAssignees(ctx, i, logins)
+}
+
+func (g guardedActor) SetState(ctx context.Context, i Issue, state, reason string) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.get().SetState(ctx, i, state, reason)
+}
+
+func (g guardedActor) Comment(ctx context.Context, i Issue, marker, body string) (bool, error) {
+	if err := g.check(); err != nil {
+		return false, err
+	}
+	return g.get().Comment(ctx, i, marker, body)
+}
+
+var _ Actor = guardedActor{}

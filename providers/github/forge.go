@@ -17,6 +17,10 @@ const Name = workflows.GitHub
 // client when it has a token or an App, and the git origin of its
 // api_url, which it has either way.
 type Forge struct {
+	// Actor is the Reporter's, guarded: forge.ErrNoCredentials without
+	// credentials (actions.go).
+	forge.Actor
+
 	rep    *Reporter // nil without credentials
 	origin string
 	hook   hook // webhook.go
@@ -34,6 +38,7 @@ func NewForge(cfg Config) (*Forge, error) {
 		return nil, err
 	}
 	f := &Forge{origin: origin, hook: h}
+	f.Actor = forge.GuardActor(f.Credentials, func() forge.Actor { return f.rep })
 	if cfg.Token == "" && cfg.AppID == 0 && len(cfg.PrivateKey) == 0 {
 		return f, nil
 	}

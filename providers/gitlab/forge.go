@@ -17,6 +17,10 @@ const Name = workflows.GitLab
 // client when it has a token, and the git origin of its base_url, which
 // it has either way.
 type Forge struct {
+	// Actor is the Reporter's, guarded: forge.ErrNoCredentials without
+	// credentials (actions.go).
+	forge.Actor
+
 	rep    *Reporter // nil without a token
 	token  string
 	origin string
@@ -35,6 +39,7 @@ func NewForge(cfg Config) (*Forge, error) {
 		return nil, err
 	}
 	f := &Forge{origin: origin, token: cfg.Token, hook: h}
+	f.Actor = forge.GuardActor(f.Credentials, func() forge.Actor { return f.rep })
 	if cfg.Token == "" {
 		return f, nil
 	}

@@ -234,6 +234,27 @@ func noCredentials(t *testing.T, h Harness) {
 	if _, err := f.Review(ctx, &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r", Workflow: wf, Event: h.Event}); !errors.Is(err, forge.ErrNoCredentials) {
 		t.Errorf("Review: %v, want ErrNoCredentials", err)
 	}
+	// Every method of its Actor: nothing reaches the API (a nil client
+	// behind it would panic).
+	a, ok := f.(forge.Actor)
+	if !ok {
+		t.Fatalf("%T is no forge.Actor", f)
+	}
+	issue := forge.Issue{Repo: h.Event.Repo, Number: 1}
+	for name, call := range map[string]func() error{
+		"ListRepoLabels":  func() error { _, err := a.ListRepoLabels(ctx, issue); return err },
+		"CreateLabel":     func() error { return a.CreateLabel(ctx, issue, "bug") },
+		"AddLabels":       func() error { return a.AddLabels(ctx, issue, []string{"bug"}) },
+		"RemoveLabels":    func() error { return a.RemoveLabels(ctx, issue, []string{"bug"}) },
+		"AddAssignees":    func() error { return a.AddAssignees(ctx, issue, []string{"x"}) },
+		"RemoveAssignees": func() error { return a.RemoveAssignees(ctx, issue, []string{"x"}) },
+		"SetState":        func() error { return a.SetState(ctx, issue, "closed", "") },
+		"Comment":         func() error { _, err := a.Comment(ctx, issue, "m", "b"); return err },
+	} {
+		if err := call(); !errors.Is(err, forge.ErrNoCredentials) {
+			t.Errorf("%s: %v, want ErrNoCredentials", name, err)
+		}
+	}
 	if u, p, err := f.GitCredentials(ctx, h.Event); u != "" || p != "" || err != nil {
 		t.Errorf("GitCredentials %q, %d bytes, %v; want none", u, len(p), err)
 	}
