@@ -220,7 +220,7 @@ github:
 api:
   token: ${HOOKRUN_API_TOKEN}
 runner: { concurrency: 4, ack_wait: 2s, heartbeat: 500ms, host_steps: same_user }
-runs: { request_key: ${HOOKRUN_REQUEST_KEY} }
+runs: { request_key: "${HOOKRUN_REQUEST_KEY}" }
 log: { format: json }
 shutdown_grace: 5s
 `)
