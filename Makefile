@@ -10,7 +10,7 @@ STATICCHECK_VERSION := v0.8.2
 BIN         := bin/hookrun
 VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X main.version=$(VERSION)
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 20000x
 TEST_IMAGE  := hookrun-test-busybox:latest
 
 .PHONY: help
@@ -74,20 +74,63 @@ compose-test: test-image ## docker-compose.yml up with local images: deliveries 
 	@left=$$(docker ps -aq --filter label=hookrun.run 2>/dev/null || true); \
 		if [ -n "$$left" ]; then echo "containers labelled hookrun.run were left behind: $$left"; exit 1; fi
 
+GITEA_VERSION := 1.26.0
+GITEA_DIR     ?= $(HOME)/.cache/hookrun/gitea-$(GITEA_VERSION)
+
+.PHONY: gitea-test
+gitea-test: ## a real Gitea 1.26 (built once into ~/.cache/hookrun, 5 to 20 min) on loopback with sqlite: reports, reviews, labels, deliveries end to end
+	@if [ ! -x $(GITEA_DIR)/gitea ]; then \
+		echo "building Gitea $(GITEA_VERSION) into $(GITEA_DIR) (once)"; \
+		mkdir -p $(GITEA_DIR); src=$$(cd $(GITEA_DIR) && GOFLAGS= $(GO) mod download -json code.gitea.io/gitea@v$(GITEA_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+		test -n "$$src"; rm -rf $(GITEA_DIR)/src; cp -r "$$src" $(GITEA_DIR)/src; chmod -R u+w $(GITEA_DIR)/src; \
+		(cd $(GITEA_DIR)/src && CGO_ENABLED=1 GOFLAGS= $(GO) build -tags 'sqlite sqlite_unlock_notify' -o $(GITEA_DIR)/gitea.tmp .); \
+		mv $(GITEA_DIR)/gitea.tmp $(GITEA_DIR)/gitea; \
+	fi
+	HOOKRUN_GITEA_BIN=$(GITEA_DIR)/gitea HOOKRUN_GITEA_STATIC=$(GITEA_DIR)/src \
+		$(GO) test -tags gitea -count=1 -timeout 8m -run '^TestRealGitea$$' -v ./providers/gitea
+
 .PHONY: fuzz
-fuzz: ## run each fuzz target briefly (FUZZTIME=10s)
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./workflows
-	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/github
-	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/gitlab
-	$(GO) test -run '^$$' -fuzz '^FuzzGitHubProjection$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s ./providers/github
+fuzz: ## run each fuzz target briefly: FUZZTIME=20000x executions (a count: a duration races go1.26's fuzz coordinator, golang/go#75804)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1000x ./workflows
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitHub$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1000x ./providers/github
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeGitLab$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1000x ./providers/gitlab
+	$(GO) test -run '^$$' -fuzz '^FuzzGitHubProjection$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1000x ./providers/github
 
 .PHONY: bench
 bench: build ## measure ingest, dispatch, engine overhead and memory against their floors (under 3 min; docs/performance.md)
 	./$(BIN) bench
 
+# bench-peer's adnanh/webhook: WEBHOOK, a binary, or WEBHOOK_SRC, a checkout of
+# github.com/adnanh/webhook that the target builds (the Go module proxy refuses
+# the module; docs/performance.md says how to get a checkout).
+WEBHOOK     ?=
+WEBHOOK_SRC ?=
+
+.PHONY: bench-peer
+bench-peer: bench-peer-webhook build ## hookrun serve vs adnanh/webhook, alternating (WEBHOOK_SRC=checkout or WEBHOOK=binary; a few minutes; docs/performance.md)
+	@if [ -n "$(WEBHOOK)" ]; then wh="$(WEBHOOK)"; else \
+		mod=; if [ -d "$(WEBHOOK_SRC)/vendor" ]; then mod=-mod=vendor; fi; \
+		echo "building adnanh/webhook from $(WEBHOOK_SRC) into bin/webhook"; \
+		(cd "$(WEBHOOK_SRC)" && CGO_ENABLED=0 GOFLAGS=$$mod $(GO) build -trimpath -o "$(CURDIR)/bin/webhook" .); \
+		wh=bin/webhook; fi; \
+	./$(BIN) bench peer --webhook "$$wh"
+
+# bench-peer-webhook says loudly what is missing before anything is built.
+.PHONY: bench-peer-webhook
+bench-peer-webhook:
+	@if [ -z "$(WEBHOOK)" ] && [ -z "$(WEBHOOK_SRC)" ]; then \
+		echo "!!! bench-peer needs adnanh/webhook and neither WEBHOOK nor WEBHOOK_SRC is set !!!" >&2; \
+		echo "!!!   make bench-peer WEBHOOK_SRC=<checkout of github.com/adnanh/webhook>  (built here)" >&2; \
+		echo "!!!   make bench-peer WEBHOOK=<webhook binary>" >&2; \
+		echo "!!! the Go module proxy refuses the module: docs/performance.md says how to get a checkout" >&2; \
+		exit 2; fi
+	@if [ -z "$(WEBHOOK)" ] && ! grep -qs '^module github.com/adnanh/webhook' "$(WEBHOOK_SRC)/go.mod"; then \
+		echo "!!! WEBHOOK_SRC=$(WEBHOOK_SRC) is not a checkout of github.com/adnanh/webhook (no go.mod naming it) !!!" >&2; exit 2; fi
+	@if [ -n "$(WEBHOOK)" ] && [ ! -x "$(WEBHOOK)" ]; then echo "!!! WEBHOOK=$(WEBHOOK) is not an executable !!!" >&2; exit 2; fi
+
 .PHONY: bench-records
-bench-records: ## 100,000 run records: list p99 < 50 ms, run start vs 0 records, index memory (about 1 min; docs/performance.md)
-	$(GO) test ./queue -run '^$$' -bench '^BenchmarkRunRecords100k$$' -benchtime 1x
+bench-records: ## 1,000,000 run records and deliveries: API process RSS < 150 MiB, list p99 < 50 ms, ready < 2 s after a restart (several minutes; docs/performance.md)
+	$(GO) test ./stores -run '^$$' -bench '^BenchmarkRecords1M$$' -benchtime 1x -timeout 60m
 
 .PHONY: validate
 validate: build ## validate the example workflows

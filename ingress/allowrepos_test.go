@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 )
 
 // TestAllowRepos: with allow_repos set, a delivery for a repository outside
@@ -91,7 +93,7 @@ func TestAllowRepos(t *testing.T) {
 	if keys := bucketKeys(t, env.q, queue.BucketDelivery); len(keys) != 4 || len(slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, "o.") })) != 2 {
 		t.Errorf("delivery keys %v, want the 2 allowed deliveries' and their objects'", keys)
 	}
-	if keys := bucketKeys(t, env.q, queue.BucketRuns); len(keys) != 2 {
+	if keys := bucketKeys(t, env.q, stores.BucketRuns); len(keys) != 2 {
 		t.Errorf("run records %v, want the 2 allowed runs'", keys)
 	}
 	_, metrics := env.get(t, "/metrics")
@@ -121,7 +123,7 @@ func jsonEqual(a, b any) bool {
 }
 
 // bucketKeys lists a KV bucket's keys through a separate NATS client.
-func bucketKeys(t *testing.T, q *queue.Queue, bucket string) []string {
+func bucketKeys(t *testing.T, q *storestest.Queue, bucket string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -16,21 +16,28 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/decide"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// RunReader is what the API reads run records through (queue.RunStore).
-type RunReader interface {
-	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
-	Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error)
+// RunLister gets and lists run records (stores.RunStore): what the API,
+// re-runs and the web UI all read them through.
+type RunLister interface {
+	Get(ctx context.Context, id string) (*stores.RunRecord, uint64, error)
+	List(ctx context.Context, f stores.ListFilter) ([]*stores.RunRecord, string, error)
 }
 
-// LogReader is what the API reads step output through (queue.LogStore).
+// RunReader is what the API reads run records through (stores.RunStore).
+type RunReader interface {
+	RunLister
+	Watch(ctx context.Context, id string) (<-chan *stores.RunRecord, error)
+}
+
+// LogReader is what the API reads step output through (stores.LogStore).
 type LogReader interface {
-	Read(ctx context.Context, runID string) ([]queue.LogLine, error)
-	Follow(ctx context.Context, runID string) (<-chan queue.LogLine, error)
+	Read(ctx context.Context, runID string) ([]stores.LogLine, error)
+	Follow(ctx context.Context, runID string) (<-chan stores.LogLine, error)
 }
 
 // Canceller asks a run to stop (the runner in `serve`, the run store in
@@ -60,7 +67,8 @@ type APIConfig struct {
 // /api/v1/runs/:id/rerun (a new run of the same workflow, loaded now, on
 // the same event, linked both ways and reusing the sticky comment) and
 // POST /api/v1/deliveries/:id/replay (?forge=NAME, default Config.DefaultForge; a stored
-// delivery matched again against the workflows loaded now). The bearer
+// delivery matched again against the workflows loaded now, noted on it);
+// GET /api/v1/deliveries and /api/v1/deliveries/:id (deliveries.go). The bearer
 // token is an operator's: a re-run through the API is not subject to the
 // workflow's `authorize` policy (the /retry comment is).
 func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Canceller) {
@@ -77,6 +85,8 @@ func (s *Server) RegisterAPI(cfg APIConfig, runs RunReader, logs LogReader, c Ca
 	g.GET("/runs/:id/logs", a.logsHandler)
 	g.POST("/runs/:id/cancel", a.cancelHandler)
 	g.POST("/runs/:id/rerun", a.rerunHandler)
+	g.GET("/deliveries", a.listDeliveries)
+	g.GET("/deliveries/:id", a.getDelivery)
 	g.POST("/deliveries/:id/replay", a.replayHandler)
 	g.POST("/workflows/:name/runs", a.startRun)
 }
@@ -137,14 +147,14 @@ const (
 var listParams = map[string]bool{"workflow": true, "repo": true, "status": true, "pr": true, "limit": true, "cursor": true}
 
 // listFilter reads the query of GET /api/v1/runs; an error is the 400's message.
-func listFilter(c echo.Context) (queue.ListFilter, error) {
+func listFilter(c echo.Context) (stores.ListFilter, error) {
 	q := c.QueryParams()
 	for k := range q {
 		if !listParams[k] {
-			return queue.ListFilter{}, fmt.Errorf("unknown parameter %q (want workflow, repo, status, pr, limit, cursor)", k)
+			return stores.ListFilter{}, fmt.Errorf("unknown parameter %q (want workflow, repo, status, pr, limit, cursor)", k)
 		}
 	}
-	f := queue.ListFilter{
+	f := stores.ListFilter{
 		Repo:     q.Get("repo"),
 		Workflow: q.Get("workflow"),
 		Status:   workflows.Status(q.Get("status")),
@@ -191,14 +201,14 @@ func (a *api) list(c echo.Context) error {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
 	}
 	recs, next, err := a.runs.List(c.Request().Context(), f)
-	if errors.Is(err, queue.ErrBadCursor) {
+	if errors.Is(err, stores.ErrBadCursor) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": "cursor is not one a previous page returned"})
 	}
 	if err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "listing runs: queue unavailable"})
 	}
 	if recs == nil {
-		recs = []*queue.RunRecord{}
+		recs = []*stores.RunRecord{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"runs": recs, "next_cursor": next})
 }
@@ -212,7 +222,7 @@ func (a *api) get(c echo.Context) error {
 }
 
 func runError(c echo.Context, err error) error {
-	if errors.Is(err, queue.ErrNotFound) {
+	if errors.Is(err, stores.ErrNotFound) {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": "no such run"})
 	}
 	return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queue unavailable"})
@@ -224,7 +234,7 @@ func (a *api) cancelHandler(c echo.Context) error {
 		return runError(c, err)
 	}
 	if err := a.cancel.Cancel(c.Request().Context(), id); err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
+		if errors.Is(err, stores.ErrNotFound) {
 			return runError(c, err)
 		}
 		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
@@ -252,9 +262,9 @@ func (a *api) logsHandler(c echo.Context) error {
 	return c.String(http.StatusOK, b.String())
 }
 
-func writeTextLine(b *strings.Builder, l queue.LogLine) {
+func writeTextLine(b *strings.Builder, l stores.LogLine) {
 	fmt.Fprintf(b, "[%s] ", l.StepID)
-	if l.Stream != queue.StreamStdout {
+	if l.Stream != stores.StreamStdout {
 		fmt.Fprintf(b, "(%s) ", l.Stream)
 	}
 	b.WriteString(l.Text)
@@ -280,13 +290,7 @@ type startRequest struct {
 // given.
 func (a *api) startRun(c echo.Context) error {
 	name := c.Param("name")
-	var wf *workflows.Workflow
-	for _, w := range a.srv.src.Workflows() {
-		if w.Name == name {
-			wf = w
-			break
-		}
-	}
+	wf := a.srv.dec.Workflow(name)
 	if wf == nil {
 		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no workflow %q is loaded", name)})
 	}
@@ -305,15 +309,13 @@ func (a *api) startRun(c echo.Context) error {
 	if !a.srv.webhookForge(body.Forge) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(body.Forge)})
 	}
-	if body.Repo == "" || !a.srv.repoAllowed(body.Repo) {
+	if body.Repo == "" || !a.srv.dec.Allowed(body.Repo) {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("repo %q is not one of this server's allow_repos", body.Repo)})
 	}
-	id := queue.NewRunID()
-	req := &queue.RunRequest{ID: id, Workflow: wf.Name, WorkflowDigest: wf.Digest, Params: body.Params,
-		Event: workflows.Event{Forge: body.Forge, Repo: body.Repo, DeliveryID: "api-" + id}}
+	req := decide.Start(wf, body.Forge, body.Repo, body.Params)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), a.srv.cfg.PublishTimeout)
 	defer cancel()
-	res, err := a.srv.pub.Publish(ctx, req)
+	res, err := a.srv.persist.publish(ctx, req)
 	if err != nil {
 		a.srv.logger.Error("publishing an API run", "workflow", wf.Name, "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "queueing run: queue unavailable"})
@@ -336,11 +338,11 @@ type rerunAnswer struct {
 func (a *api) rerunHandler(c echo.Context) error {
 	ans, err := a.srv.rerun(c.Request().Context(), c.Param("id"))
 	switch {
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, stores.ErrNotFound):
 		return runError(c, err)
-	case errors.Is(err, ErrNotFinished), errors.Is(err, errWorkflowGone):
+	case errors.Is(err, decide.ErrNotFinished), errors.Is(err, decide.ErrWorkflowGone):
 		return c.JSON(http.StatusConflict, map[string]string{"error": err.Error()})
-	case errors.Is(err, ErrRepoNotAllowed):
+	case errors.Is(err, decide.ErrRepoNotAllowed):
 		return c.JSON(http.StatusForbidden, map[string]string{"error": err.Error()})
 	case err != nil:
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "re-running: queue unavailable"})
@@ -348,7 +350,7 @@ func (a *api) rerunHandler(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, ans)
 }
 
-// replayHandler replays a stored delivery (rerun.go).
+// replayHandler replays a stored delivery (Server.replay).
 func (a *api) replayHandler(c echo.Context) error {
 	forge := workflows.Forge(c.QueryParam("forge"))
 	if forge == "" {
@@ -358,9 +360,9 @@ func (a *api) replayHandler(c echo.Context) error {
 		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(forge)})
 	}
 	id := c.Param("id")
-	ans, err := a.srv.replay(c.Request().Context(), forge, id)
+	ans, err := a.srv.replayNoted(c.Request().Context(), forge, id)
 	switch {
-	case errors.Is(err, queue.ErrNotReceived):
+	case errors.Is(err, stores.ErrNotReceived):
 		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stored %s delivery %q (deliveries are kept for %s)", forge, id, a.srv.receivedTTL())})
 	case errors.Is(err, ErrUnhandledEvent) || errors.Is(err, ErrMalformedPayload):
 		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})

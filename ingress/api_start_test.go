@@ -98,7 +98,7 @@ func TestAPIStartRun(t *testing.T) {
 		t.Fatalf("%d runs queued, want 1", len(pub.reqs))
 	}
 	req := pub.reqs[0]
-	if req.Workflow != "deploy" || req.Event.Repo != "octo/hello" || req.Event.Forge != workflows.GitHub || req.Params["TARGET"] != "$(touch /tmp/pwned) prod" || len(req.Params) != 1 || !strings.Contains(body, req.ID) {
+	if req.Workflow != "deploy" || req.Event.Repo != "octo/hello" || req.Event.Forge != workflows.Forge("github") || req.Params["TARGET"] != "$(touch /tmp/pwned) prod" || len(req.Params) != 1 || !strings.Contains(body, req.ID) {
 		t.Errorf("queued %+v, answered %s", req, body)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

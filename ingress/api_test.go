@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 const testAPIToken = "api-test-token"
 
 // storeCanceller cancels through the run record, as `hookrun ingress` does.
-type storeCanceller struct{ runs *queue.RunStore }
+type storeCanceller struct{ runs *stores.RunStore }
 
 func (c storeCanceller) Cancel(ctx context.Context, id string) error {
 	_, err := c.runs.RequestCancel(ctx, id)
@@ -47,10 +49,10 @@ func apiDo(t *testing.T, env *testEnv, method, path, token string) (int, string)
 	return resp.StatusCode, string(body)
 }
 
-func putRecord(t *testing.T, q *queue.Queue, wf, repo string, status workflows.Status) *queue.RunRecord {
+func putRecord(t *testing.T, q *storestest.Queue, wf, repo string, status workflows.Status) *stores.RunRecord {
 	t.Helper()
-	rec := &queue.RunRecord{ID: queue.NewRunID(), Workflow: wf, Repo: repo, Status: status, Attempt: 1,
-		Event: workflows.Event{Forge: workflows.GitHub, Repo: repo}, CreatedAt: time.Now().UTC()}
+	rec := &stores.RunRecord{ID: queue.NewRunID(), Workflow: wf, Repo: repo, Status: status, Attempt: 1,
+		Event: workflows.Event{Forge: workflows.Forge("github"), Repo: repo}, CreatedAt: time.Now().UTC()}
 	if _, err := q.Runs().Create(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestAPIListGetFilters(t *testing.T) {
 	} {
 		code, body := apiDo(t, env, http.MethodGet, "/api/v1/runs"+tc.query, testAPIToken)
 		var got struct {
-			Runs []queue.RunRecord `json:"runs"`
+			Runs []stores.RunRecord `json:"runs"`
 		}
 		if err := json.Unmarshal([]byte(body), &got); code != http.StatusOK || err != nil {
 			t.Fatalf("%s: %d %v %s", tc.query, code, err, body)
@@ -126,8 +128,8 @@ func TestAPIListPagesAndParams(t *testing.T) {
 	env := apiEnv(t)
 	var want []string // newest first
 	for i := range 7 {
-		rec := &queue.RunRecord{ID: queue.NewRunID(), Workflow: "lint", Repo: "o/a", Status: workflows.StatusSucceeded, Attempt: 1,
-			Event:     workflows.Event{Forge: workflows.GitHub, Repo: "o/a", PullRequest: &workflows.PullRequest{Number: 1 + i%2}},
+		rec := &stores.RunRecord{ID: queue.NewRunID(), Workflow: "lint", Repo: "o/a", Status: workflows.StatusSucceeded, Attempt: 1,
+			Event:     workflows.Event{Forge: workflows.Forge("github"), Repo: "o/a", PullRequest: &workflows.PullRequest{Number: 1 + i%2}},
 			CreatedAt: time.Now().UTC()}
 		if _, err := env.q.Runs().Create(context.Background(), rec); err != nil {
 			t.Fatal(err)
@@ -135,8 +137,8 @@ func TestAPIListPagesAndParams(t *testing.T) {
 		want = append([]string{rec.ID}, want...)
 	}
 	type page struct {
-		Runs       []queue.RunRecord `json:"runs"`
-		NextCursor *string           `json:"next_cursor"`
+		Runs       []stores.RunRecord `json:"runs"`
+		NextCursor *string            `json:"next_cursor"`
 	}
 	get := func(query string) page {
 		t.Helper()
@@ -226,9 +228,9 @@ func TestAPILogsTextAndFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := env.q.Logs()
-	for _, l := range []queue.LogLine{
-		{RunID: rec.ID, StepID: "build", Stream: queue.StreamStdout, Text: "compiling"},
-		{RunID: rec.ID, StepID: "build", Stream: queue.StreamStderr, Text: "warning: x"},
+	for _, l := range []stores.LogLine{
+		{RunID: rec.ID, StepID: "build", Stream: stores.StreamStdout, Text: "compiling"},
+		{RunID: rec.ID, StepID: "build", Stream: stores.StreamStderr, Text: "warning: x"},
 	} {
 		if err := logs.Append(ctx, l); err != nil {
 			t.Fatal(err)
@@ -282,7 +284,7 @@ func TestAPILogsTextAndFollow(t *testing.T) {
 			t.Fatalf("event %q, want a log event with %q", e, want)
 		}
 	}
-	if err := logs.Append(ctx, queue.LogLine{RunID: rec.ID, StepID: "test", Stream: queue.StreamStdout, Text: "live line"}); err != nil {
+	if err := logs.Append(ctx, stores.LogLine{RunID: rec.ID, StepID: "test", Stream: stores.StreamStdout, Text: "live line"}); err != nil {
 		t.Fatal(err)
 	}
 	_ = logs.Flush(ctx)

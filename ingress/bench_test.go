@@ -63,8 +63,8 @@ func BenchmarkDeliverGitHub(b *testing.B) {
 func BenchmarkScrapeMetrics(b *testing.B) {
 	env := newEnvWith(b, Config{}, instantPublisher{}, map[string]string{"pr.yaml": prWorkflow})
 	for i, ev := range []string{"pull_request", "issue_comment", "push", "issues"} {
-		env.srv.count(workflows.GitHub, ev, outcomeAccepted)
-		env.srv.count(workflows.GitLab, ev, outcomeNoRun)
+		env.srv.count(workflows.Forge("github"), ev, outcomeAccepted)
+		env.srv.count(workflows.Forge("gitlab"), ev, outcomeNoRun)
 		env.srv.metrics.publish.Observe(float64(i) / 100)
 	}
 	h := env.srv.Handler()

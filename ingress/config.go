@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -53,14 +53,15 @@ type Config struct {
 	// DefaultForge is the forge of an API run or a replay that names none
 	// (internal/app sets it).
 	DefaultForge workflows.Forge
-	// Trust holds what pins comment-triggered runs to a head and caches
-	// authors' roles (trust.go).
-	Trust TrustConfig
-	// Files looks up the files a change touches for triggers with paths
-	// (files.go).
-	Files FilesConfig
-	// Commands are the names of the server's own comment commands.
-	Commands CommandsConfig
+	// Trust bounds what pins comment-triggered runs to a head and caches
+	// authors' roles (package decide).
+	Trust decide.TrustConfig
+	// Files bounds the lookup of the files a change touches, for triggers
+	// with paths (package decide).
+	Files decide.FilesConfig
+	// Commands are the names of the server's own comment commands
+	// (package decide).
+	Commands decide.CommandsConfig
 	// Collectors are more metrics GET /metrics serves beside ingress's own
 	// (the runner's report outbox in `hookrun serve`).
 	Collectors []prometheus.Collector
@@ -79,31 +80,6 @@ type Config struct {
 	Tracer trace.TracerProvider
 }
 
-// CommandsConfig names the comment commands the server itself acts on.
-type CommandsConfig struct {
-	// Retry is the name of the command that re-runs a pull request's
-	// failed runs (a new comment whose first line is /NAME, by a user
-	// each run's workflow `authorize` policy admits). Default "retry";
-	// "-" turns the command off.
-	Retry string
-	// MaxPerComment is how many distinct command lines of one comment
-	// start runs, across the workflows that take them (decide); the
-	// lines past it are listed as skipped in the answer. Default
-	// DefaultMaxCommandsPerComment (10).
-	MaxPerComment int
-}
-
-// DefaultRetryCommand is CommandsConfig.Retry's default.
-const DefaultRetryCommand = "retry"
-
-// retryCommand is the comment line that asks for a re-run, "" when off.
-func (c CommandsConfig) retryCommand() string {
-	if c.Retry == "-" {
-		return ""
-	}
-	return "/" + c.Retry
-}
-
 // SlackConfig configures the Slack slash command receiver.
 type SlackConfig struct {
 	// Enabled serves POST /hooks/slack; when false the route answers 404.
@@ -119,8 +95,8 @@ type SlackConfig struct {
 	// Origins is, for each forge a chat trigger may name, the
 	// scheme://host its repositories are cloned from (the forge's
 	// GitOrigin): a chat run's CloneURL is the origin, its trigger's repo
-	// and ".git". No default: internal/app sets them from its forges; a
-	// forge without one runs no chat command.
+	// and ".git". A forge without an entry: its own GitOrigin from
+	// Config.Forges; a forge without either runs no chat command.
 	Origins map[workflows.Forge]string
 	// ResponseURLPrefix is the only place a command's response_url may
 	// point to (workflows.ResponseURLAllowed); default
@@ -144,6 +120,15 @@ const (
 	// may be from now, either way (Slack's own recommendation).
 	SlackReplayWindow = 5 * time.Minute
 )
+
+// CheckSlackCommand is the rule of SlackConfig.Command: a slash and a
+// word, no white space.
+func CheckSlackCommand(cmd string) error {
+	if !strings.HasPrefix(cmd, "/") || strings.ContainsAny(cmd, " \t") || len(cmd) < 2 {
+		return fmt.Errorf("want a slash command such as %s, got %q", DefaultSlackCommand, cmd)
+	}
+	return nil
+}
 
 func (c *SlackConfig) setDefaults() {
 	if c.Command == "" {
@@ -175,11 +160,11 @@ func (c SlackConfig) Validate() error {
 	if c.Enabled && len(c.Secrets) == 0 {
 		errs = append(errs, errors.New("checking slack: enabled without a signing secret (slash commands are never accepted unverified)"))
 	}
-	if !strings.HasPrefix(c.Command, "/") || strings.ContainsAny(c.Command, " \t") || len(c.Command) < 2 {
-		errs = append(errs, fmt.Errorf("checking slack command %q: want a slash command such as %s", c.Command, DefaultSlackCommand))
+	if err := CheckSlackCommand(c.Command); err != nil {
+		errs = append(errs, fmt.Errorf("checking slack command: %w", err))
 	}
-	if err := workflows.ResponseURLAllowed(c.ResponseURLPrefix, c.ResponseURLPrefix+"x"); err != nil {
-		errs = append(errs, fmt.Errorf("checking slack response URL prefix %q: want an http(s) URL ending in /", c.ResponseURLPrefix))
+	if err := workflows.CheckResponseURLPrefix(c.ResponseURLPrefix); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxBodyBytes < 0 || c.AckTimeout < 0 {
 		errs = append(errs, errors.New("checking slack: max body bytes and ack timeout must not be negative"))
@@ -188,12 +173,8 @@ func (c SlackConfig) Validate() error {
 }
 
 func (c *Config) setDefaults() {
-	if c.Commands.Retry == "" {
-		c.Commands.Retry = DefaultRetryCommand
-	}
-	if c.Commands.MaxPerComment == 0 {
-		c.Commands.MaxPerComment = DefaultMaxCommandsPerComment
-	}
+	d := c.decision().WithDefaults() // the decider owns these
+	c.Commands, c.Trust, c.Files = d.Commands, d.Trust, d.Files
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -203,11 +184,12 @@ func (c *Config) setDefaults() {
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
-	c.Trust.setDefaults()
-	c.Files.setDefaults()
 	c.Slack.setDefaults()
 	c.AuthLimit.setDefaults()
 }
+
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c Config) WithDefaults() Config { c.setDefaults(); return c }
 
 // Validate reports every problem of c, defaults applied. It refuses a
 // forge whose webhooks are enabled without a secret unless
@@ -225,28 +207,22 @@ func (c Config) Validate() error {
 	if c.PublishTimeout < 0 {
 		errs = append(errs, errors.New("checking publish timeout: must not be negative"))
 	}
-	for i, p := range c.AllowRepos {
-		if err := workflows.CheckRepoPattern(p); err != nil {
-			errs = append(errs, fmt.Errorf("checking allowed repositories: entry %d: %w", i, err))
-		}
-	}
-	if r := c.Commands.Retry; r != "-" && !retryName.MatchString(r) {
-		errs = append(errs, fmt.Errorf("checking commands: retry %q must be a name of letters, digits, - and _ (without the slash), or - to turn it off", r))
-	}
-	if c.Commands.MaxPerComment < 0 {
-		errs = append(errs, fmt.Errorf("checking commands: max per comment must not be negative, got %d", c.Commands.MaxPerComment))
-	}
 	for _, name := range c.Forges.Names() {
 		f := c.Forges.Get(name)
 		if err := f.Verify(nil, nil); f.HookEnabled() && errors.Is(err, forge.ErrNoSecret) && !c.InsecureNoVerify {
 			errs = append(errs, fmt.Errorf("checking %s: %w (set one, or pass --insecure-no-verify to accept unverified deliveries)", name, err))
 		}
 	}
-	errs = append(errs, c.Trust.Validate(), c.Files.Validate(), c.Slack.Validate(), c.AuthLimit.Validate())
+	errs = append(errs, c.decision().Validate(), c.Slack.Validate(), c.AuthLimit.Validate())
 	if _, err := ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("checking trusted proxies: %w", err))
 	}
 	return errors.Join(errs...)
 }
 
-var retryName = regexp.MustCompile(`^[A-Za-z0-9][-_A-Za-z0-9]*$`)
+// decision is the decider's part of c: its rules, and the clone origins
+// of chat runs.
+func (c Config) decision() decide.Config {
+	return decide.Config{AllowRepos: c.AllowRepos, Commands: c.Commands, Trust: c.Trust, Files: c.Files,
+		ChatOrigins: c.Slack.Origins, HeadWriteTimeout: max(c.PublishTimeout, 0)} // a negative one is PublishTimeout's error
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -161,17 +162,17 @@ func TestCommandsPerComment(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("/cmd %d", i))
 	}
 	a := env.github(t, "issue_comment", "many-commands", issueComment(t, strings.Join(lines, "\n"), "NONE"))
-	if a.Code != http.StatusAccepted || len(a.Runs) != DefaultMaxCommandsPerComment {
-		t.Fatalf("answer %d with %d runs, want 202 with %d: %.500s", a.Code, len(a.Runs), DefaultMaxCommandsPerComment, a.Raw)
+	if a.Code != http.StatusAccepted || len(a.Runs) != decide.DefaultMaxCommandsPerComment {
+		t.Fatalf("answer %d with %d runs, want 202 with %d: %.500s", a.Code, len(a.Runs), decide.DefaultMaxCommandsPerComment, a.Raw)
 	}
-	if n := len(streamRunIDs(t, env.q)); n != DefaultMaxCommandsPerComment {
-		t.Fatalf("%d messages on the stream, want %d", n, DefaultMaxCommandsPerComment)
+	if n := len(streamRunIDs(t, env.q)); n != decide.DefaultMaxCommandsPerComment {
+		t.Fatalf("%d messages on the stream, want %d", n, decide.DefaultMaxCommandsPerComment)
 	}
-	if len(a.Skipped) != maxListedSkips+1 {
-		t.Fatalf("%d skipped entries, want %d listed and one count: %v", len(a.Skipped), maxListedSkips, a.Skipped)
+	if len(a.Skipped) != decide.MaxListedSkips+1 {
+		t.Fatalf("%d skipped entries, want %d listed and one count: %v", len(a.Skipped), decide.MaxListedSkips, a.Skipped)
 	}
 	mustContain(t, a.Skipped[0].Reason, `command line "/cmd 10" not run: a comment starts at most 10 distinct command lines (commands.max_per_comment)`)
-	mustContain(t, a.Skipped[maxListedSkips].Reason, "870 more command lines not run")
+	mustContain(t, a.Skipped[decide.MaxListedSkips].Reason, "870 more command lines not run")
 	for i, r := range a.Runs {
 		if msg := streamRequest(t, env.q, r.ID); msg.Event.CommandArgs != fmt.Sprint(i) {
 			t.Fatalf("run %d has arguments %q, want %d", i, msg.Event.CommandArgs, i)
@@ -179,13 +180,13 @@ func TestCommandsPerComment(t *testing.T) {
 	}
 
 	// Configured lower, and a line repeated word for word is one line.
-	env = newEnv(t, Config{Commands: CommandsConfig{MaxPerComment: 2}}, map[string]string{"cmd.yaml": openCommandWorkflow})
+	env = newEnv(t, Config{Commands: decide.CommandsConfig{MaxPerComment: 2}}, map[string]string{"cmd.yaml": openCommandWorkflow})
 	a = env.github(t, "issue_comment", "three-commands", issueComment(t, "/cmd a\n/cmd a\n/cmd b\n/cmd c", "NONE"))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 2 || len(a.Skipped) != 1 {
 		t.Fatalf("answer %d: %s, want 2 runs and /cmd c skipped", a.Code, a.Raw)
 	}
 	mustContain(t, a.Skipped[0].Reason, `"/cmd c" not run`)
-	if err := (Config{Commands: CommandsConfig{MaxPerComment: -1}}).Validate(); err == nil || !strings.Contains(err.Error(), "max per comment") {
+	if err := (Config{Commands: decide.CommandsConfig{MaxPerComment: -1}}).Validate(); err == nil || !strings.Contains(err.Error(), "max per comment") {
 		t.Fatalf("a negative limit: %v", err)
 	}
 }
@@ -205,7 +206,7 @@ func TestRerunOfRepositoryNoLongerAllowed(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, err := New(Config{AllowRepos: allow, PublishTimeout: 30 * time.Second,
-			Forges: registry(hooks(workflows.GitHub, true, testGitHubSecret)), DefaultForge: workflows.GitHub}, q, set, logger)
+			Forges: registry(hooks(workflows.Forge("github"), true, testGitHubSecret)), DefaultForge: workflows.Forge("github")}, testDeps(q, set, logger))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,34 +241,6 @@ func TestRerunOfRepositoryNoLongerAllowed(t *testing.T) {
 	// Still allowed: the re-run is queued.
 	if code, b := apiDo(t, before, http.MethodPost, "/api/v1/runs/"+a.Runs[0].ID+"/rerun", testAPIToken); code != http.StatusAccepted {
 		t.Fatalf("re-run on the server that allows it: %d %s", code, b)
-	}
-}
-
-// TestObjectKey pins down what tells objects apart.
-func TestObjectKey(t *testing.T) {
-	c := &workflows.Event{Kind: workflows.KindComment, Repo: "a/b", Action: "created", UpdatedAt: "t1",
-		Issue: &workflows.Issue{Number: 3}, Comment: &workflows.Comment{ID: 7, Body: "/x 1\n/x 2"}}
-	if objectKey(c, "/x 1") == objectKey(c, "/x 2") {
-		t.Fatal("two command lines of one comment share a key")
-	}
-	c2 := *c
-	c2.Comment = &workflows.Comment{ID: 8, Body: c.Comment.Body}
-	if objectKey(c, "/x 1") == objectKey(&c2, "/x 1") {
-		t.Fatal("two comments share a key")
-	}
-	c3 := *c
-	c3.DeliveryID, c3.InstallationID, c3.Sender = "other", 9, "someone"
-	if objectKey(c, "/x 1") != objectKey(&c3, "/x 1") {
-		t.Fatal("the delivery changes the key")
-	}
-	// Length-prefixed parts: no two part lists read alike.
-	p1 := &workflows.Event{Kind: workflows.KindPush, Repo: "a/b", Push: &workflows.Push{Ref: "x:y", Before: "z"}}
-	p2 := &workflows.Event{Kind: workflows.KindPush, Repo: "a/b", Push: &workflows.Push{Ref: "x", Before: "y:z"}}
-	if objectKey(p1, "") == objectKey(p2, "") {
-		t.Fatal("parts run into each other")
-	}
-	if objectKey(&workflows.Event{Kind: workflows.KindChat, Chat: &workflows.Chat{}}, "") != "" {
-		t.Fatal("a chat command has an object key")
 	}
 }
 

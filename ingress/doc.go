@@ -1,10 +1,12 @@
-// Package ingress is where forge events enter hookrun: an echo server with
-// one webhook route per forge of Config.Forges (POST /hooks/<forge>; 404
-// while the forge's webhooks are disabled) that has the forge verify each
-// delivery and normalize it into a workflows.Event (providers/forge.Webhooks:
-// what differs between forges lives in providers/<forge>), then
-// matches and authorizes them against the loaded workflows and publishes one
-// queue.RunRequest per match, answering 202 only after every PubAck. It also
+// Package ingress is where forge events enter hookrun: the HTTP edge. An
+// echo server with one webhook route per forge of Config.Forges (POST
+// /hooks/<forge>; 404 while the forge's webhooks are disabled) has the
+// forge verify each delivery and normalize it into a workflows.Event
+// (providers/forge.Webhooks: what differs between forges lives in
+// providers/<forge>), asks its decide.Decider which runs the event starts
+// and why every other workflow does not (package decide: matching,
+// authorization, head pinning, changed files, /retry), persists the run
+// requests (persist.go) and answers 202 only after every PubAck. It also
 // serves health and metrics (Prometheus, a registry per server), and
 // Server.RegisterAPI adds the /api/v1 routes to the same echo instance
 // (Server.Route is how the web UI of ingress/ui adds its pages, and
@@ -14,14 +16,23 @@
 // failures within its window one client address gets 429 with Retry-After.
 // The client address (c.RealIP()) is the connection's peer, or what
 // X-Forwarded-For / X-Real-IP say only when the peer is one of
-// Config.TrustedProxies (the echo IPExtractor). The
-// workflows come from a WorkflowSource (a workflows.WorkflowSet, which the
-// composition root, internal/app, keeps reloading). Forge payload types stop
-// here. Every accepted delivery is also stored (queue.AcceptDelivery), so
-// that POST /api/v1/deliveries/{id}/replay can match it again; a re-run
-// (POST /api/v1/runs/{id}/rerun, or a /retry comment by a user the
-// workflow's authorize policy admits) is a new run on the stored event,
-// linked both ways and reusing the sticky comment (rerun.go).
+// Config.TrustedProxies (the echo IPExtractor). Forge payload types stop
+// here.
+//
+// What a server can do follows from the Deps given to New: the workflows
+// (a workflows.WorkflowSet, which the composition root, internal/app,
+// keeps reloading) and the publisher are required; with an Acceptor every
+// accepted delivery is also stored (queue.AcceptDelivery), and with
+// Deliveries POST /api/v1/deliveries/{id}/replay can match it again, and
+// GET /api/v1/deliveries and /api/v1/deliveries/{id} show what ingress
+// decided of each (deliveries.go); with
+// Runs a re-run (POST /api/v1/runs/{id}/rerun, or a /retry comment or a
+// forge's rerequest by a user the workflow's authorize policy admits) is a
+// new run on the stored event, linked both ways and reusing the sticky
+// comment (rerun.go; decide/retry.go, decide/rerequest.go); with
+// Heads a comment's runs are pinned to the head its pull request's latest
+// pull_request event named; with Index /readyz is unready while the run
+// index does not follow its bucket.
 //
 // Answers: 202 {"delivery", "runs": [{"id", "workflow"}], "skipped":
 // [{"workflow", "reason"}], "reason", "duplicate"}; 200 for a forge's ping;
@@ -33,17 +44,17 @@
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
 // carries "duplicate": true with an identical "runs" list; so does the same
 // event under another delivery id (a re-sent body, a second hook): each run
-// is also deduplicated by the forge's object and version (dedupe.go). A
-// comment starts runs for at most CommandsConfig.MaxPerComment distinct
+// is also deduplicated by the forge's object and version (decide/dedupe.go).
+// A comment starts runs for at most CommandsConfig.MaxPerComment distinct
 // command lines; the others are listed in "skipped". A re-run of a
 // repository outside allow_repos is refused (403 through the API).
 //
 // POST /hooks/slack takes Slack slash commands (slack.go): verified by the
 // v0 signing secret within a 5-minute window, turned into chat events, run
 // on the repository of the chat trigger that takes them when the
-// workflow's Slack allowlists let the user and channel through, and
-// answered 200 with an ephemeral Slack message once the runs are
-// persisted.
+// workflow's Slack allowlists let the user and channel through
+// (decide.Decider.Chat), and answered 200 with an ephemeral Slack message
+// once the runs are persisted.
 //
 // A delivery for a repository outside Config.AllowRepos (the server's
 // allow_repos) is answered 202 {"delivery", "runs": [], "ignored":
@@ -52,19 +63,7 @@
 // logged.
 //
 // What authorizes an event is the author's association the forge's
-// normalizer sets (see workflows.Workflow.Authorize for the rules, and each
-// providers/<forge> package for its payloads). A comment whose payload does
-// not say where its pull request's head lives is matched and authorized as
-// Fork = true (the untrusted case); its runs are then pinned to the head
-// the pull request had when the comment was accepted: the one remembered
-// from its latest pull_request event (hookrun_heads, written for every
-// pull_request event before matching), else the one the forge API reports
-// (Config.Forges, bounded by LookupTimeout); HeadRef, BaseRef and Fork
-// follow that head. When neither knows it, the run request is Refused and
-// the runner fails it with a message asking to comment again: the tip is
-// never run instead. An event whose payload carries no association
-// (forge.AssociationNone) gets the one its forge's API reports once a
-// workflow matched (Lookups.Association, cached for at most
-// TrustConfig.AssociationTTL); without a lookup, or when it fails, the event
-// stays NONE (fail closed) and the skip reason says why.
+// normalizer sets, or the one its forge's API reports when the payload
+// carries none, and a comment whose payload names no head is pinned to
+// one or Refused: package decide says how (decide/trust.go).
 package ingress

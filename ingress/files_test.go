@@ -95,7 +95,7 @@ func pushBody(t *testing.T, n int, files ...string) []byte {
 // whose files are unknown or cut, saying so in the run's event.
 func TestPathsTriggers(t *testing.T) {
 	files := &fakeFiles{}
-	env := newEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, files: files})}, map[string]string{"go.yaml": pathsWorkflow})
+	env := newEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("github"), files: files})}, map[string]string{"go.yaml": pathsWorkflow})
 	pr := readFile(t, githubFixtures+"pull_request/opened.payload.json")
 	n := 0
 	deliver := func(event string, body []byte) answer {
@@ -157,7 +157,7 @@ func TestPathsTriggers(t *testing.T) {
 	}
 
 	plain := &fakeFiles{}
-	env2 := newEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, files: plain})}, map[string]string{"pr.yaml": prWorkflow})
+	env2 := newEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("github"), files: plain})}, map[string]string{"pr.yaml": prWorkflow})
 	if a := env2.github(t, "pull_request", "plain-1", pr); a.Code != http.StatusAccepted {
 		t.Fatalf("got %d %s", a.Code, a.Raw)
 	}

@@ -90,12 +90,12 @@ func TestGiteaWebhook(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "OWNER", "mallory": "NONE"}, calls: map[string]int{}}
 	clock := newFakeClock()
 	env := newTrustEnv(t, Config{
-		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, Webhooks: hooks(workflows.Gitea, true, testGiteaSecret, testGiteaOldSecret)})}, clock, map[string]string{"pr.yaml": prWorkflow})
+		Forges: testForges(testForge{name: workflows.Forge("gitea"), collab: collab, Webhooks: hooks(workflows.Forge("gitea"), true, testGiteaSecret, testGiteaOldSecret)})}, clock, map[string]string{"pr.yaml": prWorkflow})
 
 	body := syncBy(t, "alice", "alice/demo")
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_sync", testGiteaSecret, body))
 	ev := req.Event
-	if ev.Forge != workflows.Gitea || ev.Action != "synchronize" || ev.AuthorAssociation != "OWNER" || ev.Author != "alice" ||
+	if ev.Forge != workflows.Forge("gitea") || ev.Action != "synchronize" || ev.AuthorAssociation != "OWNER" || ev.Author != "alice" ||
 		ev.DeliveryID != "d730450a-8fae-4975-88c3-1d1bfe0bf147" || ev.PullRequest.Fork || ev.PullRequest.HeadSHA != "faa6f2b1967e6ac56d39735259f837348f1488d4" {
 		t.Fatalf("queued event %+v %+v", ev, ev.PullRequest)
 	}
@@ -142,7 +142,7 @@ func TestGiteaWebhook(t *testing.T) {
 	}
 
 	// GitHub beside it.
-	if req := onlyRequest(t, env, env.github(t, "pull_request", "gh-1", readFile(t, githubFixtures+"pull_request/synchronize.payload.json"))); req.Event.Forge != workflows.GitHub {
+	if req := onlyRequest(t, env, env.github(t, "pull_request", "gh-1", readFile(t, githubFixtures+"pull_request/synchronize.payload.json"))); req.Event.Forge != workflows.Forge("github") {
 		t.Errorf("github delivery forge %q", req.Event.Forge)
 	}
 }
@@ -154,7 +154,7 @@ func TestGiteaRouteConfig(t *testing.T) {
 	if a := env.gitea(t, "push", testGiteaSecret, readFile(t, giteaFixtures+"push.payload.json")); a.Code != http.StatusNotFound {
 		t.Errorf("disabled: %d %s", a.Code, a.Raw)
 	}
-	err := Config{Forges: registry(hooks(workflows.Gitea, true))}.Validate()
+	err := Config{Forges: registry(hooks(workflows.Forge("gitea"), true))}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "checking gitea: enabled without a webhook secret") {
 		t.Errorf("Validate: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestGiteaCommentUsesPayloadHead(t *testing.T) {
 	collab := &fakeCollaborators{roles: map[string]string{"alice": "MEMBER"}, calls: map[string]int{}}
 	heads := &fakeHeads{err: errors.New("must not be called")}
 	env := newTrustEnv(t, Config{
-		Forges: testForges(testForge{name: workflows.Gitea, collab: collab, heads: heads, Webhooks: hooks(workflows.Gitea, true, testGiteaSecret)})}, nil, map[string]string{"review.yaml": reviewWorkflow})
+		Forges: testForges(testForge{name: workflows.Forge("gitea"), collab: collab, heads: heads, Webhooks: hooks(workflows.Forge("gitea"), true, testGiteaSecret)})}, nil, map[string]string{"review.yaml": reviewWorkflow})
 	body := patchJSON(t, giteaFixtures+"pull_request_comment.payload.json", func(m map[string]any) { obj(m, "comment")["body"] = "/review now" })
 	req := onlyRequest(t, env, env.gitea(t, "pull_request_comment", testGiteaSecret, body))
 	pr := req.Event.PullRequest

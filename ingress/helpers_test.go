@@ -23,12 +23,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -63,7 +65,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 
 // openQueue starts a real embedded NATS server with JetStream in dir,
 // listening on a loopback port so tests can inspect the stream.
-func openQueue(t testing.TB, dir string) *queue.Queue {
+func openQueue(t testing.TB, dir string) *storestest.Queue {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -75,11 +77,11 @@ func openQueue(t testing.TB, dir string) *queue.Queue {
 		t.Fatalf("opening queue: %v", err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	return q
+	return storestest.With(t, q)
 }
 
 // streamRunIDs returns the run ids of every message in HOOKRUN_RUNS.
-func streamRunIDs(t testing.TB, q *queue.Queue) []string {
+func streamRunIDs(t testing.TB, q *storestest.Queue) []string {
 	t.Helper()
 	var ids []string
 	for _, r := range streamRequests(t, q) {
@@ -90,7 +92,7 @@ func streamRunIDs(t testing.TB, q *queue.Queue) []string {
 
 // streamRequests reads every message of HOOKRUN_RUNS through a separate
 // NATS client.
-func streamRequests(t testing.TB, q *queue.Queue) []queue.RunRequest {
+func streamRequests(t testing.TB, q *storestest.Queue) []queue.RunRequest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -160,7 +162,7 @@ steps:
 type testEnv struct {
 	srv  *Server
 	http *httptest.Server
-	q    *queue.Queue
+	q    *storestest.Queue
 	logs *logBuffer
 }
 
@@ -188,22 +190,36 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 		t.Fatalf("loaded %d workflows from %d files:\n%s", len(set.Workflows()), len(workflowFiles), logs)
 	}
 	if cfg.DefaultForge == "" {
-		cfg.DefaultForge = workflows.GitHub // as internal/app sets it
+		cfg.DefaultForge = workflows.Forge("github") // as internal/app sets it
 	}
 	if cfg.PublishTimeout == 0 {
 		cfg.PublishTimeout = 30 * time.Second // see openQueue
 	}
-	s, err := New(cfg, pub, set, logger)
+	s, err := New(cfg, testDeps(pub, set, logger))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	env := &testEnv{srv: s, http: hs, logs: logs}
-	if q, ok := pub.(*queue.Queue); ok {
+	if q, ok := pub.(*storestest.Queue); ok {
 		env.q = q
 	}
 	return env
+}
+
+// testDeps are the server's dependencies on pub and src: a *storestest.Queue
+// gives its stores too, as internal/app wires them; another publisher
+// gives nothing more (no stored deliveries, re-runs or head store).
+func testDeps(pub Publisher, src WorkflowSource, logger *slog.Logger, opts ...func(*Deps)) Deps {
+	d := Deps{Publisher: pub, Workflows: src, Logger: logger}
+	if q, ok := pub.(*storestest.Queue); ok {
+		d.Acceptor, d.Runs, d.Deliveries, d.Heads, d.Index = q, q.Runs(), q.Received(), q.Heads(), q.Runs()
+	}
+	for _, o := range opts {
+		o(&d)
+	}
+	return d
 }
 
 func sign(secret string, body []byte) string {
@@ -216,12 +232,12 @@ func sign(secret string, body []byte) string {
 type answer struct {
 	Code      int
 	Raw       string
-	Delivery  string    `json:"delivery"`
-	Runs      []runRef  `json:"runs"`
-	Skipped   []skipped `json:"skipped"`
-	Reason    string    `json:"reason"`
-	Duplicate bool      `json:"duplicate"`
-	Error     string    `json:"error"`
+	Delivery  string        `json:"delivery"`
+	Runs      []runRef      `json:"runs"`
+	Skipped   []decide.Skip `json:"skipped"`
+	Reason    string        `json:"reason"`
+	Duplicate bool          `json:"duplicate"`
+	Error     string        `json:"error"`
 }
 
 func (e *testEnv) do(t testing.TB, path string, header http.Header, body io.Reader) answer {
@@ -321,7 +337,7 @@ type testForge struct {
 	heads   workflows.HeadLookup
 	files   workflows.ChangedFilesLookup
 	members workflows.AssociationLookup  // GitLab's
-	collab  workflows.CollaboratorLookup // Gitea's
+	collab  workflows.CollaboratorLookup // Gitea's; GitHub's for a rerequest's requester (Author)
 }
 
 // testForges registers fs, and GitHub, GitLab and Gitea without
@@ -330,7 +346,7 @@ type testForge struct {
 // enabled with testGitHubSecret and testGitLabToken, Gitea's disabled.
 func testForges(fs ...testForge) *forge.Registry {
 	reg := forge.NewRegistry()
-	for _, f := range append([]testForge{{name: workflows.GitHub}, {name: workflows.GitLab}, {name: workflows.Gitea}}, fs...) {
+	for _, f := range append([]testForge{{name: workflows.Forge("github")}, {name: workflows.Forge("gitlab")}, {name: workflows.Forge("gitea")}}, fs...) {
 		if f.Webhooks == nil {
 			f.Webhooks = defaultHooks(f.name)
 		}
@@ -342,9 +358,9 @@ func testForges(fs ...testForge) *forge.Registry {
 // defaultHooks are testForges' webhooks of the forge named name.
 func defaultHooks(name workflows.Forge) forge.Webhooks {
 	switch name {
-	case workflows.GitHub:
+	case workflows.Forge("github"):
 		return hooks(name, true, testGitHubSecret)
-	case workflows.GitLab:
+	case workflows.Forge("gitlab"):
 		return hooks(name, true, testGitLabToken)
 	}
 	return hooks(name, false)
@@ -359,12 +375,12 @@ func hooks(name workflows.Forge, enabled bool, secrets ...string) forge.Webhooks
 		err error
 	)
 	switch name {
-	case workflows.GitHub:
-		f, err = github.NewForge(github.Config{WebhookEnabled: enabled, WebhookSecrets: secrets})
-	case workflows.GitLab:
-		f, err = gitlab.NewForge(gitlab.Config{WebhookEnabled: enabled, WebhookTokens: secrets})
-	case workflows.Gitea:
-		f, err = gitea.NewForge(gitea.Config{BaseURL: "https://gitea.example/", WebhookEnabled: enabled, WebhookSecrets: secrets})
+	case workflows.Forge("github"):
+		f, err = github.NewForge(github.Config{Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
+	case workflows.Forge("gitlab"):
+		f, err = gitlab.NewForge(gitlab.Config{Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
+	case workflows.Forge("gitea"):
+		f, err = gitea.NewForge(gitea.Config{BaseURL: "https://gitea.example/", Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
 	default:
 		err = fmt.Errorf("no provider %q", name)
 	}
@@ -409,7 +425,7 @@ func (f testForge) ChangedFiles(ctx context.Context, e *workflows.Event) (workfl
 
 func (f testForge) Association(ctx context.Context, e *workflows.Event) (string, error) {
 	switch f.name {
-	case workflows.GitLab:
+	case workflows.Forge("gitlab"):
 		switch {
 		case f.members == nil:
 			return "", fmt.Errorf("no gitlab API token is configured to look up the author's membership: %w", forge.ErrNoCredentials)
@@ -421,7 +437,7 @@ func (f testForge) Association(ctx context.Context, e *workflows.Event) (string,
 			return "", fmt.Errorf("looking up the author's gitlab membership failed: %w", err)
 		}
 		return a, nil
-	case workflows.Gitea:
+	case workflows.Forge("gitea"):
 		switch {
 		case f.collab == nil:
 			return "", fmt.Errorf("no gitea API token is configured to look up the author's permission: %w", forge.ErrNoCredentials)
@@ -431,6 +447,18 @@ func (f testForge) Association(ctx context.Context, e *workflows.Event) (string,
 		a, err := f.collab.CollaboratorAssociation(ctx, e.Repo, e.Author)
 		if err != nil {
 			return "", fmt.Errorf("looking up the author's gitea permission on the repository failed: %w", err)
+		}
+		return a, nil
+	case workflows.Forge("github"):
+		switch {
+		case e.Author == "":
+			return "", forge.ErrAssociationInPayload
+		case f.collab == nil:
+			return "", fmt.Errorf("no github API credentials are configured to look up the requester's permission: %w", forge.ErrNoCredentials)
+		}
+		a, err := f.collab.CollaboratorAssociation(ctx, e.Repo, e.Author)
+		if err != nil {
+			return "", fmt.Errorf("looking up the requester's github permission on the repository failed: %w", err)
 		}
 		return a, nil
 	}
@@ -445,7 +473,17 @@ func (f testForge) OpenDraft(context.Context, contract.DraftRequest) (workflows.
 	return workflows.ChangeRequest{}, forge.ErrNoCredentials
 }
 
-func (f testForge) GitOrigin() (string, error) { return "", forge.ErrNoCredentials }
+// GitOrigin is the public forge's for GitHub and GitLab (as their
+// providers default to), none for the others.
+func (f testForge) GitOrigin() (string, error) {
+	switch f.name {
+	case workflows.Forge("github"):
+		return "https://github.com", nil
+	case workflows.Forge("gitlab"):
+		return "https://gitlab.com", nil
+	}
+	return "", forge.ErrNoCredentials
+}
 
 func (f testForge) Review(context.Context, *contract.RunReport) (*forge.ReviewSummary, error) {
 	return nil, nil

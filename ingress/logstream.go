@@ -36,7 +36,7 @@ func NewLogStream(runs RunReader, logs LogReader, grace time.Duration) *LogStrea
 
 // Serve streams run id's lines to c: 404 for an unknown run, 503 when the
 // queue cannot be read, else `event: log` per line (data a JSON
-// queue.LogLine, stored lines first) and `event: end` (data
+// stores.LogLine, stored lines first) and `event: end` (data
 // {"status": ...}) once the run ended.
 func (ls *LogStream) Serve(c echo.Context, id string) error {
 	if _, _, err := ls.runs.Get(c.Request().Context(), id); err != nil {

@@ -1,9 +1,10 @@
 package ingress
 
 import (
-	"github.com/hookrun/hookrun/providers/forge"
 	"log/slog"
 	"net/http"
+
+	"github.com/hookrun/hookrun/providers/forge"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -42,7 +43,7 @@ func newMetrics(logger *slog.Logger, more ...prometheus.Collector) *metrics {
 		}, []string{"forge", "event", "outcome"}),
 		publish: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrun_ingress_publish_seconds",
-			Help:    "Time to publish (and get every PubAck for) the run requests of one delivery.",
+			Help:    "Time to publish (and get every PubAck for) the run requests of one delivery, re-run, chat command, schedule tick or API start.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // rerunEnv is an API server with prWorkflow whose workflow directory the
 // test may change (dir) and reload.
-func rerunEnv(t *testing.T, cfg Config, files map[string]string) (*testEnv, *workflows.WorkflowSet, string) {
+func rerunEnv(t *testing.T, cfg Config, files map[string]string, opts ...func(*Deps)) (*testEnv, *workflows.WorkflowSet, string) {
 	t.Helper()
 	q := openQueue(t, t.TempDir())
 	dir := t.TempDir()
@@ -30,11 +33,11 @@ func rerunEnv(t *testing.T, cfg Config, files map[string]string) (*testEnv, *wor
 		t.Fatal(err)
 	}
 	if cfg.Forges == nil {
-		cfg.Forges = registry(hooks(workflows.GitHub, true, testGitHubSecret), hooks(workflows.GitLab, false))
+		cfg.Forges = registry(hooks(workflows.Forge("github"), true, testGitHubSecret), hooks(workflows.Forge("gitlab"), false))
 	}
-	cfg.DefaultForge = workflows.GitHub
+	cfg.DefaultForge = workflows.Forge("github")
 	cfg.PublishTimeout = 30 * time.Second
-	s, err := New(cfg, q, set, logger)
+	s, err := New(cfg, testDeps(q, set, logger, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func prOpenedOn(t *testing.T, number int) []byte {
 	})
 }
 
-func getRecord(t *testing.T, q *queue.Queue, id string) *queue.RunRecord {
+func getRecord(t *testing.T, q *storestest.Queue, id string) *stores.RunRecord {
 	t.Helper()
 	rec, _, err := q.Runs().Get(context.Background(), id)
 	if err != nil {
@@ -63,9 +66,9 @@ func getRecord(t *testing.T, q *queue.Queue, id string) *queue.RunRecord {
 	return rec
 }
 
-func setStatus(t *testing.T, q *queue.Queue, id string, st workflows.Status, comment int64) {
+func setStatus(t *testing.T, q *storestest.Queue, id string, st workflows.Status, comment int64) {
 	t.Helper()
-	if _, err := q.Runs().Modify(context.Background(), id, func(r *queue.RunRecord) bool {
+	if _, err := q.Runs().Modify(context.Background(), id, func(r *stores.RunRecord) bool {
 		r.Status, r.CommentID = st, comment
 		return true
 	}); err != nil {
@@ -74,7 +77,7 @@ func setStatus(t *testing.T, q *queue.Queue, id string, st workflows.Status, com
 }
 
 // streamRequest is the message of run id on HOOKRUN_RUNS.
-func streamRequest(t *testing.T, q *queue.Queue, id string) *queue.RunRequest {
+func streamRequest(t *testing.T, q *storestest.Queue, id string) *queue.RunRequest {
 	t.Helper()
 	for _, r := range streamRequests(t, q) {
 		if r.ID == id {
@@ -112,7 +115,7 @@ func TestAPIRerun(t *testing.T) {
 	}
 	re := getRecord(t, env.q, ans.Run)
 	if re.RerunOf != orig || re.CommentID != 4242 || re.Status != workflows.StatusQueued || re.Attempt != 2 ||
-		re.Event.PullRequest == nil || re.Event.PullRequest.Number != 2 || queue.OriginOf(re) != "rerun-delivery-1" {
+		re.Event.PullRequest == nil || re.Event.PullRequest.Number != 2 || stores.OriginOf(re) != "rerun-delivery-1" {
 		t.Fatalf("re-run record: %+v", re)
 	}
 	if o := getRecord(t, env.q, orig); len(o.Reruns) != 1 || o.Reruns[0] != ans.Run {
@@ -164,13 +167,8 @@ func TestAPIRerun(t *testing.T) {
 	}
 }
 
-// TestRetryCommand: a `/retry` comment on a pull request re-runs the
-// latest run of each workflow there that failed, for a commenter the
-// workflow's authorize policy admits; a commenter it refuses gets the
-// reason and no run; a redelivery of the comment creates nothing new; the
-// command's name is the server's (commands.retry).
-func TestRetryCommand(t *testing.T) {
-	const other = `name: other-check
+// otherWorkflow is a second workflow on opened pull requests.
+const otherWorkflow = `name: other-check
 on:
   - event: pull_request
     actions: [opened]
@@ -178,15 +176,29 @@ steps:
   - id: check
     run: make other
 `
-	env, _, _ := rerunEnv(t, Config{Commands: CommandsConfig{Retry: "again"}}, map[string]string{"pr.yaml": prWorkflow, "other.yaml": other})
-	a := env.github(t, "pull_request", "retry-pr-1", prOpenedOn(t, 1))
-	if a.Code != http.StatusAccepted || len(a.Runs) != 2 {
-		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
+
+// runsOf is the run id of each workflow a delivery's answer a started,
+// which must be n runs.
+func runsOf(t *testing.T, a answer, n int) map[string]string {
+	t.Helper()
+	if a.Code != http.StatusAccepted || len(a.Runs) != n {
+		t.Fatalf("delivery: %d %s, want %d runs", a.Code, a.Raw, n)
 	}
 	runs := map[string]string{}
 	for _, r := range a.Runs {
 		runs[r.Workflow] = r.ID
 	}
+	return runs
+}
+
+// TestRetryCommand: a `/retry` comment on a pull request re-runs the
+// latest run of each workflow there that failed, for a commenter the
+// workflow's authorize policy admits; a commenter it refuses gets the
+// reason and no run; a redelivery of the comment creates nothing new; the
+// command's name is the server's (commands.retry).
+func TestRetryCommand(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{Commands: decide.CommandsConfig{Retry: "again"}}, map[string]string{"pr.yaml": prWorkflow, "other.yaml": otherWorkflow})
+	runs := runsOf(t, env.github(t, "pull_request", "retry-pr-1", prOpenedOn(t, 1)), 2)
 	setStatus(t, env.q, runs["pr-check"], workflows.StatusFailed, 31)
 	setStatus(t, env.q, runs["other-check"], workflows.StatusSucceeded, 32)
 
@@ -195,7 +207,7 @@ steps:
 		t.Fatalf("/retry on a server whose command is /again: %d %s", a.Code, a.Raw)
 	}
 	// refused: NONE is not in the default author_association
-	a = env.github(t, "issue_comment", "retry-c-1", prComment(t, "/again", "NONE"))
+	a := env.github(t, "issue_comment", "retry-c-1", prComment(t, "/again", "NONE"))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 0 || !strings.Contains(a.Raw, "/again refused: author association NONE") {
 		t.Fatalf("unauthorized /again: %d %s", a.Code, a.Raw)
 	}
@@ -272,7 +284,7 @@ func TestReplayDelivery(t *testing.T) {
 		t.Fatalf("replay: %d %s", code, b)
 	}
 	rec := getRecord(t, env.q, ans.Runs[0].ID)
-	if rec.Event.DeliveryID != "replay-1:replay:2" || queue.OriginOf(rec) != "replay-1" || rec.Event.PullRequest.Number != 2 {
+	if rec.Event.DeliveryID != "replay-1:replay:2" || stores.OriginOf(rec) != "replay-1" || rec.Event.PullRequest.Number != 2 {
 		t.Fatalf("replayed record: %+v", rec)
 	}
 	if msg := streamRequest(t, env.q, rec.ID); string(msg.Event.Raw) != strings.TrimSpace(string(body)) {
@@ -371,7 +383,7 @@ func TestAPIRerunLargeBody(t *testing.T) {
 // merge request, a non-member's is refused with the reason.
 func TestRetryCommandGitLab(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{1, 51}: "MEMBER", {5, 1}: "OWNER", {5, 2}: "NONE"}, calls: map[[2]int64]int{}}
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, nil, map[string]string{"mr.yaml": `name: mr-check
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("gitlab"), members: members})}, nil, map[string]string{"mr.yaml": `name: mr-check
 on:
   - event: pull_request
     actions: [opened]
@@ -406,10 +418,39 @@ steps:
 	if a.Code != http.StatusAccepted || len(a.Runs) != 1 || a.Runs[0].RerunOf != orig {
 		t.Fatalf("owner's /retry: %d %s", a.Code, a.Raw)
 	}
-	if re := getRecord(t, env.q, a.Runs[0].ID); re.RerunOf != orig || re.Event.Forge != workflows.GitLab || re.Event.Kind != workflows.KindPullRequest {
+	if re := getRecord(t, env.q, a.Runs[0].ID); re.RerunOf != orig || re.Event.Forge != workflows.Forge("gitlab") || re.Event.Kind != workflows.KindPullRequest {
 		t.Fatalf("re-run record %+v", re)
 	}
 	if members.count(5, 1) != 1 || members.count(5, 2) != 1 {
 		t.Errorf("role lookups %v, want one per note author", members.calls)
+	}
+}
+
+// TestDepsSayWhatTheServerDoes: what a server can do follows from the
+// Deps given to New, not from what its publisher happens to be. On a
+// *storestest.Queue that stores deliveries and keeps run records, a server
+// given neither its stored deliveries nor its run records replays
+// nothing (404), re-runs nothing through the API (503) and answers no
+// /retry.
+func TestDepsSayWhatTheServerDoes(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{}, map[string]string{"pr.yaml": prWorkflow}, func(d *Deps) {
+		d.Deliveries, d.Runs = nil, nil
+	})
+	a := env.github(t, "pull_request", "deps-1", prOpenedOn(t, 1))
+	if a.Code != http.StatusAccepted || len(a.Runs) != 1 {
+		t.Fatalf("delivery: %d %s", a.Code, a.Raw)
+	}
+	if _, err := env.q.Received().Get(context.Background(), workflows.Forge("github"), "deps-1"); err != nil {
+		t.Fatalf("the acceptor did not store the delivery: %v", err)
+	}
+	setStatus(t, env.q, a.Runs[0].ID, workflows.StatusFailed, 0)
+	if a := env.github(t, "issue_comment", "deps-retry", prComment(t, "/retry", "MEMBER")); a.Code != http.StatusAccepted || len(a.Runs) != 0 {
+		t.Errorf("/retry without run records: %d %s, want no run", a.Code, a.Raw)
+	}
+	if code, b := apiDo(t, env, http.MethodPost, "/api/v1/runs/"+a.Runs[0].ID+"/rerun", testAPIToken); code != http.StatusServiceUnavailable {
+		t.Errorf("re-run without run records: %d %s, want 503", code, b)
+	}
+	if code, b := apiDo(t, env, http.MethodPost, "/api/v1/deliveries/deps-1/replay", testAPIToken); code != http.StatusNotFound {
+		t.Errorf("replay without stored deliveries: %d %s, want 404", code, b)
 	}
 }

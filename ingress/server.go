@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,12 +17,15 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Publisher persists run requests. *queue.Queue satisfies it.
+// Publisher persists run requests. *queue.Queue and *stores.Publisher
+// satisfy it.
 type Publisher interface {
 	// Publish returns once the request is persisted (PubAck), or with an
 	// error. A request whose forge:delivery:workflow was already published
@@ -35,11 +39,51 @@ type Publisher interface {
 	Ready(ctx context.Context) error
 }
 
+// IndexHealth is what the run records (*stores.RunStore) tell /readyz of
+// the index the API's lists read: nil while it follows the bucket.
+type IndexHealth interface{ IndexHealth() error }
+
+var _ IndexHealth = (*stores.RunStore)(nil)
+
 // WorkflowSource gives the server the workflows to match deliveries
 // against. It is called once per delivery, so it must be cheap and safe for
 // concurrent use. *workflows.WorkflowSet satisfies it.
 type WorkflowSource interface {
 	Workflows() []*workflows.Workflow
+}
+
+// Deps are what a Server reads and writes, given to New (as runner.Deps):
+// what the server can do follows from what is given. Publisher and
+// Workflows are required; a nil optional field turns off what needs it.
+// *stores.Publisher and the stores beside it satisfy them.
+type Deps struct {
+	// Publisher persists run requests.
+	Publisher Publisher
+	// Workflows are the workflows deliveries are matched against.
+	Workflows WorkflowSource
+	// Acceptor stores each accepted delivery with its runs, all or
+	// nothing (*stores.Publisher). nil: the runs are published without their
+	// delivery, which no replay can then find.
+	Acceptor DeliveryAcceptor
+	// Deliveries are the stored deliveries (*stores.ReceivedStore): what
+	// POST /api/v1/deliveries/{id}/replay matches again and where re-runs
+	// read their event's payload back. nil: no replays (404), re-runs
+	// without the payload.
+	Deliveries Deliveries
+	// Runs are the run records re-runs read and link (*stores.RunStore).
+	// nil: no /retry, and the API's re-runs fail.
+	Runs RunRecords
+	// Heads remembers pull request heads from pull_request events
+	// (*stores.HeadStore). nil: a comment's head comes from its forge's
+	// API alone.
+	Heads decide.HeadStore
+	// Index is the run index's health /readyz reports (*stores.RunStore).
+	// nil: /readyz does not check it.
+	Index IndexHealth
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
 }
 
 // Server is the ingress HTTP server: webhook routes, health and metrics on
@@ -48,22 +92,22 @@ type Server struct {
 	cfg     Config
 	pub     Publisher
 	src     WorkflowSource
+	dec     *decide.Decider // which runs an event starts (package decide)
+	persist *persister      // how a delivery's runs are persisted (persist.go)
 	logger  *slog.Logger
 	echo    *echo.Echo
 	metrics *metrics
-	assoc   *assocCache  // authors' associations looked up (trust.go)
 	tracer  trace.Tracer // nil: tracing off (tracing.go)
 	guard   *AuthGuard   // failed token checks per client address (guard.go)
 	// apiGroup is /api/v1 behind the bearer token once RegisterAPI added it.
 	apiGroup *echo.Group
 
-	// Beside a publisher that has them (*queue.Queue; rerun.go): the run
-	// records re-runs read and link, the stored deliveries, and the
-	// publish that stores each delivery. Nil otherwise: no /retry, no
-	// replays, deliveries not stored.
+	// The run records re-runs read, and the stored deliveries replays
+	// read (Deps); nil: not given.
 	records    RunRecords
 	deliveries Deliveries
-	acceptor   deliveryAcceptor
+	index      IndexHealth    // nil: /readyz checks no run index
+	refusals   refusalReplies // refused /retry replies per pull request (refusal.go)
 
 	slackSecrets [][]byte
 	// knownEvents bound the metrics' event label: each registered forge's
@@ -79,51 +123,56 @@ type Server struct {
 	serveCh chan error
 }
 
-// New builds a server that publishes to pub the runs of the workflows src
-// gives.
-func New(cfg Config, pub Publisher, src WorkflowSource, logger *slog.Logger) (*Server, error) {
+// New builds a server that publishes the runs of the workflows deps give.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Publisher == nil {
+		return nil, errors.New("creating ingress server: no publisher")
+	}
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validating ingress config: %w", err)
 	}
-	if pub == nil {
-		return nil, errors.New("creating ingress server: no publisher")
+	// The workflows are the decider's to check.
+	deps.Logger = cmp.Or(deps.Logger, slog.New(slog.DiscardHandler))
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
-	if src == nil {
-		return nil, errors.New("creating ingress server: no workflow source")
+	dec, err := decide.New(cfg.decision(), decide.Deps{Workflows: deps.Workflows, Forges: cfg.Forges, Heads: deps.Heads,
+		Runs: deps.Runs, Deliveries: deps.Deliveries, Logger: deps.Logger, Now: deps.Now})
+	if err != nil {
+		return nil, fmt.Errorf("creating ingress server: %w", err)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if hs := headsOf(pub); cfg.Trust.Heads == nil && hs != nil {
-		cfg.Trust.Heads = hs
-	}
-	s := &Server{cfg: cfg, pub: pub, src: src, logger: logger, metrics: newMetrics(logger, cfg.Collectors...), now: time.Now,
-		assoc: newAssocCache(cfg.Trust.AssociationTTL)}
+	s := &Server{cfg: cfg, pub: deps.Publisher, src: deps.Workflows, dec: dec, logger: deps.Logger,
+		metrics: newMetrics(deps.Logger, cfg.Collectors...), now: deps.Now, records: deps.Runs, deliveries: deps.Deliveries, index: deps.Index,
+		persist: &persister{pub: deps.Publisher, acceptor: deps.Acceptor, runs: deps.Runs, logger: deps.Logger}}
+	s.persist.latency = s.metrics.publish
 	if cfg.Tracer != nil {
 		s.tracer = newTracer(cfg.Tracer)
+		s.persist.tracer = s.tracer
 	}
-	s.records, s.deliveries = storesOf(pub)
-	s.acceptor, _ = pub.(deliveryAcceptor)
 	s.slackSecrets = forge.Secrets(cfg.Slack.Secrets)
 	s.knownEvents = knownEvents(cfg.Forges)
+	s.guard = newAuthGuard(cfg.AuthLimit, deps.Logger, time.Now)
+	s.echo = s.routes()
+	return s, nil
+}
 
-	s.guard = newAuthGuard(cfg.AuthLimit, logger, time.Now)
-	trusted, _ := ParseTrustedProxies(cfg.TrustedProxies) // checked by Validate
-
+// routes is the server's echo instance with the webhook, health and
+// metrics routes.
+func (s *Server) routes() *echo.Echo {
+	trusted, _ := ParseTrustedProxies(s.cfg.TrustedProxies) // checked by Validate
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = ipExtractor(trusted)
 	e.HTTPErrorHandler = s.errorHandler
-	for _, name := range cfg.Forges.Names() {
-		e.POST(HookPath(name), s.handleForge(cfg.Forges.Get(name)))
+	for _, name := range s.cfg.Forges.Names() {
+		e.POST(HookPath(name), s.handleForge(s.cfg.Forges.Get(name)))
 	}
 	e.POST("/hooks/slack", s.handleSlack)
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler))
-	s.echo = e
-	return s, nil
+	return e
 }
 
 // Route adds a route to the server's echo instance, behind the middleware
@@ -207,13 +256,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // response is the body of a webhook answer.
 type response struct {
-	Delivery  string    `json:"delivery"`
-	Runs      []runRef  `json:"runs"`
-	Skipped   []skipped `json:"skipped,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Ignored   string    `json:"ignored,omitempty"`   // why the delivery was not acted on at all
-	Duplicate bool      `json:"duplicate,omitempty"` // every run already existed: a redelivery
-	Drift     []Drift   `json:"drift,omitempty"`     // fields of an unexpected type, read as absent (no workflow needed them)
+	Delivery  string        `json:"delivery"`
+	Runs      []runRef      `json:"runs"`
+	Skipped   []decide.Skip `json:"skipped,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	Ignored   string        `json:"ignored,omitempty"`   // why the delivery was not acted on at all
+	Duplicate bool          `json:"duplicate,omitempty"` // every run already existed: a redelivery
+	Drift     []Drift       `json:"drift,omitempty"`     // fields of an unexpected type, read as absent (no workflow needed them)
 }
 
 type runRef struct {
@@ -222,9 +271,26 @@ type runRef struct {
 	RerunOf  string `json:"rerun_of,omitempty"` // a /retry's re-run: the run it re-runs
 }
 
-type skipped struct {
-	Workflow string `json:"workflow"`
-	Reason   string `json:"reason"`
+// runRefs are the answer's runs of reqs, persisted as results; duplicate:
+// every one of them already existed (a redelivery).
+func runRefs(reqs []*queue.RunRequest, results []queue.PublishResult) (refs []runRef, duplicate bool) {
+	refs, duplicate = make([]runRef, 0, len(results)), true
+	for i, r := range results {
+		refs = append(refs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow, RerunOf: reqs[i].RerunOf})
+		duplicate = duplicate && r.Duplicate
+	}
+	return refs, duplicate
+}
+
+// rerunNames lists run ids for a log line.
+func rerunNames(reqs []*queue.RunRequest) string {
+	var ids []string
+	for _, r := range reqs {
+		if r.RerunOf != "" {
+			ids = append(ids, r.RerunOf)
+		}
+	}
+	return strings.Join(ids, ",")
 }
 
 type errorBody struct {
@@ -266,6 +332,11 @@ func (s *Server) handleReadyz(c echo.Context) error {
 	if err := s.pub.Ready(ctx); err != nil {
 		s.logger.Warn("readiness check failed", "err", err)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "queue unavailable"})
+	}
+	if s.index != nil {
+		if err := s.index.IndexHealth(); err != nil {
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "run index unavailable", "reason": err.Error()})
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
@@ -379,8 +450,8 @@ func (s *Server) handleForge(f forge.Forge) echo.HandlerFunc {
 	}
 }
 
-// dispatch normalizes a verified delivery, matches and authorizes it against
-// every workflow, publishes one run request per match and answers.
+// dispatch normalizes a verified delivery, has the decider match and
+// authorize it against every workflow, persists the runs and answers.
 func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
 	log := s.deliveryLogger(c, delivery)
 	ev, drift, err := normalizeTolerant(s.cfg.Forges.Get(forge), event, body, delivery)
@@ -396,70 +467,74 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 	case len(drift) > 0:
 		return s.drifted(c, forge, event, delivery, ev, drift)
 	}
-	if !s.repoAllowed(ev.Repo) {
+	if !s.dec.Allowed(ev.Repo) {
 		// Before anything else reads or writes state: such a delivery
 		// leaves no trace but the log line and the counter.
 		s.count(forge, event, outcomeNotAllowed)
 		log.Info("delivery ignored: repository not allowed", "forge", forge, "event", event, "delivery", delivery, "repo", ev.Repo)
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
 	}
+	received := &stores.Received{Forge: forge, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
+	return s.decideAndAccept(c, log, received, ev)
+}
 
+// decideAndAccept decides what a normalized delivery runs, persists the
+// runs with the delivery and answers.
+func (s *Server) decideAndAccept(c echo.Context, log *slog.Logger, received *stores.Received, ev *workflows.Event) error {
+	forge, event, delivery := received.Forge, received.Event, received.ID
 	// The head of a pull_request event is remembered whatever matches, for
-	// the comments that may follow (trust.go); the answer waits for it.
-	headWritten := s.rememberHead(c.Request().Context(), ev)
-	resp := response{Delivery: delivery, Runs: []runRef{}}
-	reqs := s.decide(c.Request().Context(), ev, &resp)
-	retries, err := s.retries(c.Request().Context(), ev, &resp)
+	// the comments that may follow (package decide); the answer waits for it.
+	headWritten := s.dec.RememberHead(c.Request().Context(), ev)
+	dec, err := s.dec.Event(c.Request().Context(), ev)
 	if err != nil {
 		headWritten()
 		log.Error("finding the runs a retry asks for", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
 		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
 	}
-	reqs = append(reqs, retries...)
-
 	// The client going away must not abandon a publish half-way: a run is
 	// persisted or not, and the forge redelivers either way. The delivery
 	// itself is stored with its runs (for replays), also when it has none.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), s.cfg.PublishTimeout)
 	defer cancel()
-	received := &queue.Received{Forge: forge, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
-	start := time.Now()
-	results, err := s.tracedPublish(ctx, len(reqs), func(ctx context.Context) ([]queue.PublishResult, error) {
-		return s.accept(ctx, received, reqs)
-	})
-	if len(reqs) > 0 {
-		s.metrics.publish.Observe(time.Since(start).Seconds())
-	}
+	describe(received, c.Request().Header, ev, dec)
+	results, err := s.persist.accept(ctx, received, dec.Runs)
 	headWritten()
 	if err != nil {
 		log.Error("publishing runs", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeUnavailable)
 		return c.JSON(http.StatusServiceUnavailable, errUnavailable)
 	}
-	if len(reqs) == 0 {
-		resp.Reason = noRunReason(resp.Skipped)
+	if ev.Kind == workflows.KindComment {
+		s.answerRefusedRetry(ev, dec.RerunSkipped)
+	}
+	return s.answerAccepted(c, log, received, dec, results)
+}
+
+// answerAccepted answers a delivery whose runs (results) are persisted.
+func (s *Server) answerAccepted(c echo.Context, log *slog.Logger, received *stores.Received, dec decide.Decision, results []queue.PublishResult) error {
+	forge, event, delivery := received.Forge, received.Event, received.ID
+	resp := response{Delivery: delivery, Runs: []runRef{}, Skipped: dec.Skipped}
+	if len(dec.Runs) == 0 {
+		resp.Reason = dec.Reason()
 		s.count(forge, event, outcomeNoRun)
 		s.logger.Info("delivery accepted without runs", "forge", forge, "event", event, "delivery", delivery, "reason", resp.Reason)
 		return c.JSON(http.StatusAccepted, resp)
 	}
-	s.linkReruns(ctx, reqs, results)
-	resp.Duplicate = true
+	resp.Runs, resp.Duplicate = runRefs(dec.Runs, results)
 	for i, r := range results {
-		resp.Runs = append(resp.Runs, runRef{ID: r.RunID, Workflow: reqs[i].Workflow, RerunOf: reqs[i].RerunOf})
 		if !r.Duplicate {
-			resp.Duplicate = false
-			s.metrics.runs.WithLabelValues(string(forge), reqs[i].Workflow).Inc()
+			s.metrics.runs.WithLabelValues(string(forge), dec.Runs[i].Workflow).Inc()
 		}
 	}
 	s.count(forge, event, outcomeAccepted)
 	log.Info("delivery accepted", "forge", forge, "event", event, "delivery", delivery,
-		"runs", len(resp.Runs), "duplicate", resp.Duplicate, "reruns_of", rerunNames(reqs))
+		"runs", len(resp.Runs), "duplicate", resp.Duplicate, "reruns_of", rerunNames(dec.Runs))
 	return c.JSON(http.StatusAccepted, resp)
 }
 
 // drifted answers a delivery some of whose fields had another JSON type
-// than the forge documents, read as absent (drift.go): if no workflow
+// than the forge documents, read as absent (normalize.go): if no workflow
 // listens to events of its kind, nothing needs those fields and the
 // delivery is accepted without runs; if one does, its matching or its run
 // may need what the fields should have said, so the answer is 400 naming
@@ -471,7 +546,7 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 		fields[i] = d.Field
 	}
 	var wanted []string
-	if s.repoAllowed(ev.Repo) {
+	if s.dec.Allowed(ev.Repo) {
 		for _, w := range s.src.Workflows() {
 			if w.Listens(ev.Kind) {
 				wanted = append(wanted, w.Name)
@@ -491,140 +566,13 @@ func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery 
 		Reason: "no workflow takes " + string(ev.Kind) + " events (fields " + strings.Join(fields, ", ") + " had an unexpected type and were read as absent)"})
 }
 
-// decide matches ev against every workflow and returns the run requests of
-// those that matched and authorized it, recording the others in
-// resp.Skipped (in workflow order). Once anything matched, the author
-// association of an event whose payload carries none is looked up first, and the runs of a comment
-// are pinned to the pull request's head (or Refused when it is unknown).
-// A comment starts runs for at most CommandsConfig.MaxPerComment distinct
-// command lines; the others are listed in resp.Skipped. Each request
-// carries its event's object (dedupe.go).
-func (s *Server) decide(ctx context.Context, ev *workflows.Event, resp *response) []*queue.RunRequest {
-	type candidate struct {
-		w      *workflows.Workflow
-		cmds   []string // a command trigger's command lines' arguments: one run each
-		lines  []string // the lines cmds come from
-		runs   bool
-		reason string // why it does not run
-	}
-	var cands []candidate
-	matched := false
-	s.changedFiles(ctx, ev)
-	for _, w := range s.src.Workflows() {
-		m := w.Match(ev)
-		cands = append(cands, candidate{w: w, cmds: m.Commands, lines: m.Lines, runs: m.Matched, reason: m.Reason})
-		matched = matched || m.Matched
-	}
-	if !matched {
-		for _, c := range cands {
-			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
-		}
-		return nil
-	}
-	note := s.associate(ctx, ev)
-	authorized := 0
-	for i := range cands {
-		c := &cands[i]
-		if !c.runs {
-			continue
-		}
-		if ok, reason := authorize(c.w, ev); !ok {
-			if note != "" {
-				reason += " (" + note + ")"
-			}
-			c.runs, c.reason = false, reason
-			continue
-		}
-		authorized++
-	}
-	var refused string
-	if authorized > 0 {
-		refused = s.pinHead(ctx, ev)
-	}
-	var reqs []*queue.RunRequest
-	budget := commandBudget{max: s.cfg.Commands.MaxPerComment}
-	for _, c := range cands {
-		if !c.runs {
-			resp.Skipped = append(resp.Skipped, skipped{c.w.Name, c.reason})
-			continue
-		}
-		if len(c.cmds) == 0 {
-			c.cmds, c.lines = noCommand, noCommand // read only
-		}
-		for n, args := range c.cmds {
-			if c.lines[n] != "" && !budget.admit(c.w.Name, c.lines[n]) {
-				continue
-			}
-			req := s.newRunRequest(c.w, ev, args)
-			req.Refused, req.Command = refused, n
-			req.Object = objectKey(ev, c.lines[n])
-			reqs = append(reqs, req)
-		}
-	}
-	resp.Skipped = append(resp.Skipped, budget.skipped()...)
-	return reqs
-}
-
-// noCommand is the one run of a match without command lines.
-var noCommand = []string{""}
-
-// publishAll publishes the runs of one delivery, all or nothing, and
-// returns their results in request order.
-func (s *Server) publishAll(ctx context.Context, reqs []*queue.RunRequest) ([]queue.PublishResult, error) {
-	results, err := s.pub.PublishDelivery(ctx, reqs)
-	if err != nil {
-		return nil, fmt.Errorf("publishing the delivery's %d runs: %w", len(reqs), err)
-	}
-	if err := checkResults(reqs, results); err != nil {
-		return nil, err
-	}
-	return results, nil
-}
-
 // ignoredNotAllowed is the "ignored" answer to a delivery for a repository
 // outside Config.AllowRepos.
 const ignoredNotAllowed = "repository not allowed"
 
-// repoAllowed applies Config.AllowRepos (empty: every repository).
-func (s *Server) repoAllowed(repo string) bool {
-	return len(s.cfg.AllowRepos) == 0 || workflows.AnyRepo(s.cfg.AllowRepos, repo)
-}
-
-// noRunReason summarizes why a handled delivery created no run.
-func noRunReason(sk []skipped) string {
-	if len(sk) == 0 {
-		return "no workflow is loaded"
-	}
-	parts := make([]string, len(sk))
-	for i, k := range sk {
-		parts[i] = k.Workflow + ": " + k.Reason
-	}
-	return "no workflow matched and authorized the event (" + strings.Join(parts, "; ") + ")"
-}
-
-// authorize applies the workflow's `authorize` policy.
-func authorize(w *workflows.Workflow, ev *workflows.Event) (bool, string) {
-	return w.Authorize(ev)
-}
-
-// newRunRequest builds the run request of one match. The event is copied so
-// that each run carries its own CommandArgs.
-func (s *Server) newRunRequest(w *workflows.Workflow, ev *workflows.Event, commandArgs string) *queue.RunRequest {
-	e := *ev
-	e.CommandArgs = commandArgs
-	return &queue.RunRequest{
-		V:              queue.WireVersion,
-		ID:             queue.NewRunID(),
-		Workflow:       w.Name,
-		WorkflowDigest: w.Digest,
-		Event:          e,
-		Attempt:        1,
-		CreatedAt:      s.now().UTC(),
-	}
-}
-
 var (
 	_ Publisher      = (*queue.Queue)(nil)
+	_ Publisher      = (*stores.Publisher)(nil)
 	_ WorkflowSource = (*workflows.WorkflowSet)(nil)
 )
 

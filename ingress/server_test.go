@@ -20,7 +20,7 @@ import (
 // refused with 401.
 func TestWebhookVerification(t *testing.T) {
 	env := newEnv(t, Config{
-		Forges: registry(hooks(workflows.GitHub, true, docSecret), hooks(workflows.GitLab, true, testGitLabToken)),
+		Forges: registry(hooks(workflows.Forge("github"), true, docSecret), hooks(workflows.Forge("gitlab"), true, testGitLabToken)),
 	}, nil)
 	flipped := []byte(docBody)
 	flipped[len(flipped)-1] ^= 1
@@ -83,7 +83,7 @@ func TestWebhookVerification(t *testing.T) {
 }
 
 func TestInsecureNoVerify(t *testing.T) {
-	env := newEnv(t, Config{InsecureNoVerify: true, Forges: registry(hooks(workflows.GitHub, true), hooks(workflows.GitLab, false))}, nil)
+	env := newEnv(t, Config{InsecureNoVerify: true, Forges: registry(hooks(workflows.Forge("github"), true), hooks(workflows.Forge("gitlab"), false))}, nil)
 	h := http.Header{}
 	h.Set("X-GitHub-Event", "ping")
 	h.Set("X-GitHub-Delivery", "d1")
@@ -98,7 +98,7 @@ func TestInsecureNoVerify(t *testing.T) {
 
 func TestNewRefusesForgeWithoutSecret(t *testing.T) {
 	q := openQueue(t, t.TempDir())
-	_, err := New(Config{Forges: registry(hooks(workflows.GitLab, true))}, q, emptySource{}, nil)
+	_, err := New(Config{Forges: registry(hooks(workflows.Forge("gitlab"), true))}, testDeps(q, emptySource{}, nil))
 	if err == nil || !strings.Contains(err.Error(), "--insecure-no-verify") {
 		t.Fatalf("New = %v, want a refusal naming --insecure-no-verify", err)
 	}
@@ -394,7 +394,7 @@ func TestStartShutdown(t *testing.T) {
 	t.Cleanup(stopReload)
 	go set.Run(reloadCtx, 20*time.Millisecond)
 	s, err := New(Config{Listen: "127.0.0.1:0",
-		Forges: registry(hooks(workflows.GitHub, true, testGitHubSecret))}, slow, set, logger)
+		Forges: registry(hooks(workflows.Forge("github"), true, testGitHubSecret))}, testDeps(slow, set, logger))
 	if err != nil {
 		t.Fatal(err)
 	}

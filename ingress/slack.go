@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -154,17 +153,16 @@ func (s *Server) handleSlack(c echo.Context) error {
 		return answer(s.slackHelp())
 	}
 
-	reqs, skipped := s.decideChat(ev)
+	dec := s.dec.Chat(ev)
+	reqs := dec.Runs
 	if len(reqs) == 0 {
 		s.count(slackLabel, "", outcomeNoRun)
-		log.Info("slack command accepted without runs", "skipped", len(skipped))
-		return answer(slackNothing(ch, skipped))
+		log.Info("slack command accepted without runs", "skipped", len(dec.Skipped))
+		return answer(slackNothing(ch, dec.Skips()))
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(req.Context()), s.cfg.Slack.AckTimeout)
 	defer cancel()
-	start := time.Now()
-	results, err := s.publishAll(ctx, reqs)
-	s.metrics.publish.Observe(time.Since(start).Seconds())
+	results, err := s.persist.publishAll(ctx, reqs)
 	if err != nil {
 		log.Error("publishing runs of a slack command", "err", err)
 		s.count(slackLabel, "", outcomeUnavailable)
@@ -185,48 +183,6 @@ func (s *Server) handleSlack(c echo.Context) error {
 	return c.JSON(http.StatusOK, a)
 }
 
-// decideChat matches a chat event against every workflow: for each one
-// whose chat trigger takes it, the run's event acts on that trigger's
-// repository, which must be in allow_repos, and the workflow's Slack
-// allowlists must let the user and channel through. It returns the run
-// requests and, for workflows that listen to chat commands but run
-// nothing, why.
-func (s *Server) decideChat(ev *workflows.Event) ([]*queue.RunRequest, []skipped) {
-	var (
-		reqs []*queue.RunRequest
-		skip []skipped
-	)
-	for _, w := range s.src.Workflows() {
-		if !w.Listens(workflows.KindChat) {
-			continue
-		}
-		m := w.Match(ev)
-		if !m.Matched {
-			skip = append(skip, skipped{w.Name, m.Reason})
-			continue
-		}
-		forge, repo := w.On[m.Trigger].ChatTarget()
-		origin, ok := s.cfg.Slack.Origins[forge]
-		if !ok {
-			skip = append(skip, skipped{w.Name, fmt.Sprintf("no origin is configured for forge %q", forge)})
-			continue
-		}
-		if !s.repoAllowed(repo) {
-			skip = append(skip, skipped{w.Name, fmt.Sprintf("repository %s is not in the server's allow_repos", repo)})
-			continue
-		}
-		if ok, reason := authorize(w, ev); !ok {
-			skip = append(skip, skipped{w.Name, reason})
-			continue
-		}
-		req := s.newRunRequest(w, ev, m.CommandArgs)
-		req.Event.Forge, req.Event.Repo = forge, repo
-		req.Event.CloneURL = strings.TrimSuffix(origin, "/") + "/" + repo + ".git"
-		reqs = append(reqs, req)
-	}
-	return reqs, skip
-}
-
 // slackHelp lists the chat commands the loaded workflows take.
 func (s *Server) slackHelp() string {
 	var words []string
@@ -244,17 +200,14 @@ func (s *Server) slackHelp() string {
 	return "Usage: " + s.cfg.Slack.Command + " <command> [arguments]. Commands: " + strings.Join(words, ", ") + "."
 }
 
-// slackNothing says why a command runs nothing.
-func slackNothing(c *workflows.Chat, sk []skipped) string {
+// slackNothing says why a command runs nothing: skips are the skipped
+// workflows and why (decide.Decision.Skips), "" when none listens.
+func slackNothing(c *workflows.Chat, skips string) string {
 	head := "Nothing runs for `" + slackEscape(c.Command+" "+c.Text) + "`"
-	if len(sk) == 0 {
+	if skips == "" {
 		return head + ": no workflow takes " + slackEscape(c.Command) + " commands."
 	}
-	parts := make([]string, len(sk))
-	for i, k := range sk {
-		parts[i] = k.Workflow + ": " + k.Reason
-	}
-	return head + ": " + slackEscape(strings.Join(parts, "; ")) + "."
+	return head + ": " + slackEscape(skips) + "."
 }
 
 // slackEscape escapes the three characters Slack's message formatting

@@ -159,8 +159,8 @@ func TestVerifySlack(t *testing.T) {
 func slackEnv(t *testing.T, files map[string]string) *testEnv {
 	t.Helper()
 	return newEnv(t, Config{
-		Slack: SlackConfig{Enabled: true, Secrets: []string{testSlackSecret, testSlackOldSecret},
-			Origins: map[workflows.Forge]string{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.com"}}, // as internal/app sets them
+		// No Origins: the forges' own GitOrigin, as internal/app leaves them.
+		Slack:      SlackConfig{Enabled: true, Secrets: []string{testSlackSecret, testSlackOldSecret}},
 		AllowRepos: []string{"myorg/*"},
 	}, files)
 }
@@ -170,7 +170,7 @@ func TestSlackNotConfigured(t *testing.T) {
 	if r := env.slack(t, testSlackSecret, time.Time{}, slashCommand("U111", "C222", "deploy staging")); r.Code != http.StatusNotFound {
 		t.Fatalf("code %d, want 404: %s", r.Code, r.Raw)
 	}
-	if _, err := New(Config{Slack: SlackConfig{Enabled: true}}, env.q, env.srv.src, nil); err == nil {
+	if _, err := New(Config{Slack: SlackConfig{Enabled: true}}, testDeps(env.q, env.srv.src, nil)); err == nil {
 		t.Error("slack enabled without a signing secret was accepted")
 	}
 }

@@ -1,7 +1,6 @@
 package ingress
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 
@@ -10,15 +9,15 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookrun/hookrun/internal/telemetry"
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/telemetry"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // A delivery's trace, when Config.Tracer is set: the server span
 // "receive" (forge, event, delivery id, outcome, HTTP status) is its root;
 // "verify" (the signature or token check) and "publish" (the runs
-// persisted; the context the run messages carry to the runners) are its
+// persisted, persist.go; the context the run messages carry to the
+// runners) are its
 // children. Nothing of the body is recorded: no title, no comment, no
 // signature. With Tracer nil none of this runs.
 
@@ -64,31 +63,6 @@ func endVerify(span trace.Span, ok bool) bool {
 		span.End()
 	}
 	return ok
-}
-
-// tracedPublish runs publish (the delivery and its runs) within a "publish" span (with tracing on):
-// the queue writes its context into every run message.
-func (s *Server) tracedPublish(ctx context.Context, runs int, publish func(context.Context) ([]queue.PublishResult, error)) ([]queue.PublishResult, error) {
-	if s.tracer == nil {
-		return publish(ctx)
-	}
-	ctx, span := s.tracer.Start(ctx, "publish", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(telemetry.AttrRuns.Int(runs)))
-	defer span.End()
-	results, err := publish(ctx)
-	if err != nil {
-		span.SetStatus(codes.Error, "publishing failed")
-		return nil, err
-	}
-	dups, ids := 0, make([]string, len(results))
-	for i, r := range results {
-		ids[i] = r.RunID
-		if r.Duplicate {
-			dups++
-		}
-	}
-	span.SetAttributes(attribute.StringSlice("hookrun.run.ids", ids), attribute.Int("hookrun.runs.duplicate", dups))
-	return results, nil
 }
 
 // deliveryLogger is the logger of one delivery: with trace_id when the

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -88,4 +89,36 @@ func githubHeaders(event, delivery, signature string) http.Header {
 	h.Set("X-GitHub-Delivery", delivery)
 	h.Set("X-Hub-Signature-256", signature)
 	return h
+}
+
+// TestEveryPersistPathIsTraced: a run started through the API (like a
+// re-run, a schedule tick and a chat command, it persists through the same
+// persister) is a "publish" span whose trace its record carries.
+func TestEveryPersistPathIsTraced(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	q := openQueue(t, t.TempDir())
+	env := newEnvWith(t, Config{Tracer: tp, AllowRepos: []string{"octo/*"}}, q, map[string]string{"deploy.yaml": paramsWorkflow})
+	env.srv.RegisterAPI(APIConfig{Token: testAPIToken}, q.Runs(), q.Logs(), storeCanceller{q.Runs()})
+	code, body := apiPost(t, env.http.URL+"/api/v1/workflows/deploy/runs", testAPIToken, `{"repo": "octo/hello"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	var publish []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "publish" {
+			publish = append(publish, s)
+		}
+	}
+	if len(publish) != 1 {
+		t.Fatalf("spans %v, want one publish", names(exp.GetSpans()))
+	}
+	var ans struct{ Run string }
+	if err := json.Unmarshal([]byte(body), &ans); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := q.Runs().Get(t.Context(), ans.Run)
+	if err != nil || rec.TraceID != publish[0].SpanContext.TraceID().String() {
+		t.Errorf("record %s trace_id %q (err %v), want the publish span's %s", ans.Run, rec.TraceID, err, publish[0].SpanContext.TraceID())
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -68,7 +69,7 @@ func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()).
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // newTrustEnv is newEnv with the server's clock set before it serves.
-func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[string]string) *testEnv {
+func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[string]string, opts ...func(*Deps)) *testEnv {
 	t.Helper()
 	if cfg.Forges == nil {
 		cfg.Forges = testForges() // as internal/app registers them
@@ -83,14 +84,14 @@ func newTrustEnv(t *testing.T, cfg Config, clock *fakeClock, workflowFiles map[s
 	if err != nil || len(set.Workflows()) != len(workflowFiles) {
 		t.Fatalf("loading workflows: %v\n%s", err, logs)
 	}
-	cfg.DefaultForge = workflows.GitHub
+	cfg.DefaultForge = workflows.Forge("github")
 	cfg.PublishTimeout = 30 * time.Second
-	s, err := New(cfg, q, set, logger)
+	if clock != nil {
+		opts = append(opts, func(d *Deps) { d.Now = clock.now })
+	}
+	s, err := New(cfg, testDeps(q, set, logger, opts...))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if clock != nil {
-		s.now = clock.now
 	}
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
@@ -130,14 +131,14 @@ func onlyRequest(t *testing.T, env *testEnv, a answer) queue.RunRequest {
 // a newer pull_request event moves the pin.
 func TestCommentPinnedToRememberedHead(t *testing.T) {
 	api := &fakeHeads{err: errors.New("must not be called")}
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api})}, nil, map[string]string{"review.yaml": reviewWorkflow})
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("github"), heads: api})}, nil, map[string]string{"review.yaml": reviewWorkflow})
 
 	a := env.github(t, "pull_request", "pr-a", prEvent(t, headA))
 	if a.Code != http.StatusAccepted || len(a.Runs) != 0 {
 		t.Fatalf("pull_request: %d %s", a.Code, a.Raw)
 	}
 	ctx := context.Background()
-	h, _, ok, err := env.q.Heads().Get(ctx, workflows.GitHub, "Codertocat/Hello-World", 1)
+	h, _, ok, err := env.q.Heads().Get(ctx, workflows.Forge("github"), "Codertocat/Hello-World", 1)
 	if err != nil || !ok || h != (workflows.Head{SHA: headA, HeadRef: "changes", BaseRef: "master"}) {
 		t.Fatalf("remembered head %+v ok %v err %v", h, ok, err)
 	}
@@ -169,9 +170,9 @@ func TestCommentPinnedToRememberedHead(t *testing.T) {
 func TestCommentHeadLookupOrder(t *testing.T) {
 	tests := []struct {
 		name       string
-		remembered string // head of a pull_request event sent first
-		heads      HeadStore
-		api        *fakeHeads // nil: no API credentials
+		remembered string           // head of a pull_request event sent first
+		heads      decide.HeadStore // nil: the queue's
+		api        *fakeHeads       // nil: no API credentials
 		wantSHA    string
 		wantFork   bool
 		wantCalls  int32
@@ -189,11 +190,15 @@ func TestCommentHeadLookupOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{Trust: TrustConfig{Heads: tt.heads}}
+			var cfg Config
 			if tt.api != nil {
-				cfg.Forges = testForges(testForge{name: workflows.GitHub, heads: tt.api})
+				cfg.Forges = testForges(testForge{name: workflows.Forge("github"), heads: tt.api})
 			}
-			env := newTrustEnv(t, cfg, nil, map[string]string{"review.yaml": reviewWorkflow})
+			env := newTrustEnv(t, cfg, nil, map[string]string{"review.yaml": reviewWorkflow}, func(d *Deps) {
+				if tt.heads != nil {
+					d.Heads = tt.heads
+				}
+			})
 			if tt.remembered != "" {
 				env.github(t, "pull_request", "pr-1", prEvent(t, tt.remembered))
 			}
@@ -225,7 +230,7 @@ func TestCommentHeadLookupOrder(t *testing.T) {
 // most, and the run is refused rather than left to run the tip.
 func TestCommentHeadLookupIsBounded(t *testing.T) {
 	api := &fakeHeads{block: true}
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api}), Trust: TrustConfig{LookupTimeout: 300 * time.Millisecond}}, nil,
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("github"), heads: api}), Trust: decide.TrustConfig{LookupTimeout: 300 * time.Millisecond}}, nil,
 		map[string]string{"review.yaml": reviewWorkflow})
 	start := time.Now()
 	req := onlyRequest(t, env, env.github(t, "issue_comment", "c-1", prComment(t, "/review", "MEMBER")))
@@ -241,7 +246,7 @@ func TestCommentHeadLookupIsBounded(t *testing.T) {
 // notes carry merge_request.last_commit).
 func TestCommentHeadLookupOnlyWhenNeeded(t *testing.T) {
 	api := &fakeHeads{head: workflows.Head{SHA: headB}}
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitHub, heads: api}, testForge{name: workflows.GitLab, heads: api})}, nil, map[string]string{
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("github"), heads: api}, testForge{name: workflows.Forge("gitlab"), heads: api})}, nil, map[string]string{
 		"review.yaml": reviewWorkflow + "authorize:\n  users: [root]\n"})
 	if a := env.github(t, "issue_comment", "c-1", prComment(t, "just a remark", "MEMBER")); len(a.Runs) != 0 {
 		t.Fatalf("a remark started runs: %s", a.Raw)
@@ -299,7 +304,7 @@ func mergeRequestBy(t *testing.T, author int) []byte {
 func TestGitLabAuthorAssociation(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{1, 51}: "MEMBER", {1, 52}: "NONE"}, calls: map[[2]int64]int{}}
 	clock := newFakeClock()
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, clock, map[string]string{"pr.yaml": prWorkflow})
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("gitlab"), members: members})}, clock, map[string]string{"pr.yaml": prWorkflow})
 
 	req := onlyRequest(t, env, env.gitlab(t, "Merge Request Hook", nil, mergeRequestBy(t, 51)))
 	if req.Event.AuthorAssociation != "MEMBER" || req.Event.AuthorID != 51 || req.Event.ProjectID != 1 {
@@ -348,7 +353,7 @@ func TestGitLabAuthorAssociation(t *testing.T) {
 // an event no workflow wants, nor for pushes.
 func TestGitLabAssociationWhichUser(t *testing.T) {
 	members := &fakeMembers{roles: map[[2]int64]string{{5, 1}: "OWNER", {1, 51}: "COLLABORATOR"}, calls: map[[2]int64]int{}}
-	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.GitLab, members: members})}, nil, map[string]string{
+	env := newTrustEnv(t, Config{Forges: testForges(testForge{name: workflows.Forge("gitlab"), members: members})}, nil, map[string]string{
 		"review.yaml": reviewWorkflow,
 		"triage.yaml": "name: triage\non:\n  - event: issue\nsteps:\n  - {id: t, run: 'true'}\n",
 		"push.yaml":   "name: push\non:\n  - event: push\nsteps:\n  - {id: t, run: 'true'}\n",
@@ -375,28 +380,5 @@ func TestGitLabAssociationWithoutToken(t *testing.T) {
 	a := env.gitlab(t, "Merge Request Hook", nil, readFile(t, gitlabFixtures+"merge_request.json"))
 	if len(a.Runs) != 0 || len(a.Skipped) != 1 || !strings.Contains(a.Skipped[0].Reason, "no gitlab API token is configured") {
 		t.Fatalf("got %s", a.Raw)
-	}
-}
-
-func TestTrustConfigValidate(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  TrustConfig
-		want string
-	}{
-		{TrustConfig{}, ""},
-		{TrustConfig{AssociationTTL: 6 * time.Minute}, "association ttl"},
-		{TrustConfig{LookupTimeout: -time.Second}, "lookup timeout"},
-	} {
-		c := tc.cfg
-		c.setDefaults()
-		err := c.Validate()
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
-		}
-	}
-	var c TrustConfig
-	c.setDefaults()
-	if c.LookupTimeout != 2*time.Second || c.AssociationTTL != 5*time.Minute {
-		t.Errorf("defaults %+v", c)
 	}
 }

@@ -22,10 +22,10 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", Config{}, ""},
-		{"github with secret", Config{Forges: registry(hooks(workflows.GitHub, true, "x"))}, ""},
-		{"github without secret", Config{Forges: registry(hooks(workflows.GitHub, true))}, "github: enabled without a webhook secret"},
-		{"gitlab without token", Config{Forges: registry(hooks(workflows.GitLab, true))}, "gitlab: enabled without a webhook token"},
-		{"insecure without secrets", Config{InsecureNoVerify: true, Forges: registry(hooks(workflows.GitHub, true), hooks(workflows.GitLab, true))}, ""},
+		{"github with secret", Config{Forges: registry(hooks(workflows.Forge("github"), true, "x"))}, ""},
+		{"github without secret", Config{Forges: registry(hooks(workflows.Forge("github"), true))}, "github: enabled without a webhook secret"},
+		{"gitlab without token", Config{Forges: registry(hooks(workflows.Forge("gitlab"), true))}, "gitlab: enabled without a webhook token"},
+		{"insecure without secrets", Config{InsecureNoVerify: true, Forges: registry(hooks(workflows.Forge("github"), true), hooks(workflows.Forge("gitlab"), true))}, ""},
 		{"bad listen", Config{Listen: "nope"}, "checking listen address"},
 		{"negative timeout", Config{PublishTimeout: -1}, "publish timeout"},
 	}
@@ -44,7 +44,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	// A secret never appears in a validation error.
-	err := Config{Listen: "bad", Forges: registry(hooks(workflows.GitHub, true, "hunter2-secret"))}.Validate()
+	err := Config{Listen: "bad", Forges: registry(hooks(workflows.Forge("github"), true, "hunter2-secret"))}.Validate()
 	if err == nil || strings.Contains(err.Error(), "hunter2-secret") {
 		t.Fatalf("Validate = %v: want an error that does not echo the secret", err)
 	}

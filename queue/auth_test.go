@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"errors"
@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // The embedded server listening on TCP, as `serve` with nats.listen: a
@@ -23,7 +25,7 @@ func TestEmbeddedListenRequiresAuth(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	logs := &syncBuffer{}
-	cfg := Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	cfg := queue.Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	q := openTest(t, cfg)
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := q.Publish(ctx, testRequest("secret-body")); err != nil {
@@ -36,12 +38,12 @@ func TestEmbeddedListenRequiresAuth(t *testing.T) {
 	} else if !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connecting without credentials: %v, want an authorization violation", err)
 	}
-	if nc, err := nats.Connect(q.ClientURL(), nats.UserInfo(DefaultUser, "guess"), nats.MaxReconnects(0)); err == nil {
+	if nc, err := nats.Connect(q.ClientURL(), nats.UserInfo(queue.DefaultUser, "guess"), nats.MaxReconnects(0)); err == nil {
 		nc.Close()
 		t.Fatal("a connection with a wrong password was accepted")
 	}
 
-	pwFile := filepath.Join(dir, DefaultPasswordFileName)
+	pwFile := filepath.Join(dir, queue.DefaultPasswordFileName)
 	if q.PasswordFile() != pwFile {
 		t.Fatalf("PasswordFile() = %q, want %q", q.PasswordFile(), pwFile)
 	}
@@ -60,12 +62,12 @@ func TestEmbeddedListenRequiresAuth(t *testing.T) {
 	if len(pw) < 32 {
 		t.Fatalf("generated password of %d characters", len(pw))
 	}
-	if user, got := q.ClientAuth(); user != DefaultUser || got != pw {
+	if user, got := q.ClientAuth(); user != queue.DefaultUser || got != pw {
 		t.Fatalf("ClientAuth() = %q and a password equal to the file's: %v", user, got == pw)
 	}
 
 	// A raw nats.go client with the file's credentials reads JetStream.
-	nc, err := nats.Connect(q.ClientURL(), nats.UserInfo(DefaultUser, pw), nats.MaxReconnects(0))
+	nc, err := nats.Connect(q.ClientURL(), nats.UserInfo(queue.DefaultUser, pw), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatalf("connecting with the generated credentials: %v", err)
 	}
@@ -79,7 +81,7 @@ func TestEmbeddedListenRequiresAuth(t *testing.T) {
 	nc.Close()
 	// So does hookrun's own client, as `hookrun runner` configured with
 	// nats: {url, password_file}.
-	remote := openTest(t, Config{URL: q.ClientURL(), PasswordFile: pwFile})
+	remote := openTest(t, queue.Config{URL: q.ClientURL(), PasswordFile: pwFile})
 	if err := remote.Ready(ctx); err != nil {
 		t.Fatalf("a queue client with the password file: %v", err)
 	}
@@ -103,7 +105,7 @@ func TestEmbeddedListenRequiresAuth(t *testing.T) {
 	if string(again) != string(raw) {
 		t.Fatal("a restart replaced the password")
 	}
-	nc, err = nats.Connect(q2.ClientURL(), nats.UserInfo(DefaultUser, pw), nats.MaxReconnects(0))
+	nc, err = nats.Connect(q2.ClientURL(), nats.UserInfo(queue.DefaultUser, pw), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatalf("connecting after a restart with the first start's password: %v", err)
 	}
@@ -120,13 +122,13 @@ func TestEmbeddedListenInsecureNoAuth(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	logs := &syncBuffer{}
-	q := openTest(t, Config{DataDir: dir, Listen: "127.0.0.1:0", InsecureNoAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	q := openTest(t, queue.Config{DataDir: dir, Listen: "127.0.0.1:0", InsecureNoAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	nc, err := nats.Connect(q.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatalf("connecting without credentials to an insecure_no_auth server: %v", err)
 	}
 	nc.Close()
-	if _, err := os.Stat(filepath.Join(dir, DefaultPasswordFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, queue.DefaultPasswordFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("password file of an insecure server: %v", err)
 	}
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "WITHOUT AUTHENTICATION") {
@@ -139,14 +141,14 @@ func TestEmbeddedListenInsecureNoAuth(t *testing.T) {
 func TestEmbeddedInProcessNeedsNoPassword(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	q := openTest(t, Config{DataDir: dir})
+	q := openTest(t, queue.Config{DataDir: dir})
 	if err := q.Ready(testCtx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if user, pw := q.ClientAuth(); user != "" || pw != "" {
 		t.Fatalf("ClientAuth() = %q, %q", user, pw)
 	}
-	if _, err := os.Stat(filepath.Join(dir, DefaultPasswordFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, queue.DefaultPasswordFileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("password file without a tcp port: %v", err)
 	}
 }
@@ -163,9 +165,9 @@ func TestEmbeddedClusterRoutesRequireAuth(t *testing.T) {
 			t.Fatalf("node %d requires other credentials than node 1 (or none)", i+1)
 		}
 	}
-	route := nodes[0].cfg.ClusterListen
+	route := nodes[0].Cfg().ClusterListen
 	peer := func(name, routeURL string) *server.Server {
-		host, port, err := splitHostPort(freeAddrs(t, 1)[0])
+		host, port, err := queue.SplitHostPort(freeAddrs(t, 1)[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,8 @@
-package queue
+package queue_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,25 +15,22 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-)
 
-// bigBody is a valid JSON document of exactly n bytes.
-func bigBody(n int) json.RawMessage {
-	return json.RawMessage(`"` + strings.Repeat("w", n-2) + `"`)
-}
+	"github.com/hookrun/hookrun/queue"
+)
 
 // testLargeBodies publishes deliveries of two runs with 1, 5 and 25 MiB
 // bodies (ingress's cap) and checks that each run reaches the handler with
 // its body whole, that a body is stored once per delivery, and that no run
 // message comes near a plain nats-server's 1 MiB max_payload.
-func testLargeBodies(t *testing.T, pub, run *Queue) {
+func testLargeBodies(t *testing.T, pub, run *testQueue) {
 	ctx := testCtx(t, 120*time.Second)
 	type got struct {
 		id  string
 		raw []byte
 	}
 	gotCh := make(chan got, 16)
-	c, err := run.Consume(ctx, ConsumerConfig{AckWait: 10 * time.Second, FetchWait: 200 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
+	c, err := run.Consume(ctx, queue.ConsumerConfig{AckWait: 10 * time.Second, FetchWait: 200 * time.Millisecond}, func(ctx context.Context, d *queue.Delivery) error {
 		gotCh <- got{d.Request.ID, d.Request.Event.Raw}
 		return nil
 	})
@@ -70,24 +66,24 @@ func testLargeBodies(t *testing.T, pub, run *Queue) {
 				t.Fatalf("%d MiB: runs %v never reached the handler", mib, want)
 			}
 		}
-		objs, err := pub.bodies.List(ctx)
+		objs, err := pub.Bodies().List(ctx)
 		if err != nil || len(objs) != i+1 {
 			t.Fatalf("%d MiB: %d stored bodies (%v); want one per delivery, %d", mib, len(objs), err, i+1)
 		}
 	}
-	st, err := pub.bodies.Status(ctx)
+	st, err := pub.Bodies().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.TTL() != pub.cfg.BodyTTL || pub.cfg.BodyTTL != pub.cfg.DeliveryTTL {
-		t.Errorf("bodies kept for %s (BodyTTL %s); want the delivery TTL %s", st.TTL(), pub.cfg.BodyTTL, pub.cfg.DeliveryTTL)
+	if st.TTL() != pub.Cfg().BodyTTL || pub.Cfg().BodyTTL != pub.Cfg().DeliveryTTL {
+		t.Errorf("bodies kept for %s (BodyTTL %s); want the delivery TTL %s", st.TTL(), pub.Cfg().BodyTTL, pub.Cfg().DeliveryTTL)
 	}
 }
 
 // Large bodies on the embedded server.
 func TestLargeBodiesEmbedded(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{PublishTimeout: 30 * time.Second})
+	q := openTest(t, queue.Config{PublishTimeout: 30 * time.Second})
 	testLargeBodies(t, q, q)
 }
 
@@ -100,9 +96,9 @@ func TestLargeBodiesCluster(t *testing.T) {
 	}
 	t.Parallel()
 	urls := startNATSServers(t)
-	cfg := Config{URL: urls, Password: composeNATSPassword, Replicas: 3, PublishTimeout: 30 * time.Second, SetupTimeout: 60 * time.Second}
+	cfg := queue.Config{URL: urls, Password: composeNATSPassword, Replicas: 3, PublishTimeout: 30 * time.Second, SetupTimeout: 60 * time.Second}
 	pub := openTest(t, cfg)
-	if mp := pub.nc.MaxPayload(); mp != 1<<20 {
+	if mp := pub.NC().MaxPayload(); mp != 1<<20 {
 		t.Fatalf("server max_payload %d; want nats-server's default 1 MiB", mp)
 	}
 	testLargeBodies(t, pub, openTest(t, cfg))
@@ -184,24 +180,28 @@ func (b *syncBuffer) String() string {
 // saying so, instead of running without its event.
 func TestBodyGoneFailsRun(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	req := testRequest("bodygone")
-	req.Event.Raw = bigBody(q.inlineMax + 1)
+	req.Event.Raw = bigBody(q.InlineMax() + 1)
 	res, err := q.Publish(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := q.bodies.List(ctx)
+	objs, err := q.Bodies().List(ctx)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("%d bodies (%v); want 1", len(objs), err)
 	}
-	if err := q.bodies.Delete(ctx, objs[0].Name); err != nil {
+	if err := q.Bodies().Delete(ctx, objs[0].Name); err != nil {
 		t.Fatal(err)
 	}
 	called := make(chan struct{}, 1)
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond,
-		MaxDeliver: 2, Backoff: []time.Duration{100 * time.Millisecond}}, func(ctx context.Context, d *Delivery) error {
+	// AckWait well above what a loaded machine takes to reach the body
+	// (the nak's backoff, not AckWait, spaces the deliveries): a delivery
+	// still on its way to the body when AckWait ends would end the run
+	// through the max-deliveries advisory, "no runner finished it".
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 10 * time.Second, FetchWait: 100 * time.Millisecond,
+		MaxDeliver: 2, Backoff: []time.Duration{100 * time.Millisecond}}, func(ctx context.Context, d *queue.Delivery) error {
 		called <- struct{}{}
 		return nil
 	})
@@ -227,7 +227,7 @@ func TestBodyGoneFailsRun(t *testing.T) {
 		t.Fatal("the handler ran a run without its body")
 	default:
 	}
-	if _, err := q.bodies.GetInfo(ctx, objs[0].Name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if _, err := q.Bodies().GetInfo(ctx, objs[0].Name); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Fatalf("body: %v", err)
 	}
 }

@@ -84,7 +84,8 @@ type Config struct {
 	// DuplicateWindow is HOOKRUN_RUNS' Nats-Msg-Id dedupe window. Default 2m,
 	// at least 100ms (JetStream's minimum).
 	DuplicateWindow time.Duration
-	// DeliveryTTL is how long hookrun_deliveries remembers a delivery. Default 72h.
+	// DeliveryTTL is how long hookrun_deliveries remembers a delivery.
+	// Default DefaultDeliveryTTL.
 	DeliveryTTL time.Duration
 	// InlineBodyMax is the largest webhook body that travels inside its run
 	// requests; a larger one is stored once in the hookrun_bodies object
@@ -93,19 +94,10 @@ type Config struct {
 	// server's max_payload (1 MiB on a plain nats-server) when that is less.
 	InlineBodyMax int
 	// BodyTTL is how long hookrun_bodies keeps a body: a run whose body
-	// expired before a runner took it fails saying so. Default the longer
-	// of DeliveryTTL and ReceivedTTL (a stored delivery references its
-	// large body there).
+	// expired before a runner took it fails saying so. Default
+	// DeliveryTTL; keep it at least the stores' ReceivedTTL (a stored
+	// delivery references its large body there).
 	BodyTTL time.Duration
-	// ReceivedTTL is how long hookrun_received keeps each accepted
-	// delivery (event name and body) for replays and re-runs. Default
-	// DeliveryTTL (72h), until run records get a retention of their own.
-	ReceivedTTL time.Duration
-	// LogMaxAge is how long HOOKRUN_LOGS keeps step output. Default 7 days.
-	LogMaxAge time.Duration
-	// HeadTTL is how long hookrun_heads remembers a pull request's head
-	// after its latest pull_request event. Default 30 days.
-	HeadTTL time.Duration
 	// RequestKey authenticates run requests (reqauth.go): Publish signs
 	// each with it (HeaderMAC) and a Consumer runs only requests whose
 	// authenticator it verifies. Only ingress and runners hold it; at
@@ -127,6 +119,10 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultDeliveryTTL is Config.DeliveryTTL's default, and the stores'
+// ReceivedTTL's.
+const DefaultDeliveryTTL = 72 * time.Hour
+
 // DefaultUser is Config.User's default when a password is used.
 const DefaultUser = "hookrun"
 
@@ -143,6 +139,13 @@ const SyncAlways = "always"
 // every second: an OS crash or power loss loses at most the last second of
 // acknowledged deliveries, instead of nats-server's two minutes.
 const DefaultSync = "1s"
+
+// DefaultReplicas is Config.Replicas' default: a single node; MaxReplicas
+// is the most a stream or bucket takes.
+const (
+	DefaultReplicas = 1
+	MaxReplicas     = 5
+)
 
 // ParseSync reads a Config.Sync value: SyncAlways, or a positive duration.
 func ParseSync(s string) (always bool, every time.Duration, err error) {
@@ -170,28 +173,19 @@ func (c *Config) setDefaults() {
 		c.MaxPayload = 32 << 20
 	}
 	if c.Replicas == 0 {
-		c.Replicas = 1
+		c.Replicas = DefaultReplicas
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = 2 * time.Minute
 	}
 	if c.DeliveryTTL == 0 {
-		c.DeliveryTTL = 72 * time.Hour
+		c.DeliveryTTL = DefaultDeliveryTTL
 	}
 	if c.InlineBodyMax == 0 {
 		c.InlineBodyMax = 256 << 10
 	}
-	if c.ReceivedTTL == 0 {
-		c.ReceivedTTL = c.DeliveryTTL
-	}
 	if c.BodyTTL == 0 {
-		c.BodyTTL = max(c.DeliveryTTL, c.ReceivedTTL)
-	}
-	if c.LogMaxAge == 0 {
-		c.LogMaxAge = 7 * 24 * time.Hour
-	}
-	if c.HeadTTL == 0 {
-		c.HeadTTL = 30 * 24 * time.Hour
+		c.BodyTTL = c.DeliveryTTL
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 5 * time.Second
@@ -206,6 +200,9 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 }
+
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c Config) WithDefaults() Config { c.setDefaults(); return c }
 
 // embeddedAuth reports whether the embedded server requires
 // authentication: it listens on TCP (clients or routes) and the operator
@@ -235,26 +232,19 @@ func (c *Config) Validate() error {
 		if c.ClusterName != "" && (c.ServerName == "" || c.ClusterListen == "") {
 			errs = append(errs, errors.New("a cluster node needs a server name and a cluster listen address"))
 		}
-		if c.InsecureNoAuth && c.Listen == "" && c.ClusterListen == "" {
-			errs = append(errs, errors.New("insecure no auth applies only to an embedded server that listens on tcp (listen)"))
-		}
-		if c.InsecureNoAuth && (c.User != "" || c.Password != "" || c.PasswordFile != "") {
-			errs = append(errs, errors.New("insecure no auth cannot be combined with a user, password or password file"))
-		}
-	} else if c.Listen != "" || c.ClusterName != "" || c.InsecureNoAuth {
-		errs = append(errs, errors.New("listen, cluster and insecure no auth options are for the embedded server; they cannot be combined with an external url"))
+	} else if c.Listen != "" || c.ClusterName != "" {
+		errs = append(errs, errors.New("listen and cluster options are for the embedded server; they cannot be combined with an external url"))
 	}
-	if c.Password != "" && c.PasswordFile != "" {
-		errs = append(errs, errors.New("password and password file are exclusive"))
-	}
-	if c.CredsFile != "" && (c.Password != "" || c.PasswordFile != "") {
-		errs = append(errs, errors.New("creds file and a password are exclusive"))
+	for _, r := range AuthRules {
+		if r.Broken(*c) {
+			errs = append(errs, fmt.Errorf("nats.%s: %s", r.Field, r.Why))
+		}
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("cert file and key file go together"))
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		errs = append(errs, fmt.Errorf("replicas must be 1..5, got %d", c.Replicas))
+	if c.Replicas < 1 || c.Replicas > MaxReplicas {
+		errs = append(errs, fmt.Errorf("replicas must be 1..%d, got %d", MaxReplicas, c.Replicas))
 	}
 	if c.DuplicateWindow < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("duplicate window must be at least 100ms, got %s", c.DuplicateWindow))
@@ -265,17 +255,8 @@ func (c *Config) Validate() error {
 	if c.InlineBodyMax < 1024 {
 		errs = append(errs, fmt.Errorf("inline body max must be at least 1 KiB, got %d", c.InlineBodyMax))
 	}
-	if c.ReceivedTTL < time.Second {
-		errs = append(errs, fmt.Errorf("received ttl must be at least 1s, got %s", c.ReceivedTTL))
-	}
 	if c.BodyTTL < time.Second {
 		errs = append(errs, fmt.Errorf("body ttl must be at least 1s, got %s", c.BodyTTL))
-	}
-	if c.LogMaxAge < time.Second {
-		errs = append(errs, fmt.Errorf("log max age must be at least 1s, got %s", c.LogMaxAge))
-	}
-	if c.HeadTTL < time.Second {
-		errs = append(errs, fmt.Errorf("head ttl must be at least 1s, got %s", c.HeadTTL))
 	}
 	if c.PublishTimeout <= 0 || c.SetupTimeout <= 0 {
 		errs = append(errs, errors.New("timeouts must be positive"))
@@ -284,4 +265,30 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("request key must be at least %d bytes, got %d", MinRequestKey, len(c.RequestKey)))
 	}
 	return errors.Join(errs...)
+}
+
+// AuthRule is one rule of the authentication settings: Broken says whether
+// a configuration breaks it, Field is the setting a broken rule is reported
+// on (as the config file names it under nats:), Why what the rule is.
+// Config.Validate and internal/app's config check both read AuthRules.
+type AuthRule struct {
+	Field  string
+	Why    string
+	Broken func(Config) bool
+}
+
+// AuthRules are the rules of the authentication settings.
+var AuthRules = []AuthRule{
+	{"insecure_no_auth", "applies only to the embedded server's nats.listen (without nats.url)", func(c Config) bool {
+		return c.InsecureNoAuth && (c.URL != "" || c.Listen == "" && c.ClusterListen == "")
+	}},
+	{"insecure_no_auth", "cannot be combined with nats.user, nats.password or nats.password_file", func(c Config) bool {
+		return c.InsecureNoAuth && (c.User != "" || c.Password != "" || c.PasswordFile != "")
+	}},
+	{"password", "set password or password_file, not both", func(c Config) bool {
+		return c.Password != "" && c.PasswordFile != ""
+	}},
+	{"creds_file", "cannot be combined with nats.password or nats.password_file", func(c Config) bool {
+		return c.CredsFile != "" && (c.Password != "" || c.PasswordFile != "")
+	}},
 }

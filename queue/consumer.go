@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,11 +27,26 @@ const (
 	// DefaultMaxDeliver is how many times a run is delivered before it is
 	// marked failed.
 	DefaultMaxDeliver = 5
+	// DefaultDurable is the runners' consumer's name.
+	DefaultDurable = "hookrun-runner"
+	// DefaultAckWait is how long the server waits for an ack or a
+	// heartbeat before it redelivers.
+	DefaultAckWait = 30 * time.Second
 )
+
+// CheckHeartbeat is the rule between a heartbeat and the ack wait it keeps
+// from running out: positive and shorter.
+func CheckHeartbeat(heartbeat, ackWait time.Duration) error {
+	if heartbeat <= 0 || heartbeat >= ackWait {
+		return fmt.Errorf("must be positive and shorter than the ack wait (%s), got %s", ackWait, heartbeat)
+	}
+	return nil
+}
 
 // ConsumerConfig tunes a durable pull consumer of HOOKRUN_RUNS.
 type ConsumerConfig struct {
-	// Durable is the consumer name shared by every runner. Default "hookrun-runner".
+	// Durable is the consumer name shared by every runner. Default
+	// DefaultDurable.
 	Durable string
 	// Concurrency is how many handlers run at once in this process.
 	// Default DefaultConcurrency.
@@ -54,8 +70,9 @@ type ConsumerConfig struct {
 	// DrainTimeout bounds how long Close waits for handlers to return once
 	// it has cancelled them. Default 10s.
 	DrainTimeout time.Duration
-	// FetchWait is how long one pull request waits for messages; Close
-	// waits at most this long for the fetch loop. Default 1s.
+	// FetchWait is how long one pull request waits for messages (while a
+	// delivery waits, see Wait, no longer than its wait); Close waits at
+	// most this long for the fetch loop. Default 1s.
 	FetchWait time.Duration
 	// Observer, when set, is told of every delivery and of every run the
 	// consumer gives up on (metrics); nil: nobody is.
@@ -79,7 +96,7 @@ type ConsumerObserver interface {
 
 func (c *ConsumerConfig) setDefaults() {
 	if c.Durable == "" {
-		c.Durable = "hookrun-runner"
+		c.Durable = DefaultDurable
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
@@ -88,7 +105,7 @@ func (c *ConsumerConfig) setDefaults() {
 		c.MaxAckPending = c.Concurrency
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = DefaultAckWait
 	}
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = DefaultMaxDeliver
@@ -107,10 +124,13 @@ func (c *ConsumerConfig) setDefaults() {
 	}
 }
 
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c ConsumerConfig) WithDefaults() ConsumerConfig { c.setDefaults(); return c }
+
 // Validate reports the first problem of a defaulted config.
 func (c *ConsumerConfig) Validate() error {
 	var errs []error
-	if !validToken(c.Durable) {
+	if !ValidToken(c.Durable) {
 		errs = append(errs, fmt.Errorf("invalid durable name %q", c.Durable))
 	}
 	if c.Concurrency < 1 || c.MaxAckPending < 1 {
@@ -122,11 +142,11 @@ func (c *ConsumerConfig) Validate() error {
 	if c.MaxDeliver < 1 {
 		errs = append(errs, fmt.Errorf("max deliver must be at least 1, got %d", c.MaxDeliver))
 	}
-	if c.Heartbeat <= 0 || c.Heartbeat >= c.AckWait {
-		errs = append(errs, fmt.Errorf("heartbeat %s must be positive and shorter than ack wait %s", c.Heartbeat, c.AckWait))
+	if err := CheckHeartbeat(c.Heartbeat, c.AckWait); err != nil {
+		errs = append(errs, fmt.Errorf("heartbeat: %w", err))
 	}
-	if c.FetchWait < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("fetch wait must be at least 100ms, got %s", c.FetchWait))
+	if c.FetchWait < minFetchWait {
+		errs = append(errs, fmt.Errorf("fetch wait must be at least %s, got %s", minFetchWait, c.FetchWait))
 	}
 	return errors.Join(errs...)
 }
@@ -144,10 +164,26 @@ type Delivery struct {
 // the configured backoff) until MaxDeliver, then the run is marked failed.
 type Handler func(ctx context.Context, d *Delivery) error
 
-type termError struct{ err error }
+// handlerError is a handler's error with what the consumer is to do with
+// its message: K (termKind, retryKind or waitKind) tells which, so that
+// errors.As finds each kind anywhere in an error's chain.
+type handlerError[K any] struct {
+	err   error
+	after time.Duration
+}
 
-func (e *termError) Error() string { return e.err.Error() }
-func (e *termError) Unwrap() error { return e.err }
+func (e *handlerError[K]) Error() string { return e.err.Error() }
+func (e *handlerError[K]) Unwrap() error { return e.err }
+
+type (
+	termKind  struct{}
+	retryKind struct{}
+	waitKind  struct{}
+
+	termError  = handlerError[termKind]
+	retryError = handlerError[retryKind]
+	waitError  = handlerError[waitKind]
+)
 
 // Term wraps a handler error that retrying cannot fix: the message is
 // termed and the run record marked failed with err.
@@ -155,7 +191,7 @@ func Term(err error) error {
 	if err == nil {
 		err = errors.New("terminated")
 	}
-	return &termError{err}
+	return &termError{err: err}
 }
 
 // IsTerm reports whether err is a Term.
@@ -164,30 +200,14 @@ func IsTerm(err error) bool {
 	return errors.As(err, &t)
 }
 
-type retryError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryError) Error() string { return e.err.Error() }
-func (e *retryError) Unwrap() error { return e.err }
-
 // Retry wraps a handler error so the message is redelivered after the
 // given delay instead of the configured backoff.
 func Retry(err error, after time.Duration) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return &retryError{err, after}
+	return &retryError{err: err, after: after}
 }
-
-type waitError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *waitError) Error() string { return e.err.Error() }
-func (e *waitError) Unwrap() error { return e.err }
 
 // Wait wraps a handler error that says the run cannot start yet (its
 // concurrency group is busy): the consumer keeps the message (in progress,
@@ -197,12 +217,13 @@ func Wait(err error, after time.Duration) error {
 	if err == nil {
 		err = errors.New("wait requested")
 	}
-	return &waitError{err, after}
+	return &waitError{err: err, after: after}
 }
 
 // Consumer runs handlers for deliveries of HOOKRUN_RUNS.
 type Consumer struct {
 	q    *Queue
+	recs Records
 	cfg  ConsumerConfig
 	h    Handler
 	cons jetstream.Consumer
@@ -215,9 +236,14 @@ type Consumer struct {
 	handlerCtx context.Context
 	cancelH    context.CancelCauseFunc
 	sem        chan struct{}
-	wg         sync.WaitGroup
-	closeOnce  sync.Once
-	closeErr   error
+	// parked counts the deliveries waiting (Wait) without a slot, and
+	// parkWait is the wait the latest of them asked for: while any is
+	// parked, one pull waits at most that long (fetchWait).
+	parked    atomic.Int32
+	parkWait  atomic.Int64
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Consume creates or updates the durable consumer and starts fetching.
@@ -230,6 +256,10 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 	}
 	if q.macs == nil {
 		return nil, errors.New("creating consumer: no request key is configured (queue.Config.RequestKey): run requests could not be authenticated")
+	}
+	recs, err := q.recordsOf("creating consumer")
+	if err != nil {
+		return nil, err
 	}
 	cons, err := q.runsS.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
@@ -245,7 +275,7 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 		return nil, fmt.Errorf("creating consumer %s: %w", cfg.Durable, err)
 	}
 	c := &Consumer{
-		q: q, cfg: cfg, h: h, cons: cons,
+		q: q, recs: recs, cfg: cfg, h: h, cons: cons,
 		log:       q.log.With("consumer", cfg.Durable),
 		fetchDone: make(chan struct{}),
 		closing:   make(chan struct{}),
@@ -296,7 +326,7 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 			}
 		}
 		got := 0
-		batch, err := c.cons.Fetch(free, jetstream.FetchMaxWait(c.cfg.FetchWait))
+		batch, err := c.cons.Fetch(free, jetstream.FetchMaxWait(c.fetchWait()))
 		if err == nil {
 			for msg := range batch.Messages() {
 				got++
@@ -325,124 +355,203 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 	}
 }
 
+// minFetchWait is the shortest wait of one pull.
+const minFetchWait = 100 * time.Millisecond
+
+// fetchWait is how long the next pull waits for messages: FetchWait, but
+// while deliveries are parked no longer than the wait they asked for, so
+// that the free slots a pull holds come back to them in time (a parked
+// run of a concurrency group otherwise waited a whole FetchWait for the
+// only slot of a runner).
+func (c *Consumer) fetchWait() time.Duration {
+	if c.parked.Load() == 0 {
+		return c.cfg.FetchWait
+	}
+	return min(c.cfg.FetchWait, max(time.Duration(c.parkWait.Load()), minFetchWait))
+}
+
+// inflight is one message on its way through the consumer's steps.
+type inflight struct {
+	msg     jetstream.Msg
+	md      *jetstream.MsgMetadata
+	req     *RunRequest
+	ctx     context.Context // the handlers' context with the delivery's trace
+	log     *slog.Logger
+	holding bool  // the handler slot fetchLoop took for msg is held
+	herr    error // the handler's answer
+}
+
+// A step does one thing with a message; settled says it acked, nak'ed or
+// terminated the message, and the steps after it are skipped.
+type step func(m *inflight) (settled bool)
+
+// handle takes a message through the consumer's steps, in order (the
+// shape of watermill's router: a handler wrapped in middleware).
 func (c *Consumer) handle(msg jetstream.Msg) {
 	defer c.wg.Done()
-	holding := true // the handler slot fetchLoop took for msg
+	m := &inflight{msg: msg, holding: true}
 	defer func() {
-		if holding {
+		if m.holding {
 			<-c.sem
 		}
 	}()
-
-	md, err := msg.Metadata()
-	if err != nil {
-		c.log.Error("reading message metadata; terminating it", "subject", msg.Subject(), "err", err)
-		_ = msg.Term()
-		return
-	}
-	if err := c.q.macs.verify(msg.Subject(), msg.Data(), msg.Headers().Get(HeaderMAC)); err != nil {
-		c.refuseUnauthenticated(msg, md, err)
-		return
-	}
-	req, err := decodeRunRequest(msg.Data())
-	if err != nil {
-		c.log.Error("undecodable run request; terminating it", "seq", md.Sequence.Stream, "err", err)
-		_ = msg.TermWithReason("undecodable run request")
-		return
-	}
-	// The delivery's trace (ingress's span) is the parent of what the
-	// handler does with it.
-	hctx := extractTrace(c.handlerCtx, msg.Headers())
-	log := c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", md.NumDelivered)
-	if tid := traceIDOf(hctx); tid != "" {
-		log = log.With("trace_id", tid)
-	}
-	if err := c.q.reconcile(hctx, req, log); err != nil {
-		if errors.Is(context.Cause(c.handlerCtx), ErrShuttingDown) {
-			_ = msg.Nak()
-			return
-		}
-		log.Warn("reconciling run request with its delivery; will retry", "err", err)
-		_ = msg.NakWithDelay(c.backoff(md.NumDelivered))
-		return
-	}
-
-	if req.Body != "" {
-		// Read like the handler's own failures are retried: a body not
-		// found may be a lagging replica's answer, or expired for good,
-		// which the last delivery then says.
-		if err := c.q.loadBody(hctx, req); err != nil {
-			if errors.Is(err, ErrBodyMismatch) || md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
-				actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
-				c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, err))
-				acancel()
-				return
-			}
-			log.Warn("reading the run's webhook body; will retry", "err", err)
-			_ = msg.NakWithDelay(c.backoff(md.NumDelivered))
+	for _, s := range []step{c.authenticate, c.decode, c.reconcile, c.loadBody, c.execute, c.settle} {
+		if s(m) {
 			return
 		}
 	}
+}
 
-	ctx, cancel := context.WithCancelCause(hctx)
+// authenticate reads the message's metadata and verifies its
+// authenticator before anything else (refuseUnauthenticated).
+func (c *Consumer) authenticate(m *inflight) bool {
+	md, err := m.msg.Metadata()
+	if err != nil {
+		c.log.Error("reading message metadata; terminating it", "subject", m.msg.Subject(), "err", err)
+		_ = m.msg.Term()
+		return true
+	}
+	m.md = md
+	if err := c.q.macs.verify(m.msg.Subject(), m.msg.Data(), m.msg.Headers().Get(HeaderMAC)); err != nil {
+		c.refuseUnauthenticated(m.msg, md, err)
+		return true
+	}
+	return false
+}
+
+// decode reads the run request; the delivery's trace (ingress's span) is
+// the parent of what the handler does with it.
+func (c *Consumer) decode(m *inflight) bool {
+	req, err := decodeRunRequest(m.msg.Data())
+	if err != nil {
+		c.log.Error("undecodable run request; terminating it", "seq", m.md.Sequence.Stream, "err", err)
+		_ = m.msg.TermWithReason("undecodable run request")
+		return true
+	}
+	m.req = req
+	m.ctx = extractTrace(c.handlerCtx, m.msg.Headers())
+	m.log = c.log.With("run", req.ID, "workflow", req.Workflow, "delivery", m.md.NumDelivered)
+	if tid := TraceID(m.ctx); tid != "" {
+		m.log = m.log.With("trace_id", tid)
+	}
+	return false
+}
+
+// reconcile makes the request agree with its delivery key and record
+// (Queue.reconcile); a failure hands the message back for later.
+func (c *Consumer) reconcile(m *inflight) bool {
+	err := c.q.reconcile(m.ctx, c.recs, m.req, m.log)
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(context.Cause(c.handlerCtx), ErrShuttingDown):
+		_ = m.msg.Nak()
+	default:
+		m.log.Warn("reconciling run request with its delivery; will retry", "err", err)
+		_ = m.msg.NakWithDelay(c.backoff(m.md.NumDelivered))
+	}
+	return true
+}
+
+// loadBody reads a body stored apart (RunRequest.Body) into the request.
+// A failure is retried like the handler's own: a body not found may be a
+// lagging replica's answer, or expired for good, which the last delivery
+// then says.
+func (c *Consumer) loadBody(m *inflight) bool {
+	if m.req.Body == "" {
+		return false
+	}
+	err := c.q.loadBody(m.ctx, m.req)
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrBodyMismatch) || m.md.NumDelivered >= uint64(c.cfg.MaxDeliver) {
+		actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
+		defer acancel()
+		c.giveUp(actx, m, fmt.Sprintf("giving up after %d deliveries: %v", m.md.NumDelivered, err))
+		return true
+	}
+	m.log.Warn("reading the run's webhook body; will retry", "err", err)
+	_ = m.msg.NakWithDelay(c.backoff(m.md.NumDelivered))
+	return true
+}
+
+// execute calls the handler under an in-progress heartbeat, parking the
+// message (its slot given back) while the handler says Wait.
+func (c *Consumer) execute(m *inflight) bool {
+	ctx, cancel := context.WithCancelCause(m.ctx)
 	defer cancel(nil)
 	if c.cfg.Observer != nil {
-		c.cfg.Observer.Delivered(req.Workflow, md.NumDelivered)
+		c.cfg.Observer.Delivered(m.req.Workflow, m.md.NumDelivered)
 	}
-	hbDone := make(chan struct{})
+	stop := c.heartbeat(m)
+	d := &Delivery{Request: m.req, NumDelivered: m.md.NumDelivered, StreamSeq: m.md.Sequence.Stream, Subject: m.msg.Subject()}
+	m.herr = c.call(ctx, d)
+	var wait *waitError
+	for errors.As(m.herr, &wait) && c.park(ctx, wait.after, &m.holding) {
+		m.herr = c.call(ctx, d)
+	}
+	stop()
+	if errors.As(m.herr, &wait) {
+		// Closing while the run waits: it has not started, hand it back.
+		m.log.Info("handing waiting run back: shutting down", "err", m.herr)
+		_ = m.msg.Nak()
+		return true
+	}
+	return false
+}
+
+// heartbeat tells the server every Heartbeat that the message is in
+// progress, until stop is called.
+func (c *Consumer) heartbeat(m *inflight) (stop func()) {
+	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(c.cfg.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
-			case <-hbDone:
+			case <-done:
 				return
 			case <-t.C:
-				if err := msg.InProgress(); err != nil {
-					log.Warn("sending in-progress heartbeat", "err", err)
+				if err := m.msg.InProgress(); err != nil {
+					m.log.Warn("sending in-progress heartbeat", "err", err)
 				}
 			}
 		}
 	}()
-	d := &Delivery{Request: req, NumDelivered: md.NumDelivered, StreamSeq: md.Sequence.Stream, Subject: msg.Subject()}
-	herr := c.call(ctx, d)
-	var wait *waitError
-	for errors.As(herr, &wait) && c.park(ctx, wait.after, &holding) {
-		herr = c.call(ctx, d)
-	}
-	close(hbDone)
-	if errors.As(herr, &wait) {
-		// Closing while the run waits: it has not started, hand it back.
-		log.Info("handing waiting run back: shutting down", "err", herr)
-		_ = msg.Nak()
-		return
-	}
+	return func() { close(done) }
+}
 
+// settle answers the server after the handler: ack on success, hand back
+// on shutdown, give up on a Term or the last delivery, else nak with the
+// handler's Retry delay or the backoff.
+func (c *Consumer) settle(m *inflight) bool {
 	actx, acancel := context.WithTimeout(context.Background(), c.q.cfg.PublishTimeout)
 	defer acancel()
 	var term *termError
 	var retry *retryError
-	switch {
+	switch herr := m.herr; {
 	case herr == nil:
-		if err := msg.DoubleAck(actx); err != nil {
+		if err := m.msg.DoubleAck(actx); err != nil {
 			// Redelivered after AckWait; the handler sees a finished record.
-			log.Warn("acking run request", "err", err)
+			m.log.Warn("acking run request", "err", err)
 		}
-	case errors.Is(context.Cause(ctx), ErrShuttingDown):
-		log.Info("handing run back: shutting down", "err", herr)
-		_ = msg.Nak()
+	case errors.Is(context.Cause(m.ctx), ErrShuttingDown):
+		m.log.Info("handing run back: shutting down", "err", herr)
+		_ = m.msg.Nak()
 	case errors.As(herr, &term):
-		c.giveUp(actx, log, msg, req, term.err.Error())
-	case md.NumDelivered >= uint64(c.cfg.MaxDeliver):
-		c.giveUp(actx, log, msg, req, fmt.Sprintf("giving up after %d deliveries: %v", md.NumDelivered, herr))
+		c.giveUp(actx, m, term.err.Error())
+	case m.md.NumDelivered >= uint64(c.cfg.MaxDeliver):
+		c.giveUp(actx, m, fmt.Sprintf("giving up after %d deliveries: %v", m.md.NumDelivered, herr))
 	default:
-		delay := c.backoff(md.NumDelivered)
+		delay := c.backoff(m.md.NumDelivered)
 		if errors.As(herr, &retry) {
 			delay = retry.after
 		}
-		log.Warn("run failed, will retry", "err", herr, "after", delay)
-		_ = msg.NakWithDelay(delay)
+		m.log.Warn("run failed, will retry", "err", herr, "after", delay)
+		_ = m.msg.NakWithDelay(delay)
 	}
+	return true
 }
 
 // refuseUnauthenticated ends a message whose authenticator is missing or
@@ -471,6 +580,9 @@ func (c *Consumer) refuseUnauthenticated(msg jetstream.Msg, md *jetstream.MsgMet
 // takes one again; false when the consumer closes meanwhile (*holding then
 // says whether a slot is still held).
 func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool) bool {
+	c.parkWait.Store(int64(after))
+	c.parked.Add(1) // before the slot is given back: the pull that takes it sees it
+	defer c.parked.Add(-1)
 	<-c.sem
 	*holding = false
 	t := time.NewTimer(after)
@@ -500,7 +612,7 @@ func (c *Consumer) park(ctx context.Context, after time.Duration, holding *bool)
 // request takes its run id, and the orphan record of the failed attempt is
 // removed if it never started. Finally the run's record is created if no
 // write of it landed.
-func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger) error {
+func (q *Queue) reconcile(ctx context.Context, recs Records, req *RunRequest, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.PublishTimeout)
 	defer cancel()
 	delivery := req.Event.DeliveryID
@@ -510,9 +622,11 @@ func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger
 	e, err := q.delKV.Get(ctx, deliveryKVKey(req.Event.Forge, delivery, req.dedupeName()))
 	switch {
 	case err == nil:
-		if id := string(e.Value()); id != req.ID && checkID(id) == nil {
+		if id := string(e.Value()); id != req.ID && CheckRunID(id) == nil {
 			log.Info("run request superseded by a retried publish", "now", id)
-			q.removeOrphan(ctx, req.ID, log)
+			if err := recs.DropQueued(ctx, req.ID); err != nil {
+				log.Warn("removing superseded run record", "orphan", req.ID, "err", err)
+			}
 			req.ID = id
 		}
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
@@ -521,14 +635,7 @@ func (q *Queue) reconcile(ctx context.Context, req *RunRequest, log *slog.Logger
 	default:
 		return fmt.Errorf("reading delivery of run %s: %w", req.ID, err)
 	}
-	return q.runs.enqueue(ctx, req)
-}
-
-// removeOrphan deletes the record of a superseded run id if it never started.
-func (q *Queue) removeOrphan(ctx context.Context, id string, log *slog.Logger) {
-	if err := q.runs.dropQueued(ctx, id); err != nil {
-		log.Warn("removing superseded run record", "orphan", id, "err", err)
-	}
+	return recs.Enqueue(ctx, req, TraceID(ctx))
 }
 
 // call runs the handler, turning a panic into an error.
@@ -551,8 +658,9 @@ func (c *Consumer) backoff(n uint64) time.Duration {
 
 // giveUp marks the run failed and terms the message; if the record cannot
 // be written the message is nak'ed so that the failure is not lost.
-func (c *Consumer) giveUp(ctx context.Context, log *slog.Logger, msg jetstream.Msg, req *RunRequest, reason string) {
-	ended, err := c.q.runs.fail(ctx, req, reason)
+func (c *Consumer) giveUp(ctx context.Context, m *inflight, reason string) {
+	log, msg, req := m.log, m.msg, m.req
+	ended, err := c.recs.Fail(ctx, req, reason)
 	if err != nil {
 		log.Error("marking run failed; handing it back", "reason", reason, "err", err)
 		_ = msg.NakWithDelay(c.backoff(uint64(c.cfg.MaxDeliver)))
@@ -614,7 +722,7 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 			log.Error("undecodable run request after max deliveries; deleting it", "err", err)
 		} else {
 			reason := fmt.Sprintf("giving up after %d deliveries: no runner finished it (runners died or timed out)", adv.Deliveries)
-			ended, err := c.q.runs.fail(ctx, req, reason)
+			ended, err := c.recs.Fail(ctx, req, reason)
 			if err != nil {
 				log.Error("marking run failed after max deliveries", "run", req.ID, "err", err)
 				return

@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"context"
@@ -9,21 +9,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // openRemote connects a second Queue to q's embedded server over loopback,
 // as another runner process would.
-func openRemote(t *testing.T, q *Queue) *Queue {
+func openRemote(t *testing.T, q *testQueue) *testQueue {
 	t.Helper()
 	if q.ClientURL() == "" {
 		t.Fatal("server does not listen")
 	}
-	return openTest(t, Config{URL: q.ClientURL(), PasswordFile: q.PasswordFile()})
+	return openTest(t, queue.Config{URL: q.ClientURL(), PasswordFile: q.PasswordFile()})
 }
 
 // waitStatus polls a run record until it has the wanted status.
-func waitStatus(t *testing.T, q *Queue, id string, want workflows.Status, d time.Duration) *RunRecord {
+func waitStatus(t *testing.T, q *testQueue, id string, want workflows.Status, d time.Duration) *stores.RunRecord {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -39,7 +41,7 @@ func waitStatus(t *testing.T, q *Queue, id string, want workflows.Status, d time
 }
 
 // waitEmpty polls until HOOKRUN_RUNS holds no messages.
-func waitEmpty(t *testing.T, q *Queue, d time.Duration) {
+func waitEmpty(t *testing.T, q *testQueue, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for streamMsgs(t, q) != 0 {
@@ -53,7 +55,7 @@ func waitEmpty(t *testing.T, q *Queue, d time.Duration) {
 func TestDeadConsumerRedelivered(t *testing.T) {
 	t.Parallel()
 	const ackWait = time.Second
-	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
+	srv := openTest(t, queue.Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
 	res, err := srv.Publish(ctx, testRequest("dead"))
 	if err != nil {
@@ -66,7 +68,7 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 	got1 := make(chan time.Time, 1)
 	release := make(chan struct{})
 	defer close(release)
-	if _, err := r1.Consume(ctx, ConsumerConfig{AckWait: ackWait}, func(ctx context.Context, d *Delivery) error {
+	if _, err := r1.Consume(ctx, queue.ConsumerConfig{AckWait: ackWait}, func(ctx context.Context, d *queue.Delivery) error {
 		got1 <- time.Now()
 		<-release
 		return nil
@@ -79,12 +81,12 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("runner 1 got nothing")
 	}
-	r1.nc.Close()
+	r1.NC().Close()
 
 	// Runner 2 gets it after AckWait.
 	r2 := openRemote(t, srv)
-	got2 := make(chan *Delivery, 1)
-	if _, err := r2.Consume(ctx, ConsumerConfig{AckWait: ackWait}, func(ctx context.Context, d *Delivery) error {
+	got2 := make(chan *queue.Delivery, 1)
+	if _, err := r2.Consume(ctx, queue.ConsumerConfig{AckWait: ackWait}, func(ctx context.Context, d *queue.Delivery) error {
 		got2 <- d
 		return nil
 	}); err != nil {
@@ -107,14 +109,14 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	t.Parallel()
 	const ackWait = 1500 * time.Millisecond
-	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
+	srv := openTest(t, queue.Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := srv.Publish(ctx, testRequest("slow")); err != nil {
 		t.Fatal(err)
 	}
 	var deliveries atomic.Int32
 	done := make(chan struct{})
-	h := func(ctx context.Context, d *Delivery) error {
+	h := func(ctx context.Context, d *queue.Delivery) error {
 		if deliveries.Add(1) == 1 {
 			defer close(done)
 			time.Sleep(3*ackWait + 700*time.Millisecond)
@@ -123,8 +125,8 @@ func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	}
 	// Two runners compete on the durable; only heartbeats keep the second
 	// from getting the run while the first works on it.
-	for _, q := range []*Queue{srv, openRemote(t, srv)} {
-		c, err := q.Consume(ctx, ConsumerConfig{AckWait: ackWait, Concurrency: 2, FetchWait: 200 * time.Millisecond}, h)
+	for _, q := range []*testQueue{srv, openRemote(t, srv)} {
+		c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: ackWait, Concurrency: 2, FetchWait: 200 * time.Millisecond}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,15 +152,15 @@ func TestHandlerResults(t *testing.T) {
 	}{
 		{name: "ack", results: nil, wantCalls: 1, wantStatus: workflows.StatusQueued},
 		{name: "retry then ack", results: []error{errors.New("docker down")}, wantCalls: 2, wantStatus: workflows.StatusQueued},
-		{name: "retry with delay", results: []error{Retry(errors.New("busy"), 300*time.Millisecond)}, wantCalls: 2, wantStatus: workflows.StatusQueued},
-		{name: "term", results: []error{Term(errors.New("workflow digest unknown"))}, wantCalls: 1,
+		{name: "retry with delay", results: []error{queue.Retry(errors.New("busy"), 300*time.Millisecond)}, wantCalls: 2, wantStatus: workflows.StatusQueued},
+		{name: "term", results: []error{queue.Term(errors.New("workflow digest unknown"))}, wantCalls: 1,
 			wantStatus: workflows.StatusFailed, wantError: "workflow digest unknown"},
 		{name: "exhausted", results: []error{errors.New("boom"), errors.New("boom"), errors.New("boom"), errors.New("boom")},
 			maxDeliver: 3, wantCalls: 3, wantStatus: workflows.StatusFailed, wantError: "giving up after 3 deliveries: boom"},
 		{name: "panic", results: []error{errPanic}, maxDeliver: 1, wantCalls: 1,
 			wantStatus: workflows.StatusFailed, wantError: "giving up after 1 deliveries: handler panicked: kaboom"},
 	}
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t, 20*time.Second)
@@ -171,8 +173,8 @@ func TestHandlerResults(t *testing.T) {
 				calls []time.Time
 			)
 			finished := make(chan struct{})
-			c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, MaxDeliver: tt.maxDeliver, Backoff: []time.Duration{20 * time.Millisecond}, FetchWait: 200 * time.Millisecond},
-				func(ctx context.Context, d *Delivery) error {
+			c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, MaxDeliver: tt.maxDeliver, Backoff: []time.Duration{20 * time.Millisecond}, FetchWait: 200 * time.Millisecond},
+				func(ctx context.Context, d *queue.Delivery) error {
 					mu.Lock()
 					defer mu.Unlock()
 					calls = append(calls, time.Now())
@@ -205,9 +207,9 @@ func TestHandlerResults(t *testing.T) {
 				t.Fatalf("handler called %d times, want %d", len(calls), tt.wantCalls)
 			}
 			if len(tt.results) == 1 && isRetry(tt.results[0]) {
-				r := tt.results[0].(*retryError)
-				if gap := calls[1].Sub(calls[0]); gap < r.after {
-					t.Fatalf("redelivered after %s, want ≥ %s", gap, r.after)
+				after, _ := queue.RetryAfter(tt.results[0])
+				if gap := calls[1].Sub(calls[0]); gap < after {
+					t.Fatalf("redelivered after %s, want ≥ %s", gap, after)
 				}
 			}
 			rec := waitStatus(t, q, res.RunID, tt.wantStatus, 5*time.Second)
@@ -228,8 +230,8 @@ var errPanic = errors.New("panic")
 func TestMaxDeliveriesAdvisory(t *testing.T) {
 	t.Parallel()
 	const ackWait = 500 * time.Millisecond
-	cfg := ConsumerConfig{AckWait: ackWait, MaxDeliver: 2}
-	srv := openTest(t, Config{Listen: "127.0.0.1:0"})
+	cfg := queue.ConsumerConfig{AckWait: ackWait, MaxDeliver: 2}
+	srv := openTest(t, queue.Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
 	res, err := srv.Publish(ctx, testRequest("doomed"))
 	if err != nil {
@@ -240,7 +242,7 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 	for i := range cfg.MaxDeliver {
 		r := openRemote(t, srv)
 		got := make(chan struct{}, 1)
-		if _, err := r.Consume(ctx, cfg, func(ctx context.Context, d *Delivery) error {
+		if _, err := r.Consume(ctx, cfg, func(ctx context.Context, d *queue.Delivery) error {
 			got <- struct{}{}
 			<-release
 			return nil
@@ -252,10 +254,10 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("runner %d got nothing", i+1)
 		}
-		r.nc.Close() // dies without an answer
+		r.NC().Close() // dies without an answer
 	}
 	var calls atomic.Int32
-	c, err := srv.Consume(ctx, cfg, func(ctx context.Context, d *Delivery) error {
+	c, err := srv.Consume(ctx, cfg, func(ctx context.Context, d *queue.Delivery) error {
 		calls.Add(1)
 		return nil
 	})
@@ -275,15 +277,15 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 
 func TestUndecodableTermed(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	for _, body := range []string{`{not json`, `{"v":99,"id":"01J","workflow":"x"}`} {
-		if _, err := q.js.PublishMsg(ctx, signedMsg(q, runsSubjectPrefix+"junk", []byte(body))); err != nil {
+		if _, err := q.JS().PublishMsg(ctx, signedMsg(q, queue.RunsSubjectPrefix+"junk", []byte(body))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var calls atomic.Int32
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		calls.Add(1)
 		return nil
 	})
@@ -299,7 +301,7 @@ func TestUndecodableTermed(t *testing.T) {
 
 func TestCloseHandsRunBack(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	res, err := q.Publish(ctx, testRequest("handback"))
 	if err != nil {
@@ -307,7 +309,7 @@ func TestCloseHandsRunBack(t *testing.T) {
 	}
 	started := make(chan struct{})
 	cause := make(chan error, 1)
-	c1, err := q.Consume(ctx, ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	c1, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
@@ -323,7 +325,7 @@ func TestCloseHandsRunBack(t *testing.T) {
 	if err := c1.Close(grace); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(<-cause, ErrShuttingDown) {
+	if !errors.Is(<-cause, queue.ErrShuttingDown) {
 		t.Fatal("handler did not see ErrShuttingDown")
 	}
 	if took := time.Since(began); took > 10*time.Second {
@@ -331,8 +333,8 @@ func TestCloseHandsRunBack(t *testing.T) {
 	}
 
 	// Nak'ed without delay: the next runner gets it long before AckWait (30s).
-	got := make(chan *Delivery, 1)
-	c2, err := q.Consume(ctx, ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	got := make(chan *queue.Delivery, 1)
+	c2, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 30 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d
 		return nil
 	})
@@ -350,4 +352,4 @@ func TestCloseHandsRunBack(t *testing.T) {
 	}
 }
 
-func isRetry(err error) bool { _, ok := err.(*retryError); return ok }
+func isRetry(err error) bool { _, ok := queue.RetryAfter(err); return ok }

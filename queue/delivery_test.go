@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"context"
@@ -12,30 +12,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 )
-
-// deliveryRequests is one delivery that matched n workflows.
-func deliveryRequests(n int) []*RunRequest {
-	base := testRequest("multi")
-	reqs := make([]*RunRequest, n)
-	for i := range reqs {
-		r := *base
-		r.Workflow = fmt.Sprintf("multi-%d", i)
-		reqs[i] = &r
-	}
-	return reqs
-}
-
-// redeliver copies reqs as the forge's redelivery would arrive: fresh run ids.
-func redeliver(reqs []*RunRequest) []*RunRequest {
-	out := make([]*RunRequest, len(reqs))
-	for i, r := range reqs {
-		c := *r
-		c.ID = ""
-		out[i] = &c
-	}
-	return out
-}
 
 // handled records the run ids a consumer's handler saw.
 type handled struct {
@@ -43,7 +23,7 @@ type handled struct {
 	ids []string
 }
 
-func (h *handled) handler(ctx context.Context, d *Delivery) error {
+func (h *handled) handler(ctx context.Context, d *queue.Delivery) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ids = append(h.ids, d.Request.ID)
@@ -58,14 +38,14 @@ func (h *handled) seen() []string {
 
 // assertNothingLeft checks that no record, no delivery key and no message
 // of reqs remains.
-func assertNothingLeft(t *testing.T, q *Queue, reqs []*RunRequest) {
+func assertNothingLeft(t *testing.T, q *testQueue, reqs []*queue.RunRequest) {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 0 {
 		t.Errorf("records after a failed delivery: %d (%v); want none", len(recs), err)
 	}
 	for _, r := range reqs {
-		_, err := q.delKV.Get(ctx, deliveryKVKey(r.Event.Forge, r.Event.DeliveryID, r.Workflow))
+		_, err := q.DelKV().Get(ctx, queue.DeliveryKVKey(r.Event.Forge, r.Event.DeliveryID, r.Workflow))
 		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
 			t.Errorf("delivery key of %s after a failed delivery: %v; want none", r.Workflow, err)
 		}
@@ -73,7 +53,7 @@ func assertNothingLeft(t *testing.T, q *Queue, reqs []*RunRequest) {
 	if n := streamMsgs(t, q); n != 0 {
 		t.Errorf("stream has %d messages after a failed delivery; want none", n)
 	}
-	if objs, err := q.bodies.List(ctx); !errors.Is(err, jetstream.ErrNoObjectsFound) {
+	if objs, err := q.Bodies().List(ctx); !errors.Is(err, jetstream.ErrNoObjectsFound) {
 		t.Errorf("bodies after a failed delivery: %d (%v); want none", len(objs), err)
 	}
 }
@@ -81,7 +61,7 @@ func assertNothingLeft(t *testing.T, q *Queue, reqs []*RunRequest) {
 // assertDelivered checks that the results name one fresh run per request,
 // each with its record, its key and its message, and that the consumer
 // runs each exactly once.
-func assertDelivered(t *testing.T, q *Queue, reqs []*RunRequest, res []PublishResult, h *handled) {
+func assertDelivered(t *testing.T, q *testQueue, reqs []*queue.RunRequest, res []queue.PublishResult, h *handled) {
 	t.Helper()
 	ctx := testCtx(t, 15*time.Second)
 	if len(res) != len(reqs) {
@@ -96,12 +76,12 @@ func assertDelivered(t *testing.T, q *Queue, reqs []*RunRequest, res []PublishRe
 		if _, _, err := q.Runs().Get(ctx, r.RunID); err != nil {
 			t.Errorf("record of %s: %v", r.RunID, err)
 		}
-		e, err := q.delKV.Get(ctx, deliveryKVKey(reqs[i].Event.Forge, reqs[i].Event.DeliveryID, reqs[i].Workflow))
+		e, err := q.DelKV().Get(ctx, queue.DeliveryKVKey(reqs[i].Event.Forge, reqs[i].Event.DeliveryID, reqs[i].Workflow))
 		if err != nil || string(e.Value()) != r.RunID {
 			t.Errorf("delivery key of %s: %v; want run %s", reqs[i].Workflow, err, r.RunID)
 		}
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != len(reqs) {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != len(reqs) {
 		t.Errorf("%d records (%v); want %d", len(recs), err, len(reqs))
 	}
 	slices.Sort(want)
@@ -128,18 +108,18 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 		name  string
 		point string // "" for the stream's own refusal
 	}{
-		{"after the body", failBody},
-		{"after keys", failKeys},
-		{"after records", failRecords},
-		{"messages refused", failMessages},
+		{"after the body", queue.FailBody},
+		{"after keys", queue.FailKeys},
+		{"after records", queue.FailRecords},
+		{"messages refused", queue.FailMessages},
 		{"one message too large for the stream", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := openTest(t, Config{})
+			q := openTest(t, queue.Config{})
 			ctx := testCtx(t, 30*time.Second)
 			h := &handled{}
-			c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
+			c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,21 +128,21 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 			reqs := deliveryRequests(3)
 			var restore func()
 			if tc.point != "" {
-				big := json.RawMessage(`"` + strings.Repeat("b", q.inlineMax+1) + `"`)
+				big := json.RawMessage(`"` + strings.Repeat("b", q.InlineMax()+1) + `"`)
 				for _, r := range reqs {
 					r.Event.Raw = big
 				}
-				q.failAt = func(p string) error {
+				*q.FailAt() = func(p string) error {
 					if p == tc.point {
 						return injected
 					}
 					return nil
 				}
-				restore = func() { q.failAt = nil }
+				restore = func() { *q.FailAt() = nil }
 			} else {
 				// The middle run's message alone is too large: without
 				// an atomic batch the other two would be stored.
-				st, err := q.js.Stream(ctx, StreamRuns)
+				st, err := q.JS().Stream(ctx, queue.StreamRuns)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,12 +152,12 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 				}
 				small := info.Config
 				small.MaxMsgSize = 4096
-				if _, err := q.js.UpdateStream(ctx, small); err != nil {
+				if _, err := q.JS().UpdateStream(ctx, small); err != nil {
 					t.Fatal(err)
 				}
 				reqs[1].Event.Raw = json.RawMessage(`"` + strings.Repeat("x", 8192) + `"`)
 				restore = func() {
-					if _, err := q.js.UpdateStream(ctx, info.Config); err != nil {
+					if _, err := q.JS().UpdateStream(ctx, info.Config); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -210,11 +190,11 @@ func TestDeliveryAllOrNothing(t *testing.T) {
 // answers success.
 func TestDeliveryUnknownOutcomeCompletes(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
 	lost := fmt.Errorf("waiting for ack: %w", context.DeadlineExceeded)
-	q.failAt = func(p string) error {
-		if p == failAck {
+	*q.FailAt() = func(p string) error {
+		if p == queue.FailAck {
 			return lost
 		}
 		return nil
@@ -223,7 +203,7 @@ func TestDeliveryUnknownOutcomeCompletes(t *testing.T) {
 	if _, err := q.PublishDelivery(ctx, reqs); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("first attempt: %v; want the lost acknowledgement", err)
 	}
-	q.failAt = nil
+	*q.FailAt() = nil
 	var first []string
 	for _, r := range reqs {
 		first = append(first, r.ID)
@@ -248,7 +228,7 @@ func TestDeliveryUnknownOutcomeCompletes(t *testing.T) {
 	if n := streamMsgs(t, q); n != 3 {
 		t.Errorf("stream has %d messages after the redelivery; want 3", n)
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 3 {
 		t.Errorf("%d records (%v); want 3", len(recs), err)
 	}
 }
@@ -258,7 +238,7 @@ func TestDeliveryUnknownOutcomeCompletes(t *testing.T) {
 // under its earlier id, the others are stored, one message each.
 func TestDeliveryPartlyStoredCompletes(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
 	reqs := deliveryRequests(3)
 	one := *reqs[0]
@@ -276,7 +256,7 @@ func TestDeliveryPartlyStoredCompletes(t *testing.T) {
 	if n := streamMsgs(t, q); n != 3 {
 		t.Errorf("stream has %d messages; want 3", n)
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 3 {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 3 {
 		t.Errorf("%d records (%v); want 3 (a duplicate's own record removed)", len(recs), err)
 	}
 }
@@ -286,7 +266,7 @@ func TestDeliveryPartlyStoredCompletes(t *testing.T) {
 // error.
 func TestDeliveriesConcurrentBatches(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{PublishTimeout: 30 * time.Second})
+	q := openTest(t, queue.Config{PublishTimeout: 30 * time.Second})
 	ctx := testCtx(t, 60*time.Second)
 	const n = 120
 	var wg sync.WaitGroup
@@ -314,16 +294,16 @@ func TestDeliveriesConcurrentBatches(t *testing.T) {
 // with one message and one record per run and each run executed once.
 func TestDeliveryRecordOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
 	h := &handled{}
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	q.failAt = func(p string) error {
-		if p == failRecordAck {
+	*q.FailAt() = func(p string) error {
+		if p == queue.FailRecordAck {
 			return errors.New("waiting for ack: lost")
 		}
 		return nil
@@ -332,14 +312,14 @@ func TestDeliveryRecordOutcomeUnknown(t *testing.T) {
 	if _, err := q.PublishDelivery(ctx, reqs); err == nil {
 		t.Fatal("the failed delivery reported success")
 	}
-	q.failAt = nil
+	*q.FailAt() = nil
 	if n := streamMsgs(t, q); n != 0 {
 		t.Fatalf("stream has %d messages; want none before the commit", n)
 	}
 	var first []string
 	for _, r := range reqs {
 		first = append(first, r.ID)
-		e, err := q.delKV.Get(ctx, deliveryKVKey(r.Event.Forge, r.Event.DeliveryID, r.Workflow))
+		e, err := q.DelKV().Get(ctx, queue.DeliveryKVKey(r.Event.Forge, r.Event.DeliveryID, r.Workflow))
 		if err != nil || string(e.Value()) != r.ID {
 			t.Fatalf("delivery key of %s: %v; want it kept with run %s", r.Workflow, err, r.ID)
 		}
@@ -358,7 +338,7 @@ func TestDeliveryRecordOutcomeUnknown(t *testing.T) {
 			t.Errorf("redelivery result %d = %+v; want a duplicate of %s", i, r, first[i])
 		}
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 2 {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 2 {
 		t.Errorf("%d records (%v); want 2", len(recs), err)
 	}
 	for ctx.Err() == nil && len(h.seen()) < 2 {

@@ -1,23 +1,23 @@
-// Package queue is hookrun's durable middle: NATS JetStream, embedded by
-// default or an external cluster. It owns the HOOKRUN_RUNS work-queue stream
-// of RunRequests (published by ingress, consumed by runners), the
-// hookrun_runs KV bucket of run records, the hookrun_deliveries KV bucket
-// that dedupes redelivered webhooks, the hookrun_heads KV bucket of pull
-// request heads ingress has seen (HeadStore: comment-triggered runs are
-// pinned to them), the hookrun_outbox KV bucket of final reports the forge
-// did not take in time (OutboxStore, retried by runner.Outbox), the
-// hookrun_received KV bucket of accepted deliveries (ReceivedStore: event
-// name and body, for replays and re-runs; AcceptDelivery writes it with the
-// delivery's keys, all or nothing), the hookrun_sessions KV bucket of the
-// web UI's login sessions (SessionStore, made on demand by Sessions: an
-// entry per session id, expiring with the session lifetime, deleted at
-// log-out), the HOOKRUN_SCHEDULES stream of workflow schedules (Schedules:
-// JetStream message schedules, one definition message per workflow trigger
-// that the server itself turns into ticks, handed each to one consumer of
-// all the processes sharing the durable consumer; made on demand), and the
-// HOOKRUN_LOGS stream of step output. It imports
-// only workflows (and internal/lines, the line writer it shares with the
-// runner).
+// Package queue is hookrun's transport: NATS JetStream, embedded by
+// default or an external cluster. It owns the HOOKRUN_RUNS work-queue
+// stream of RunRequests (published by ingress, consumed by runners), the
+// hookrun_deliveries KV bucket that dedupes redelivered webhooks, the
+// hookrun_bodies object store of webhook bodies too large to travel
+// inside a run request, and the HOOKRUN_SCHEDULES stream of workflow
+// schedules (Schedules: JetStream message schedules, one definition
+// message per workflow trigger that the server itself turns into ticks,
+// handed each to one consumer of all the processes sharing the durable
+// consumer; made on demand). It imports only workflows.
+//
+// The run state (records and their transitions, index, groups, heads,
+// received deliveries, outbox, logs, retention) is package stores, which
+// imports this one. The queue keeps the run records in step with the
+// stream through Records, a small interface the stores' RunStore
+// satisfies and stores.Open hands over (UseRecords): publishing writes a
+// run's queued record in the same round trip as its delivery key, the
+// consumer reconciles a delivered request with its record and fails the
+// runs it gives up on. AcceptDelivery writes an Entry beside a delivery's
+// runs, all or nothing with them (the stores' received deliveries).
 //
 // Exactly-once in effect: PublishDelivery maps each (forge, delivery,
 // workflow) to one run id through a create-only hookrun_deliveries entry and
@@ -31,11 +31,9 @@
 // the commit point. A body too large to travel inside a run request is
 // stored once in the hookrun_bodies object store and referenced. Delivery is at-least-once: a run request may reach a
 // handler again (a lost ack, a runner that died, a replay after the
-// duplicate window), so handlers claim runs in hookrun_runs with
-// compare-and-set and skip runs that already ended. Records change only
-// through the transitions of transitions.go (queue, claim, heartbeat,
-// release, finish, request-cancel, fail), which share one compare-and-set
-// loop. A run never vanishes
+// duplicate window), so handlers claim runs in their records with
+// compare-and-set and skip runs that already ended (stores'
+// transitions). A run never vanishes
 // silently: a handler's Term, the last failed delivery and the
 // max-deliveries advisory (runners died each time) all mark its record
 // failed with the reason.
@@ -57,10 +55,10 @@
 // a Consumer terminates, logs and counts a message without a valid one
 // before anything else and writes no record for it.
 //
-// Bounded records: RunStore.List pages, filtered, through the RunIndex (an
-// in-memory index kept current by a watch of hookrun_runs) and never reads
-// the whole bucket; SweepRuns (StartRetention) removes the runs that
-// finished longer ago than the retention with their logs, body, outbox
-// entry and group key; a cancel_in_progress run starts through its
-// group's one key (GroupStore.StartNewest).
+// A delivery's way through the consumer (Consumer.handle) is a short
+// pipeline of named steps, each of which may settle the message:
+// authenticate, decode, reconcile (with its delivery key and record), load
+// the body, execute (the handler under an in-progress heartbeat, parked
+// while it waits for its group), settle (ack, hand back, give up, or nak
+// with the backoff).
 package queue

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -78,7 +76,7 @@ func testRequest(workflow string) *RunRequest {
 		Workflow:       workflow,
 		WorkflowDigest: "sha256:0123",
 		Event: workflows.Event{
-			Forge:      workflows.GitHub,
+			Forge:      workflows.Forge("github"),
 			Kind:       workflows.KindPullRequest,
 			Action:     "opened",
 			DeliveryID: fmt.Sprintf("d0e1f2a3-%04d-11ee-8c99-0242ac120002", n),
@@ -92,23 +90,4 @@ func testRequest(workflow string) *RunRequest {
 			Raw: []byte(`{"action":"opened"}`),
 		},
 	}
-}
-
-// streamMsgs is the number of messages in HOOKRUN_RUNS.
-func streamMsgs(t testing.TB, q *Queue) uint64 {
-	t.Helper()
-	info, err := q.runsS.Info(testCtx(t, 5*time.Second))
-	if err != nil {
-		t.Fatalf("stream info: %v", err)
-	}
-	return info.State.Msgs
-}
-
-// signedMsg is a message of data on subject with the authenticator q's
-// Publish would give it.
-func signedMsg(q *Queue, subject string, data []byte) *nats.Msg {
-	m := nats.NewMsg(subject)
-	m.Data = data
-	m.Header.Set(HeaderMAC, q.macs.header(subject, data))
-	return m
 }

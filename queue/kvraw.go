@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"errors"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -22,19 +20,11 @@ func kvSubject(bucket, key string) string {
 
 // createAsync writes a key of a KV bucket only if it has never had a value:
 // what KeyValue.Create does, without its wait. A key that exists, or that
-// holds a delete marker, is refused (isWrongLastSeq); KeyValue.Create then
+// holds a delete marker, is refused (IsWrongLastSeq); KeyValue.Create then
 // settles the marker case.
 func (q *Queue) createAsync(subject string, value []byte) *pendingWrite {
 	m := nats.NewMsg(subject)
 	m.Data = value
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	return q.publishAsync(m)
-}
-
-// isWrongLastSeq: a create-only or compare-and-set write found another
-// revision (10071; 10164 on replicated streams).
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) &&
-		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }

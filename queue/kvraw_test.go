@@ -18,6 +18,12 @@ func TestRawKVSubjects(t *testing.T) {
 	t.Parallel()
 	q := openTest(t, Config{DuplicateWindow: 100 * time.Millisecond, DeliveryTTL: time.Second})
 	ctx := testCtx(t, 30*time.Second)
+	// A bucket as hookrun keeps every one (the stores' hookrun_runs among them).
+	const rawBucket = "hookrun_raw_test"
+	kv, err := CreateBucket(ctx, q.Shared(), jetstream.KeyValueConfig{Bucket: rawBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
 	create := func(bucket, key, value string) *pendingWrite {
 		t.Helper()
 		w := q.createAsync(kvSubject(bucket, key), []byte(value))
@@ -26,11 +32,11 @@ func TestRawKVSubjects(t *testing.T) {
 	}
 
 	// Raw write → KV read, same revision.
-	w := create(BucketRuns, "raw-1", "one")
+	w := create(rawBucket, "raw-1", "one")
 	if w.err != nil {
 		t.Fatalf("raw create: %v", w.err)
 	}
-	e, err := q.runsKV.Get(ctx, "raw-1")
+	e, err := kv.Get(ctx, "raw-1")
 	if err != nil {
 		t.Fatalf("reading a raw write through the KV API: %v (does kvSubject still match the bucket's layout?)", err)
 	}
@@ -39,11 +45,11 @@ func TestRawKVSubjects(t *testing.T) {
 	}
 
 	// KV write → last message on kvSubject, same revision.
-	rev, err := q.runsKV.Put(ctx, "api-1", []byte("two"))
+	rev, err := kv.Put(ctx, "api-1", []byte("two"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := q.runsKV.Status(ctx)
+	st, err := kv.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,30 +57,30 @@ func TestRawKVSubjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, kvSubject(BucketRuns, "api-1"))
+	m, err := stream.GetLastMsgForSubject(ctx, kvSubject(rawBucket, "api-1"))
 	if err != nil || string(m.Data) != "two" || m.Sequence != rev {
-		t.Fatalf("last message on %s: %v, %v; want \"two\" at %d", kvSubject(BucketRuns, "api-1"), m, err, rev)
+		t.Fatalf("last message on %s: %v, %v; want \"two\" at %d", kvSubject(rawBucket, "api-1"), m, err, rev)
 	}
 
 	// Create-only: a second raw create is refused and changes nothing;
 	// the API agrees that the key exists; compare-and-set on the raw
 	// revision works.
-	if w := create(BucketRuns, "raw-1", "again"); !isWrongLastSeq(w.err) {
+	if w := create(rawBucket, "raw-1", "again"); !IsWrongLastSeq(w.err) {
 		t.Fatalf("second raw create: %v, want a wrong-last-sequence refusal", w.err)
 	}
-	if _, err := q.runsKV.Create(ctx, "raw-1", []byte("api")); !errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := kv.Create(ctx, "raw-1", []byte("api")); !errors.Is(err, jetstream.ErrKeyExists) {
 		t.Fatalf("KV Create of a raw-created key: %v, want ErrKeyExists", err)
 	}
-	if _, err := q.runsKV.Update(ctx, "raw-1", []byte("three"), w.ack.Sequence); err != nil {
+	if _, err := kv.Update(ctx, "raw-1", []byte("three"), w.ack.Sequence); err != nil {
 		t.Fatalf("KV Update at the raw write's revision: %v", err)
 	}
 
 	// A delete marker refuses a raw create (settleDeliveryKey then uses
 	// KeyValue.Create, which handles markers).
-	if err := q.runsKV.Delete(ctx, "api-1"); err != nil {
+	if err := kv.Delete(ctx, "api-1"); err != nil {
 		t.Fatal(err)
 	}
-	if w := create(BucketRuns, "api-1", "four"); !isWrongLastSeq(w.err) {
+	if w := create(rawBucket, "api-1", "four"); !IsWrongLastSeq(w.err) {
 		t.Fatalf("raw create over a delete marker: %v, want a wrong-last-sequence refusal", w.err)
 	}
 

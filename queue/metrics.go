@@ -32,23 +32,30 @@ const (
 //   - hookrun_report_outbox_reports: final reports waiting in the outbox.
 //
 // durable is the runners' consumer (ConsumerConfig.Durable; "" for the
-// default). Every process sharing the queue reports the same values.
-func (q *Queue) Collector(durable string) prometheus.Collector {
+// default), outbox the store of reports (stores.OutboxStore). Every
+// process sharing the queue reports the same values.
+func (q *Queue) Collector(durable string, outbox Counter) prometheus.Collector {
 	if durable == "" {
-		durable = "hookrun-runner"
+		durable = DefaultDurable
 	}
-	return &stateCollector{q: q, durable: durable,
+	return &stateCollector{q: q, durable: durable, outbox: outbox,
 		pending:    prometheus.NewDesc("hookrun_queue_pending_runs", "Run requests on HOOKRUN_RUNS not yet delivered to a runner.", nil, nil),
 		ackPending: prometheus.NewDesc("hookrun_queue_ack_pending_runs", "Run requests delivered to a runner and not yet acknowledged.", nil, nil),
-		outbox:     prometheus.NewDesc("hookrun_report_outbox_reports", "Final reports waiting in the outbox (hookrun_outbox) to be delivered.", nil, nil),
+		outboxDesc: prometheus.NewDesc("hookrun_report_outbox_reports", "Final reports waiting in the outbox (hookrun_outbox) to be delivered.", nil, nil),
 	}
+}
+
+// Counter counts the entries of a store.
+type Counter interface {
+	Count(ctx context.Context) (int, error)
 }
 
 type stateCollector struct {
 	q       *Queue
 	durable string
+	outbox  Counter
 
-	pending, ackPending, outbox *prometheus.Desc
+	pending, ackPending, outboxDesc *prometheus.Desc
 
 	mu   sync.Mutex
 	at   time.Time  // when last read; zero: never
@@ -64,7 +71,7 @@ type queueState struct {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pending
 	ch <- c.ackPending
-	ch <- c.outbox
+	ch <- c.outboxDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -74,7 +81,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, s.pending)
 	ch <- prometheus.MustNewConstMetric(c.ackPending, prometheus.GaugeValue, s.ackPending)
-	ch <- prometheus.MustNewConstMetric(c.outbox, prometheus.GaugeValue, s.outbox)
+	ch <- prometheus.MustNewConstMetric(c.outboxDesc, prometheus.GaugeValue, s.outbox)
 }
 
 // read returns the cached reading while it is fresh, else reads again
@@ -87,7 +94,7 @@ func (c *stateCollector) read() (queueState, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	s, err := c.q.readState(ctx, c.durable)
+	s, err := c.q.readState(ctx, c.durable, c.outbox)
 	if err != nil {
 		c.q.log.Debug("reading queue state for metrics", "err", err)
 	}
@@ -97,7 +104,7 @@ func (c *stateCollector) read() (queueState, bool) {
 
 // readState reads the consumer's counts (the stream's when there is no
 // consumer yet) and counts the outbox's entries.
-func (q *Queue) readState(ctx context.Context, durable string) (queueState, error) {
+func (q *Queue) readState(ctx context.Context, durable string, outbox Counter) (queueState, error) {
 	var s queueState
 	cons, err := q.runsS.Consumer(ctx, durable)
 	switch {
@@ -113,15 +120,10 @@ func (q *Queue) readState(ctx context.Context, durable string) (queueState, erro
 	default:
 		return s, err
 	}
-	keys, err := q.outboxKV.ListKeys(ctx)
+	n, err := outbox.Count(ctx)
 	if err != nil {
 		return s, err
 	}
-	n := 0
-	for range keys.Keys() {
-		n++
-	}
-	// The lister stops itself once its channel is drained.
 	s.outbox = float64(n)
 	return s, nil
 }

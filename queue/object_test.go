@@ -1,17 +1,21 @@
-package queue
+package queue_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // withObject copies reqs as another delivery of the same object would
 // arrive: fresh run ids, another delivery id, the same Object.
-func withObject(reqs []*RunRequest, delivery, object string) []*RunRequest {
+func withObject(reqs []*queue.RunRequest, delivery, object string) []*queue.RunRequest {
 	out := redeliver(reqs)
 	for _, r := range out {
 		r.Event.DeliveryID, r.Object = delivery, object
@@ -26,10 +30,10 @@ func withObject(reqs []*RunRequest, delivery, object string) []*RunRequest {
 // keys it wrote: the next delivery of that object runs.
 func TestObjectDedupeAcrossDeliveries(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
 	h := &handled{}
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, h.handler)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +63,7 @@ func TestObjectDedupeAcrossDeliveries(t *testing.T) {
 			if r.RunID != res[i].RunID || !r.Duplicate || r.SameObject != tc.wantSameObject {
 				t.Fatalf("%s: result %d = %+v; want run %s, duplicate, same object %v", tc.delivery, i, r, res[i].RunID, tc.wantSameObject)
 			}
-			e, err := q.delKV.Get(ctx, deliveryKVKey(first[i].Event.Forge, tc.delivery, first[i].Workflow))
+			e, err := q.DelKV().Get(ctx, queue.DeliveryKVKey(first[i].Event.Forge, tc.delivery, first[i].Workflow))
 			if err != nil || string(e.Value()) != r.RunID {
 				t.Fatalf("%s: delivery key of %s: %v; want run %s", tc.delivery, first[i].Workflow, err, r.RunID)
 			}
@@ -71,8 +75,8 @@ func TestObjectDedupeAcrossDeliveries(t *testing.T) {
 
 	// A failed publish leaves no object key behind.
 	injected := errors.New("injected failure")
-	q.failAt = func(p string) error {
-		if p == failRecords {
+	*q.FailAt() = func(p string) error {
+		if p == queue.FailRecords {
 			return injected
 		}
 		return nil
@@ -81,9 +85,9 @@ func TestObjectDedupeAcrossDeliveries(t *testing.T) {
 	if _, err := q.PublishDelivery(ctx, failed); !errors.Is(err, injected) {
 		t.Fatalf("failed delivery: %v", err)
 	}
-	q.failAt = nil
+	*q.FailAt() = nil
 	for _, r := range failed {
-		if _, err := q.delKV.Get(ctx, objectKVKey(r.Event.Forge, "object-2", r.Workflow)); !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+		if _, err := q.DelKV().Get(ctx, queue.ObjectKVKey(r.Event.Forge, "object-2", r.Workflow)); !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
 			t.Fatalf("object key of %s after a failed delivery: %v; want none", r.Workflow, err)
 		}
 	}
@@ -95,5 +99,54 @@ func TestObjectDedupeAcrossDeliveries(t *testing.T) {
 		if r.Duplicate || r.RunID == res[i].RunID {
 			t.Fatalf("a new object after a failed delivery: result %d = %+v; want a fresh run", i, r)
 		}
+	}
+}
+
+// Copies of one delivery of an object that race each other (the forge's
+// retry while the first answer is still on its way) are one run: every
+// copy is answered with the same run id, and one message is stored. When
+// the copy that lost the delivery key could still claim the object key,
+// the winner followed the object key to the loser's id while the loser
+// pointed the object key back at the winner's: two answers, no run.
+func TestRacingCopiesOfAnObjectAreOneRun(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, queue.Config{})
+	ctx := testCtx(t, 60*time.Second)
+	const rounds, copies = 200, 8
+	base := deliveryRequests(1)
+	for round := range rounds {
+		delivery, object := fmt.Sprintf("race-d%d", round), fmt.Sprintf("race-object-%d", round)
+		ids := make([]string, copies)
+		errs := make([]error, copies)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := range copies {
+			wg.Go(func() {
+				reqs := withObject(base, delivery, object)
+				<-start
+				res, err := q.PublishDelivery(ctx, reqs)
+				if err == nil {
+					ids[c] = res[0].RunID
+				}
+				errs[c] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		for c := range copies {
+			if errs[c] != nil {
+				t.Fatalf("round %d copy %d: %v", round, c, errs[c])
+			}
+			if ids[c] != ids[0] {
+				t.Fatalf("round %d: copies answered runs %v; want one run", round, ids)
+			}
+		}
+		e, err := q.DelKV().Get(ctx, queue.ObjectKVKey(base[0].Event.Forge, object, base[0].Workflow))
+		if err != nil || string(e.Value()) != ids[0] {
+			t.Fatalf("round %d: object key %v (%v); want run %s", round, e, err, ids[0])
+		}
+	}
+	if n := streamMsgs(t, q); n != rounds {
+		t.Fatalf("stream holds %d messages, want %d (one run per object)", n, rounds)
 	}
 }

@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -19,35 +21,35 @@ func TestDeliveryKey(t *testing.T) {
 		delivery, workflow string
 		want, wantKV       string
 	}{
-		{workflows.GitHub, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "pr-review",
+		{workflows.Forge("github"), "72d3162e-cc78-11e3-81ab-4c9367dc0958", "pr-review",
 			"github:72d3162e-cc78-11e3-81ab-4c9367dc0958:pr-review", "github.72d3162e-cc78-11e3-81ab-4c9367dc0958.pr-review"},
-		{workflows.GitLab, "a3b2c1", "triage", "gitlab:a3b2c1:triage", "gitlab.a3b2c1.triage"},
+		{workflows.Forge("gitlab"), "a3b2c1", "triage", "gitlab:a3b2c1:triage", "gitlab.a3b2c1.triage"},
 		// KV keys refuse ':' and spaces, and '.' would add tokens: hashed.
-		{workflows.GitLab, "Note Hook:1.2", "triage", "gitlab:Note Hook:1.2:triage",
+		{workflows.Forge("gitlab"), "Note Hook:1.2", "triage", "gitlab:Note Hook:1.2:triage",
 			"h.5d8d7e0ab1f0c4f1a3a0bbbd2fc1c8e8e0a4b4d15f8e0d14c6a2bd0a3b74e6a5"},
 	}
 	for _, tt := range tests {
-		if got := DeliveryKey(tt.forge, tt.delivery, tt.workflow); got != tt.want {
+		if got := queue.DeliveryKey(tt.forge, tt.delivery, tt.workflow); got != tt.want {
 			t.Errorf("DeliveryKey(%q, %q, %q) = %q, want %q", tt.forge, tt.delivery, tt.workflow, got, tt.want)
 		}
-		got := deliveryKVKey(tt.forge, tt.delivery, tt.workflow)
+		got := queue.DeliveryKVKey(tt.forge, tt.delivery, tt.workflow)
 		if tt.wantKV[:2] == "h." {
-			if len(got) != 66 || got[:2] != "h." || !kvSafe.MatchString(got[2:]) {
-				t.Errorf("deliveryKVKey(%q) = %q, want a hashed key", tt.delivery, got)
+			if len(got) != 66 || got[:2] != "h." || !queue.KVSafe(got[2:]) {
+				t.Errorf("queue.DeliveryKVKey(%q) = %q, want a hashed key", tt.delivery, got)
 			}
 			continue
 		}
 		if got != tt.wantKV {
-			t.Errorf("deliveryKVKey(%q) = %q, want %q", tt.delivery, got, tt.wantKV)
+			t.Errorf("queue.DeliveryKVKey(%q) = %q, want %q", tt.delivery, got, tt.wantKV)
 		}
 	}
 }
 
 func TestNewRunIDSortable(t *testing.T) {
 	t.Parallel()
-	prev := NewRunID()
+	prev := queue.NewRunID()
 	for range 1000 {
-		id := NewRunID()
+		id := queue.NewRunID()
 		if len(id) != 26 || id <= prev {
 			t.Fatalf("run id %q after %q: want 26 chars, increasing", id, prev)
 		}
@@ -61,10 +63,11 @@ func TestRestartSurvival(t *testing.T) {
 	dir := t.TempDir()
 	ctx := testCtx(t, 30*time.Second)
 	const n = 50
-	q1, err := Open(ctx, Config{DataDir: dir, Logger: testLogger(t), RequestKey: testRequestKey})
+	raw, err := queue.Open(ctx, queue.Config{DataDir: dir, Logger: testLogger(t), RequestKey: testRequestKey})
 	if err != nil {
 		t.Fatal(err)
 	}
+	q1 := withStores(t, raw)
 	want := map[string]bool{}
 	for range n {
 		res, err := q1.Publish(ctx, testRequest("restart"))
@@ -77,14 +80,14 @@ func TestRestartSurvival(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	q2 := openTest(t, Config{DataDir: dir})
+	q2 := openTest(t, queue.Config{DataDir: dir})
 	if got := streamMsgs(t, q2); got != n {
 		t.Fatalf("stream has %d messages after restart, want %d", got, n)
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
 	all := make(chan struct{})
-	c, err := q2.Consume(ctx, ConsumerConfig{AckWait: time.Second, Concurrency: 8}, func(ctx context.Context, d *Delivery) error {
+	c, err := q2.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, Concurrency: 8}, func(ctx context.Context, d *queue.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		seen[d.Request.ID]++
@@ -121,7 +124,7 @@ func TestPublishDedupeConcurrent(t *testing.T) {
 	t.Parallel()
 	// Default duplicate window (2m): the burst must fit in it even on a
 	// loaded machine; the timeout is generous for the same reason.
-	q := openTest(t, Config{PublishTimeout: 30 * time.Second})
+	q := openTest(t, queue.Config{PublishTimeout: 30 * time.Second})
 	ctx := testCtx(t, 60*time.Second)
 	base := testRequest("dedupe")
 
@@ -166,7 +169,7 @@ func TestPublishDedupeConcurrent(t *testing.T) {
 	if got := streamMsgs(t, q); got != 1 {
 		t.Fatalf("stream has %d messages, want 1", got)
 	}
-	recs, _, err := q.Runs().List(ctx, ListFilter{})
+	recs, _, err := q.Runs().List(ctx, stores.ListFilter{})
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%d run records (%v), want 1", len(recs), err)
 	}
@@ -177,7 +180,7 @@ func TestPublishDedupeConcurrent(t *testing.T) {
 func TestPublishReplayAfterWindow(t *testing.T) {
 	t.Parallel()
 	const window = 300 * time.Millisecond // JetStream's minimum is 100ms
-	q := openTest(t, Config{DuplicateWindow: window})
+	q := openTest(t, queue.Config{DuplicateWindow: window})
 	ctx := testCtx(t, 30*time.Second)
 	base := testRequest("replay")
 	first := *base
@@ -188,8 +191,8 @@ func TestPublishReplayAfterWindow(t *testing.T) {
 
 	// Consume and finish the run, as a runner would.
 	done := make(chan struct{}, 1)
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second, FetchWait: 200 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
-		_, err := q.Runs().Modify(ctx, d.Request.ID, func(r *RunRecord) bool {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, FetchWait: 200 * time.Millisecond}, func(ctx context.Context, d *queue.Delivery) error {
+		_, err := q.Runs().Modify(ctx, d.Request.ID, func(r *stores.RunRecord) bool {
 			r.Status = workflows.StatusSucceeded
 			return true
 		})
@@ -234,16 +237,16 @@ func TestPublishReplayAfterWindow(t *testing.T) {
 // attempt runs under it, and the first attempt's record disappears.
 func TestReconcileSupersededAttempt(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	first := testRequest("retried")
-	first.ID, first.V, first.Attempt, first.CreatedAt = NewRunID(), WireVersion, 1, time.Now().UTC()
+	first.ID, first.V, first.Attempt, first.CreatedAt = queue.NewRunID(), queue.WireVersion, 1, time.Now().UTC()
 	// What the failed attempt left behind: its message and record, but no
 	// delivery key (Publish removed it when it reported the failure).
 	if _, err := q.Publish(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.delKV.Delete(ctx, deliveryKVKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
+	if err := q.DelKV().Delete(ctx, queue.DeliveryKVKey(first.Event.Forge, first.Event.DeliveryID, first.Workflow)); err != nil {
 		t.Fatal(err)
 	}
 	retry := *first
@@ -258,8 +261,8 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	if n := streamMsgs(t, q); n != 1 {
 		t.Fatalf("stream has %d messages, want 1 (the retry's is a duplicate)", n)
 	}
-	got := make(chan *Delivery, 1)
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+	got := make(chan *queue.Delivery, 1)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d
 		return nil
 	})
@@ -271,7 +274,7 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	if d.Request.ID != res.RunID {
 		t.Fatalf("handler got run %s, want the retry's %s", d.Request.ID, res.RunID)
 	}
-	if _, _, err := q.Runs().Get(ctx, first.ID); !errors.Is(err, ErrNotFound) {
+	if _, _, err := q.Runs().Get(ctx, first.ID); !errors.Is(err, stores.ErrNotFound) {
 		t.Fatalf("first attempt's record: %v, want ErrNotFound", err)
 	}
 	if _, _, err := q.Runs().Get(ctx, res.RunID); err != nil {
@@ -282,16 +285,16 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 // A message whose record never landed still reaches the handler with a record.
 func TestReconcileCreatesMissingRecord(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	req := testRequest("norecord")
-	req.ID, req.V, req.Attempt = NewRunID(), WireVersion, 1
+	req.ID, req.V, req.Attempt = queue.NewRunID(), queue.WireVersion, 1
 	data, _ := json.Marshal(req)
-	if _, err := q.js.PublishMsg(ctx, signedMsg(q, runsSubjectPrefix+req.Workflow, data)); err != nil {
+	if _, err := q.JS().PublishMsg(ctx, signedMsg(q, queue.RunsSubjectPrefix+req.Workflow, data)); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		_, _, err := q.Runs().Get(ctx, d.Request.ID)
 		got <- err
 		return nil
@@ -308,7 +311,7 @@ func TestReconcileCreatesMissingRecord(t *testing.T) {
 // BenchmarkPublish measures one Publish (delivery key, stream message and
 // record) against the embedded server: what ingress adds to a webhook.
 func BenchmarkPublish(b *testing.B) {
-	q := openTest(b, Config{})
+	q := openTest(b, queue.Config{})
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -323,9 +326,9 @@ func BenchmarkPublish(b *testing.B) {
 // ever run; a retry then starts afresh.
 func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
-	st, err := q.js.Stream(ctx, StreamRuns)
+	st, err := q.JS().Stream(ctx, queue.StreamRuns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +338,7 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	}
 	small := info.Config
 	small.MaxMsgSize = 512
-	if _, err := q.js.UpdateStream(ctx, small); err != nil {
+	if _, err := q.JS().UpdateStream(ctx, small); err != nil {
 		t.Fatal(err)
 	}
 	req := testRequest("refused")
@@ -343,10 +346,10 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	if _, err := q.Publish(ctx, req); err == nil {
 		t.Fatal("publish of an oversized request succeeded")
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 0 {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 0 {
 		t.Fatalf("records after a refused publish: %d (%v); want none", len(recs), err)
 	}
-	if _, err := q.js.UpdateStream(ctx, info.Config); err != nil {
+	if _, err := q.JS().UpdateStream(ctx, info.Config); err != nil {
 		t.Fatal(err)
 	}
 	req.ID = ""
@@ -354,7 +357,7 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 	if err != nil || res.Duplicate {
 		t.Fatalf("retry after the refusal: %+v, %v; want a fresh run", res, err)
 	}
-	if recs, _, err := q.Runs().List(ctx, ListFilter{}); err != nil || len(recs) != 1 || recs[0].ID != res.RunID {
+	if recs, _, err := q.Runs().List(ctx, stores.ListFilter{}); err != nil || len(recs) != 1 || recs[0].ID != res.RunID {
 		t.Fatalf("records after the retry: %v (%v); want exactly the retried run", recs, err)
 	}
 }
@@ -363,7 +366,7 @@ func TestRefusedPublishLeavesNoRecord(t *testing.T) {
 // workflows: three keys and records, then one atomic batch of three
 // messages.
 func BenchmarkPublishDelivery3(b *testing.B) {
-	q := openTest(b, Config{})
+	q := openTest(b, queue.Config{})
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
@@ -376,7 +379,7 @@ func BenchmarkPublishDelivery3(b *testing.B) {
 // BenchmarkPublishDelivery3Parallel is BenchmarkPublishDelivery3 from
 // concurrent deliveries, as ingress publishes them.
 func BenchmarkPublishDelivery3Parallel(b *testing.B) {
-	q := openTest(b, Config{})
+	q := openTest(b, queue.Config{})
 	ctx := context.Background()
 	b.SetParallelism(4)
 	b.ResetTimer()

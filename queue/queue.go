@@ -18,19 +18,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Names of the JetStream assets hookrun owns.
+// Names of the JetStream assets the queue owns (the stores package owns
+// the others).
 const (
 	StreamRuns     = "HOOKRUN_RUNS"       // work-queue stream of RunRequests
-	StreamLogs     = "HOOKRUN_LOGS"       // step output
-	BucketRuns     = "hookrun_runs"       // run records
 	BucketDelivery = "hookrun_deliveries" // delivery key → run id
-	BucketHeads    = "hookrun_heads"      // pull request → head at its latest pull_request event
-	BucketOutbox   = "hookrun_outbox"     // reports not yet delivered (OutboxStore)
 	BucketBodies   = "hookrun_bodies"     // object store: webhook bodies too large for a run request
-	BucketReceived = "hookrun_received"   // accepted deliveries (event name and body), for replays and re-runs
 
 	runsSubjectPrefix = "hookrun.runs."
-	logsSubjectPrefix = "hookrun.logs."
 )
 
 // maxBatchesInFlight is how many atomic batches one Queue publishes at
@@ -38,7 +33,8 @@ const (
 const maxBatchesInFlight = 16
 
 // Queue is a connection to JetStream (and, in embedded mode, the server
-// itself) with hookrun's streams and buckets in place.
+// itself) with the run request stream, its delivery keys and its bodies
+// in place.
 type Queue struct {
 	connOpts []nats.Option // credentials (and TLS of an external NATS) of every connection
 	cfg      Config
@@ -47,13 +43,7 @@ type Queue struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	runsS    jetstream.Stream
-	logsS    jetstream.Stream
-	runsKV   jetstream.KeyValue
 	delKV    jetstream.KeyValue
-	headsKV  jetstream.KeyValue
-	outboxKV jetstream.KeyValue
-	groupsKV jetstream.KeyValue
-	recvKV   jetstream.KeyValue
 	bodies   jetstream.ObjectStore
 	// inlineMax is the largest body that travels inside a run request:
 	// Config.InlineBodyMax, at most half the server's max_payload.
@@ -65,19 +55,9 @@ type Queue struct {
 	// without a key (Publish and Consume then refuse).
 	macs *macer
 
-	runs     *RunStore
-	heads    *HeadStore
-	groups   *GroupStore
-	logs     *LogStore
-	outbox   *OutboxStore
-	received *ReceivedStore
-
 	mu        sync.Mutex
+	records   Records // UseRecords
 	consumers map[*Consumer]struct{}
-
-	// indexCtx bounds the run index's watch; stopIndex ends it (Close).
-	indexCtx  context.Context
-	stopIndex context.CancelFunc
 
 	// batchSlots bounds this process's atomic batches in flight
 	// (maxBatchesInFlight), below the stream's own limit of 50.
@@ -90,7 +70,8 @@ type Queue struct {
 }
 
 // Open starts the embedded server when cfg.URL is empty (else connects to
-// the URL list) and creates or updates the streams and KV buckets.
+// the URL list) and creates or updates the run request stream, the
+// delivery keys and the bodies.
 func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -100,61 +81,9 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		macs: newMacer(cfg.RequestKey)}
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
-
-	opts := []nats.Option{
-		nats.Name("hookrun"),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectBufSize(64 << 20),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				q.log.Warn("nats disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { q.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted()) }),
-	}
-	url := cfg.URL
-	if cfg.URL == "" {
-		if cfg.embeddedAuth() {
-			pw, err := serverPassword(cfg, q.log)
-			if err != nil {
-				return nil, err
-			}
-			q.authUser, q.authPassword = cfg.User, pw
-			// The in-process connections present them too: the server
-			// requires them of every client.
-			q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
-		}
-		srv, err := startEmbedded(ctx, cfg, q.authUser, q.authPassword)
-		if err != nil {
-			return nil, err
-		}
-		q.srv = srv
-		url = srv.ClientURL()
-		q.logListen()
-		// This process talks to its own server in-process even when the
-		// server also listens on TCP for other processes: no sockets,
-		// no syscalls on the publish path.
-		opts = append(opts, nats.InProcessServer(srv))
-		opts = append(opts, q.connOpts...)
-	} else {
-		pw, err := clientPassword(cfg)
-		if err != nil {
-			return nil, err
-		}
-		if pw != "" {
-			q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
-		}
-		if cfg.CredsFile != "" {
-			q.connOpts = append(q.connOpts, nats.UserCredentials(cfg.CredsFile))
-		}
-		if cfg.CAFile != "" {
-			q.connOpts = append(q.connOpts, nats.RootCAs(cfg.CAFile))
-		}
-		if cfg.CertFile != "" {
-			q.connOpts = append(q.connOpts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
-		}
-		opts = append(opts, q.connOpts...)
+	url, opts, err := q.connectOptions(ctx)
+	if err != nil {
+		return nil, err
 	}
 	nc, err := connect(ctx, url, opts)
 	if err != nil {
@@ -172,17 +101,76 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q.inlineMax = min(cfg.InlineBodyMax, int(nc.MaxPayload()/2))
-	q.indexCtx, q.stopIndex = context.WithCancel(context.Background())
-	q.runs = &RunStore{kv: q.runsKV, nc: q.nc, clock: cfg.Now, index: newRunIndex(q.runsKV, q.log), indexCtx: q.indexCtx}
-	q.heads = &HeadStore{kv: q.headsKV}
-	q.outbox = &OutboxStore{kv: q.outboxKV}
-	q.groups = &GroupStore{kv: q.groupsKV, WaiterTTL: DefaultGroupWaiterTTL}
-	q.received = &ReceivedStore{kv: q.recvKV, bodies: q.bodies, ttl: cfg.ReceivedTTL}
-	if q.logs, err = newLogStore(q); err != nil {
-		q.closeConn()
-		return nil, err
-	}
 	return q, nil
+}
+
+// connectOptions starts the embedded server (when cfg.URL is empty) and
+// returns the URL to connect to with the options of this process's
+// connection.
+func (q *Queue) connectOptions(ctx context.Context) (string, []nats.Option, error) {
+	opts := []nats.Option{
+		nats.Name("hookrun"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				q.log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { q.log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	if q.cfg.URL != "" {
+		if err := q.externalAuth(); err != nil {
+			return "", nil, err
+		}
+		return q.cfg.URL, append(opts, q.connOpts...), nil
+	}
+	cfg := q.cfg
+	if cfg.embeddedAuth() {
+		pw, err := serverPassword(cfg, q.log)
+		if err != nil {
+			return "", nil, err
+		}
+		q.authUser, q.authPassword = cfg.User, pw
+		// The in-process connections present them too: the server
+		// requires them of every client.
+		q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
+	}
+	srv, err := startEmbedded(ctx, cfg, q.authUser, q.authPassword)
+	if err != nil {
+		return "", nil, err
+	}
+	q.srv = srv
+	q.logListen()
+	// This process talks to its own server in-process even when the
+	// server also listens on TCP for other processes: no sockets,
+	// no syscalls on the publish path.
+	opts = append(opts, nats.InProcessServer(srv))
+	return srv.ClientURL(), append(opts, q.connOpts...), nil
+}
+
+// externalAuth notes the credentials and TLS options an external cluster
+// is connected with.
+func (q *Queue) externalAuth() error {
+	cfg := q.cfg
+	pw, err := clientPassword(cfg)
+	if err != nil {
+		return err
+	}
+	if pw != "" {
+		q.connOpts = append(q.connOpts, nats.UserInfo(cfg.User, pw))
+	}
+	if cfg.CredsFile != "" {
+		q.connOpts = append(q.connOpts, nats.UserCredentials(cfg.CredsFile))
+	}
+	if cfg.CAFile != "" {
+		q.connOpts = append(q.connOpts, nats.RootCAs(cfg.CAFile))
+	}
+	if cfg.CertFile != "" {
+		q.connOpts = append(q.connOpts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
+	}
+	return nil
 }
 
 // startEmbedded runs a nats-server with JetStream in this process. With a
@@ -235,6 +223,11 @@ func startEmbedded(ctx context.Context, cfg Config, user, password string) (*ser
 		return nil, fmt.Errorf("configuring embedded nats server: %w", err)
 	}
 	opts.SyncAlways, opts.SyncInterval = always, every
+	for _, addr := range []string{cfg.Listen, cfg.ClusterListen} {
+		if err := probeListen(addr); err != nil {
+			return nil, fmt.Errorf("starting embedded nats server: %w", err)
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating embedded nats server: %w", err)
@@ -249,6 +242,20 @@ func startEmbedded(ctx context.Context, cfg Config, user, password string) (*ser
 		return nil, errors.New("starting embedded nats server: not ready in time")
 	}
 	return srv, nil
+}
+
+// probeListen says at once that a fixed address is taken: nats-server
+// would only retry its listener until the start timed out, without a
+// reason.
+func probeListen(addr string) error {
+	if addr == "" || strings.HasSuffix(addr, ":0") {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err // "listen tcp 127.0.0.1:4222: bind: address already in use"
+	}
+	return l.Close()
 }
 
 // splitHostPort maps port 0 to nats-server's "random port".
@@ -267,137 +274,43 @@ func splitHostPort(addr string) (string, int, error) {
 	return host, port, nil
 }
 
-// setup creates or updates the streams and buckets, retrying while
-// JetStream is not yet available (a cluster still electing its leader).
+// setup creates or updates the queue's own assets, each from its own
+// configuration, concurrently: at R3 each waits for its own raft group.
 func (q *Queue) setup(ctx context.Context) error {
-	dupLogs := 2 * time.Minute
-	if q.cfg.LogMaxAge < dupLogs {
-		dupLogs = q.cfg.LogMaxAge
+	sh := q.Shared()
+	steps := []func(context.Context) error{
+		func(ctx context.Context) (err error) {
+			q.runsS, err = CreateStream(ctx, sh, runsStreamConfig(q.cfg))
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			q.delKV, err = CreateBucket(ctx, sh, deliveriesConfig(q.cfg))
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			q.bodies, err = openBodies(ctx, sh, q.cfg.BodyTTL)
+			return err
+		},
 	}
-	steps := []struct {
-		what string
-		do   func(context.Context) error
-	}{
-		{"creating stream " + StreamRuns, func(ctx context.Context) (err error) {
-			q.runsS, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-				Name:        StreamRuns,
-				Description: "hookrun run requests",
-				Subjects:    []string{runsSubjectPrefix + ">"},
-				Retention:   jetstream.WorkQueuePolicy,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
-				Duplicates:  q.cfg.DuplicateWindow,
-				// The runs of one delivery are one atomic batch.
-				AllowAtomicPublish: true,
-			})
-			return err
-		}},
-		{"creating stream " + StreamLogs, func(ctx context.Context) (err error) {
-			q.logsS, err = q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-				Name:        StreamLogs,
-				Description: "hookrun step output",
-				Subjects:    []string{logsSubjectPrefix + ">"},
-				Retention:   jetstream.LimitsPolicy,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
-				MaxAge:      q.cfg.LogMaxAge,
-				Duplicates:  dupLogs,
-			})
-			return err
-		}},
-		{"creating bucket " + BucketRuns, func(ctx context.Context) (err error) {
-			q.runsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketRuns,
-				Description: "hookrun run records",
-				// Markers of removed records expire (PurgeTTL).
-				LimitMarkerTTL: RunMarkerTTL,
-			})
-			return err
-		}},
-		{"creating bucket " + BucketDelivery, func(ctx context.Context) (err error) {
-			q.delKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketDelivery,
-				Description: "hookrun webhook delivery dedupe",
-				TTL:         q.cfg.DeliveryTTL,
-			})
-			return err
-		}},
-		{"creating bucket " + BucketGroups, func(ctx context.Context) (err error) {
-			q.groupsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketGroups,
-				Description: "hookrun concurrency group locks and sticky comment owners",
-			})
-			return err
-		}},
-		{"creating bucket " + BucketHeads, func(ctx context.Context) (err error) {
-			q.headsKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketHeads,
-				Description: "hookrun pull request heads seen by ingress",
-				TTL:         q.cfg.HeadTTL,
-			})
-			return err
-		}},
-		{"creating bucket " + BucketOutbox, func(ctx context.Context) (err error) {
-			q.outboxKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketOutbox,
-				Description: "hookrun reports waiting to be delivered",
-			})
-			return err
-		}},
-		{"creating bucket " + BucketReceived, func(ctx context.Context) (err error) {
-			q.recvKV, err = q.bucket(ctx, jetstream.KeyValueConfig{
-				Bucket:      BucketReceived,
-				Description: "hookrun accepted deliveries, for replays and re-runs",
-				TTL:         q.cfg.ReceivedTTL,
-			})
-			return err
-		}},
-		{"creating object store " + BucketBodies, func(ctx context.Context) (err error) {
-			q.bodies, err = q.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-				Bucket:      BucketBodies,
-				Description: "hookrun webhook bodies too large for a run request",
-				TTL:         q.cfg.BodyTTL,
-				Storage:     jetstream.FileStorage,
-				Replicas:    q.cfg.Replicas,
-			})
-			return err
-		}},
-	}
-	// Concurrently: at R3 each asset waits for its own raft group.
 	errs := make([]error, len(steps))
 	var wg sync.WaitGroup
-	for i, s := range steps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = q.retry(ctx, s.what, s.do)
-		}()
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step(ctx) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// retry calls do with short attempts until it succeeds or ctx ends.
-func (q *Queue) retry(ctx context.Context, what string, do func(context.Context) error) error {
-	backoff := 50 * time.Millisecond
-	for {
-		// Short attempts: without a meta leader a request gets no answer.
-		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := do(attemptCtx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		q.log.Debug("jetstream not ready, retrying", "step", what, "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
+// runsStreamConfig is HOOKRUN_RUNS: the work queue of run requests.
+func runsStreamConfig(cfg Config) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        StreamRuns,
+		Description: "hookrun run requests",
+		Subjects:    []string{runsSubjectPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		Duplicates:  cfg.DuplicateWindow,
+		// The runs of one delivery are one atomic batch.
+		AllowAtomicPublish: true,
 	}
 }
 
@@ -422,21 +335,6 @@ func (q *Queue) Ready(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Runs is the run record store.
-func (q *Queue) Runs() *RunStore { return q.runs }
-
-// Heads is the store of pull request heads ingress has seen.
-func (q *Queue) Heads() *HeadStore { return q.heads }
-
-// Groups is the concurrency group locks.
-func (q *Queue) Groups() *GroupStore { return q.groups }
-
-// Logs is the step output store.
-func (q *Queue) Logs() *LogStore { return q.logs }
-
-// Outbox is the store of reports waiting to be delivered.
-func (q *Queue) Outbox() *OutboxStore { return q.outbox }
 
 // ClientAuth is the user and password a client of the embedded server's
 // TCP port presents; both "" when it requires none (no TCP port, or
@@ -493,8 +391,8 @@ func (q *Queue) ClientURL() string {
 }
 
 // Close stops any consumers still open (cancelling their handlers),
-// flushes pending log lines, drains the connection and shuts the embedded
-// server down.
+// drains the connection and shuts the embedded server down. Close the
+// stores (stores.Stores.Close) first.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -502,9 +400,6 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
-	if q.stopIndex != nil {
-		q.stopIndex()
-	}
 	cs := make([]*Consumer, 0, len(q.consumers))
 	for c := range q.consumers {
 		cs = append(cs, c)
@@ -518,13 +413,6 @@ func (q *Queue) Close() error {
 		if err := c.Close(done); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if q.logs != nil {
-		fctx, fcancel := context.WithTimeout(context.Background(), q.cfg.PublishTimeout)
-		if err := q.logs.Flush(fctx); err != nil {
-			errs = append(errs, err)
-		}
-		fcancel()
 	}
 	if err := q.closeConn(); err != nil {
 		errs = append(errs, err)
@@ -559,15 +447,8 @@ func (q *Queue) shutdownServer() {
 	}
 }
 
-// bucket creates or updates a KV bucket as hookrun keeps every one: one
-// value per key (History 1), on file storage, at nats.replicas.
-func (q *Queue) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	cfg.History, cfg.Storage, cfg.Replicas = 1, jetstream.FileStorage, q.cfg.Replicas
-	return q.js.CreateOrUpdateKeyValue(ctx, cfg)
-}
-
-// validToken reports whether s can be one token of a NATS subject.
-func validToken(s string) bool {
+// ValidToken reports whether s can be one token of a NATS subject as is.
+func ValidToken(s string) bool {
 	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
 }
 

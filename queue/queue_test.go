@@ -1,19 +1,20 @@
-package queue
+package queue_test
 
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 func TestPublishConsumeAck(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	req := testRequest("pr-review")
 	res, err := q.Publish(ctx, req)
@@ -31,8 +32,8 @@ func TestPublishConsumeAck(t *testing.T) {
 		t.Fatalf("record = %+v", rec)
 	}
 
-	got := make(chan *Delivery, 1)
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *Delivery) error {
+	got := make(chan *queue.Delivery, 1)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d
 		return nil
 	})
@@ -55,89 +56,14 @@ func TestPublishConsumeAck(t *testing.T) {
 	}
 }
 
-func TestConcurrentCAS(t *testing.T) {
-	t.Parallel()
-	q := openTest(t, Config{})
-	ctx := testCtx(t, 20*time.Second)
-	rs := q.Runs()
-	rec := &RunRecord{ID: NewRunID(), Workflow: "w", Status: workflows.StatusQueued, CreatedAt: time.Now()}
-	rev, err := rs.Create(ctx, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rs.Create(ctx, rec); !errors.Is(err, ErrConflict) {
-		t.Fatalf("second Create: %v, want ErrConflict", err)
-	}
-
-	const n = 16
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		wins      int
-		conflicts int
-	)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r := *rec
-			r.Attempt = i + 1
-			_, err := rs.Update(ctx, &r, rev)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				wins++
-			case errors.Is(err, ErrConflict):
-				conflicts++
-			default:
-				t.Errorf("update: %v", err)
-			}
-			if err == nil {
-				return
-			}
-			mu.Unlock()
-			// The loser re-reads and retries until it wins.
-			for {
-				cur, crev, err := rs.Get(ctx, rec.ID)
-				if err != nil {
-					t.Errorf("get: %v", err)
-					break
-				}
-				cur.Steps = append(cur.Steps, workflows.StepState{ID: "s", Status: workflows.StatusSucceeded})
-				if _, err := rs.Update(ctx, cur, crev); err == nil {
-					break
-				} else if !errors.Is(err, ErrConflict) {
-					t.Errorf("retry update: %v", err)
-					break
-				}
-			}
-			mu.Lock()
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if wins != 1 || conflicts != n-1 {
-		t.Fatalf("wins = %d, conflicts = %d; want 1 and %d", wins, conflicts, n-1)
-	}
-	final, _, err := rs.Get(ctx, rec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(final.Steps) != n-1 {
-		t.Fatalf("final record has %d retried appends, want %d (every loser succeeded once)", len(final.Steps), n-1)
-	}
-}
-
 func TestReadyAndClose(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 20*time.Second)
-	q, err := Open(ctx, Config{DataDir: t.TempDir(), Logger: testLogger(t), RequestKey: testRequestKey})
+	raw, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), Logger: testLogger(t), RequestKey: testRequestKey})
 	if err != nil {
 		t.Fatal(err)
 	}
+	q := withStores(t, raw)
 	if err := q.Ready(ctx); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}
@@ -146,7 +72,7 @@ func TestReadyAndClose(t *testing.T) {
 	}
 	started := make(chan struct{})
 	cause := make(chan error, 1)
-	if _, err := q.Consume(ctx, ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	if _, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		close(started)
 		<-ctx.Done()
 		cause <- context.Cause(ctx)
@@ -159,7 +85,7 @@ func TestReadyAndClose(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := <-cause; !errors.Is(err, ErrShuttingDown) {
+	if err := <-cause; !errors.Is(err, queue.ErrShuttingDown) {
 		t.Fatalf("handler cause %v, want ErrShuttingDown", err)
 	}
 	if err := q.Ready(ctx); err == nil {
@@ -168,19 +94,43 @@ func TestReadyAndClose(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := q.Consume(ctx, ConsumerConfig{}, func(context.Context, *Delivery) error { return nil }); err == nil {
+	if _, err := q.Consume(ctx, queue.ConsumerConfig{}, func(context.Context, *queue.Delivery) error { return nil }); err == nil {
 		t.Fatal("Consume after Close succeeded")
 	}
 }
 
 func TestOpenRejectsBadConfig(t *testing.T) {
 	t.Parallel()
-	if _, err := Open(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), "data dir is required") {
+	if _, err := queue.Open(context.Background(), queue.Config{}); err == nil || !strings.Contains(err.Error(), "data dir is required") {
 		t.Fatalf("Open without data dir: %v", err)
 	}
 	// Nothing listens there: connecting fails within the setup timeout.
 	ctx := testCtx(t, 10*time.Second)
-	if _, err := Open(ctx, Config{URL: "nats://127.0.0.1:1", SetupTimeout: time.Second}); err == nil {
+	if _, err := queue.Open(ctx, queue.Config{URL: "nats://127.0.0.1:1", SetupTimeout: time.Second}); err == nil {
 		t.Fatal("Open of an unreachable URL succeeded")
+	}
+}
+
+// An embedded server whose port is taken says so at once, not after its
+// start times out without a reason.
+func TestOpenSaysItsPortIsTaken(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, cfg := range []queue.Config{
+		{DataDir: t.TempDir(), Listen: l.Addr().String()},
+		{DataDir: t.TempDir(), Listen: "127.0.0.1:0", ClusterName: "c", ServerName: "n1", ClusterListen: l.Addr().String()},
+	} {
+		began := time.Now()
+		_, err := queue.Open(testCtx(t, 20*time.Second), cfg)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), l.Addr().String()) {
+			t.Fatalf("Open on a taken port: %v", err)
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Fatalf("Open on a taken port took %s to fail", d)
+		}
 	}
 }

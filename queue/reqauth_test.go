@@ -1,7 +1,6 @@
-package queue
+package queue_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,62 +12,23 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
-
-// The authenticator covers every byte of the body and the subject, and
-// only the key it was made with verifies it.
-func TestRequestMAC(t *testing.T) {
-	t.Parallel()
-	m := newMacer(testRequestKey)
-	body := []byte(`{"v":1,"id":"01J","workflow":"deploy","event":{"sender":"owner"}}`)
-	const subj = runsSubjectPrefix + "deploy"
-	h := m.header(subj, body)
-	if len(h) != 64 || h != m.header(subj, body) {
-		t.Fatalf("header %q: want 64 hex digits, the same each time", h)
-	}
-	if err := m.verify(subj, body, h); err != nil {
-		t.Fatalf("verifying its own authenticator: %v", err)
-	}
-	for i := range body {
-		tampered := bytes.Clone(body)
-		tampered[i] ^= 0x01
-		if err := m.verify(subj, tampered, h); !errors.Is(err, ErrUnauthenticated) {
-			t.Fatalf("body with byte %d changed: %v, want ErrUnauthenticated", i, err)
-		}
-	}
-	other := newMacer([]byte(strings.Repeat("k", MinRequestKey)))
-	for name, c := range map[string]struct {
-		subj, mac string
-	}{
-		"other subject": {runsSubjectPrefix + "review", h},
-		"other key":     {subj, other.header(subj, body)},
-		"missing":       {subj, ""},
-		"malformed":     {subj, "zz" + h[2:]},
-		"truncated":     {subj, h[:63]},
-	} {
-		if err := m.verify(c.subj, body, c.mac); !errors.Is(err, ErrUnauthenticated) {
-			t.Errorf("%s: %v, want ErrUnauthenticated", name, err)
-		}
-	}
-	var none *macer
-	if err := none.verify(subj, body, h); !errors.Is(err, ErrUnauthenticated) {
-		t.Errorf("without a key: %v, want ErrUnauthenticated", err)
-	}
-}
 
 // A queue without a key neither publishes nor consumes run requests.
 func TestNoRequestKeyRefused(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{RequestKey: []byte{}})
+	q := openTest(t, queue.Config{RequestKey: []byte{}})
 	ctx := testCtx(t, 10*time.Second)
 	if _, err := q.Publish(ctx, testRequest("nokey")); err == nil || !strings.Contains(err.Error(), "no request key") {
 		t.Fatalf("Publish without a key: %v", err)
 	}
-	if _, err := q.Consume(ctx, ConsumerConfig{}, func(context.Context, *Delivery) error { return nil }); err == nil || !strings.Contains(err.Error(), "no request key") {
+	if _, err := q.Consume(ctx, queue.ConsumerConfig{}, func(context.Context, *queue.Delivery) error { return nil }); err == nil || !strings.Contains(err.Error(), "no request key") {
 		t.Fatalf("Consume without a key: %v", err)
 	}
-	if _, err := Open(ctx, Config{DataDir: t.TempDir(), RequestKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "request key must be at least 32 bytes") {
+	if _, err := queue.Open(ctx, queue.Config{DataDir: t.TempDir(), RequestKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "request key must be at least 32 bytes") {
 		t.Fatalf("Open with a short key: %v", err)
 	}
 }
@@ -86,17 +46,14 @@ func (r *refusalCounter) Unauthenticated()       { r.n.Add(1) }
 // real run, published after them, is handled once, its record intact.
 func TestConsumerRefusesUnauthenticated(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
 	legit := testRequest("deploy")
-	legit.ID = NewRunID()
+	legit.ID = queue.NewRunID()
 	// The real run's key and record, as Publish writes them before its
 	// message; its message comes last.
-	ws := []*runWrite{{req: legit, delivery: legit.Event.DeliveryID,
-		dkey:  DeliveryKey(legit.Event.Forge, legit.Event.DeliveryID, legit.Workflow),
-		kvKey: deliveryKVKey(legit.Event.Forge, legit.Event.DeliveryID, legit.Workflow)}}
-	legit.V, legit.Attempt, legit.CreatedAt = WireVersion, 1, time.Now().UTC()
-	if err := q.writeKeysAndRecords(ctx, ws, nil); err != nil {
+	legit.V, legit.Attempt, legit.CreatedAt = queue.WireVersion, 1, time.Now().UTC()
+	if err := q.WriteKeysAndRecords(ctx, legit); err != nil {
 		t.Fatal(err)
 	}
 
@@ -107,26 +64,26 @@ func TestConsumerRefusesUnauthenticated(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := forged
-	fresh.ID = NewRunID()
+	fresh.ID = queue.NewRunID()
 	freshData, _ := json.Marshal(&fresh)
 	legitData, _ := json.Marshal(legit)
-	subj := runsSubjectPrefix + "deploy"
-	other := newMacer([]byte(strings.Repeat("x", MinRequestKey)))
+	subj := queue.RunsSubjectPrefix + "deploy"
+	otherKey := []byte(strings.Repeat("x", queue.MinRequestKey))
 	msgs := map[string]*nats.Msg{
 		"no authenticator": {Subject: subj, Data: data},
-		"another key":      {Subject: subj, Data: data, Header: nats.Header{HeaderMAC: []string{other.header(subj, data)}}},
+		"another key":      {Subject: subj, Data: data, Header: nats.Header{queue.HeaderMAC: []string{queue.MACHeader(otherKey, subj, data)}}},
 		// The real request's authenticator on the changed request.
-		"changed request": {Subject: subj, Data: data, Header: nats.Header{HeaderMAC: []string{q.macs.header(subj, legitData)}}},
+		"changed request": {Subject: subj, Data: data, Header: nats.Header{queue.HeaderMAC: []string{q.SignHeader(subj, legitData)}}},
 		// The real request under another subject.
-		"other subject":       {Subject: runsSubjectPrefix + "review", Data: legitData, Header: nats.Header{HeaderMAC: []string{q.macs.header(subj, legitData)}}},
+		"other subject":       {Subject: queue.RunsSubjectPrefix + "review", Data: legitData, Header: nats.Header{queue.HeaderMAC: []string{q.SignHeader(subj, legitData)}}},
 		"fresh id, no header": {Subject: subj, Data: freshData},
 	}
 	for name, m := range msgs {
-		if _, err := q.js.PublishMsg(ctx, m); err != nil {
+		if _, err := q.JS().PublishMsg(ctx, m); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
-	if _, err := q.js.PublishMsg(ctx, signedMsg(q, subj, legitData)); err != nil {
+	if _, err := q.JS().PublishMsg(ctx, signedMsg(q, subj, legitData)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -135,7 +92,7 @@ func TestConsumerRefusesUnauthenticated(t *testing.T) {
 		handled []string
 	)
 	obs := &refusalCounter{}
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: 2 * time.Second, Observer: obs}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 2 * time.Second, Observer: obs}, func(ctx context.Context, d *queue.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		handled = append(handled, d.Request.ID+" "+d.Request.Event.Sender)
@@ -162,7 +119,7 @@ func TestConsumerRefusesUnauthenticated(t *testing.T) {
 	if rec.Status != workflows.StatusQueued || rec.Error != "" || rec.Event.Sender != "octocat" {
 		t.Errorf("the real run's record is %s %q (sender %s); want it queued, untouched", rec.Status, rec.Error, rec.Event.Sender)
 	}
-	if _, _, err := q.Runs().Get(ctx, fresh.ID); !errors.Is(err, ErrNotFound) {
+	if _, _, err := q.Runs().Get(ctx, fresh.ID); !errors.Is(err, stores.ErrNotFound) {
 		t.Errorf("a record for the forged run id: %v, want ErrNotFound", err)
 	}
 }
@@ -172,7 +129,7 @@ func TestConsumerRefusesUnauthenticated(t *testing.T) {
 // handler never sees it.
 func TestBodyChangedInStoreRefused(t *testing.T) {
 	t.Parallel()
-	q := openTest(t, Config{InlineBodyMax: 1024})
+	q := openTest(t, queue.Config{InlineBodyMax: 1024})
 	ctx := testCtx(t, 30*time.Second)
 	req := testRequest("bigbody")
 	req.Event.Raw = bigBody(4096)
@@ -180,15 +137,15 @@ func TestBodyChangedInStoreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := q.bodies.List(ctx)
+	objs, err := q.Bodies().List(ctx)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("stored bodies: %d, %v; want 1", len(objs), err)
 	}
-	if _, err := q.bodies.PutBytes(ctx, objs[0].Name, bigBody(4096)[:4095]); err != nil {
+	if _, err := q.Bodies().PutBytes(ctx, objs[0].Name, bigBody(4096)[:4095]); err != nil {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
-	c, err := q.Consume(ctx, ConsumerConfig{AckWait: 2 * time.Second}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 2 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		calls.Add(1)
 		return nil
 	})
@@ -197,35 +154,10 @@ func TestBodyChangedInStoreRefused(t *testing.T) {
 	}
 	defer func() { _ = c.Close(ctx) }()
 	rec := waitStatus(t, q, res.RunID, workflows.StatusFailed, 10*time.Second)
-	if !strings.Contains(rec.Error, ErrBodyMismatch.Error()) {
+	if !strings.Contains(rec.Error, queue.ErrBodyMismatch.Error()) {
 		t.Errorf("record error %q, want it to name the mismatch", rec.Error)
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("handler called %d times with a changed body", n)
 	}
-}
-
-// BenchmarkRequestMAC measures signing and checking the authenticator of
-// a run request carrying a typical 28 KB webhook body.
-func BenchmarkRequestMAC(b *testing.B) {
-	m := newMacer(testRequestKey)
-	body := bytes.Repeat([]byte("x"), 28<<10)
-	const subj = runsSubjectPrefix + "review"
-	h := m.header(subj, body)
-	b.Run("sign", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			_ = m.header(subj, body)
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if err := m.verify(subj, body, h); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

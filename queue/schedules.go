@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ const (
 	scheduleConsumer   = "hookrun-schedule-ticks"
 )
 
+// ErrNoMessageSchedules: the NATS server ignored the schedule stream's
+// AllowMsgSchedules, as a server before 2.14 does.
+var ErrNoMessageSchedules = errors.New("the NATS server does not keep message schedules (it needs nats-server 2.14 or later)")
+
 // Schedule is one workflow trigger's schedule, as stored in its schedule
 // message (and copied by the server into each tick).
 type Schedule struct {
@@ -57,24 +62,38 @@ func ScheduleID(workflow string, trigger int) string { return fmt.Sprintf("%s-%d
 
 // NatsSchedule is spec as nats-server's scheduler takes it: a 5-field
 // cron gets a seconds field of 0 (the server's cron has six fields);
-// @every <duration> (at least 1s) and the predefined @hourly, @daily,
-// @weekly, @monthly, @yearly pass as they are.
+// @every <duration> and the predefined @hourly, @daily, @weekly,
+// @monthly, @yearly pass as they are. What a valid spec is, is
+// workflows.CheckSchedule's rule.
 func NatsSchedule(spec string) (string, error) {
+	if err := workflows.CheckSchedule(spec); err != nil {
+		return "", err
+	}
 	spec = strings.TrimSpace(spec)
-	switch {
-	case strings.HasPrefix(spec, "@every "):
-		d, err := time.ParseDuration(strings.TrimSpace(spec[len("@every "):]))
-		if err != nil || d < time.Second {
-			return "", fmt.Errorf("schedule %q: @every takes a duration of at least 1s", spec)
-		}
-		return "@every " + d.String(), nil
-	case spec == "@hourly", spec == "@daily", spec == "@midnight", spec == "@weekly", spec == "@monthly", spec == "@yearly", spec == "@annually":
+	if d, ok := strings.CutPrefix(spec, "@every"); ok {
+		dur, _ := time.ParseDuration(strings.TrimSpace(d)) // checked
+		return "@every " + dur.String(), nil
+	}
+	if strings.HasPrefix(spec, "@") {
 		return spec, nil
 	}
-	if f := strings.Fields(spec); len(f) == 5 {
-		return "0 " + strings.Join(f, " "), nil
+	return "0 " + strings.Join(strings.Fields(spec), " "), nil
+}
+
+// SchedulesOf are the schedules of the workflows' schedule triggers, one
+// per workflow and trigger: what Sync keeps in the stream.
+func SchedulesOf(wfs []*workflows.Workflow) []Schedule {
+	var out []Schedule
+	for _, w := range wfs {
+		for i, t := range w.On {
+			if t.Event != workflows.KindSchedule {
+				continue
+			}
+			out = append(out, Schedule{ID: ScheduleID(w.Name, i), Workflow: w.Name, Trigger: i,
+				Spec: t.Schedule, Timezone: t.Timezone, Repo: t.Repo, Forge: t.Forge})
+		}
 	}
-	return "", fmt.Errorf("schedule %q: want a 5-field cron (minute hour day month weekday), @every <duration>, @hourly or @daily", spec)
+	return out
 }
 
 // Schedules is the schedule stream of a Queue.
@@ -100,12 +119,15 @@ func (q *Queue) Schedules(ctx context.Context) (*Schedules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating stream %s: %w", StreamSchedules, err)
 	}
+	if !s.CachedInfo().Config.AllowMsgSchedules { // a server before 2.14 ignores the field
+		return nil, fmt.Errorf("creating stream %s: %w", StreamSchedules, ErrNoMessageSchedules)
+	}
 	_, err = s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       scheduleConsumer,
 		FilterSubject: scheduleTickPrefix + ">",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    5,
+		AckWait:       DefaultAckWait,
+		MaxDeliver:    DefaultMaxDeliver,
 		// A consumer made now takes the ticks from now on: none fired
 		// before it existed is run late.
 		DeliverPolicy: jetstream.DeliverNewPolicy,
@@ -166,6 +188,31 @@ func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
 		}
 	}
 	return nil
+}
+
+// Defined are the schedules stored now, by id.
+func (s *Schedules) Defined(ctx context.Context) ([]Schedule, error) {
+	info, err := s.s.Info(ctx, jetstream.WithSubjectFilter(scheduleDefPrefix+">"))
+	if err != nil {
+		return nil, fmt.Errorf("listing schedules: %w", err)
+	}
+	var out []Schedule
+	for subj := range info.State.Subjects {
+		m, err := s.s.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading schedule %s: %w", strings.TrimPrefix(subj, scheduleDefPrefix), err)
+		}
+		var d Schedule
+		if err := json.Unmarshal(m.Data, &d); err != nil {
+			return nil, fmt.Errorf("reading schedule %s: %w", strings.TrimPrefix(subj, scheduleDefPrefix), err)
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Schedule) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Tick is one firing of a schedule.

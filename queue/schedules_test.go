@@ -3,9 +3,12 @@ package queue
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // TestScheduleTicksOncePerTick: two processes (two queue clients of one
@@ -95,5 +98,22 @@ func TestNatsSchedule(t *testing.T) {
 		if got, err := NatsSchedule(bad); err == nil {
 			t.Errorf("NatsSchedule(%q) = %q, want an error", bad, got)
 		}
+	}
+}
+
+// One schedule per workflow and schedule trigger, named by the trigger's
+// index, with what the trigger says; other triggers have none.
+func TestSchedulesOf(t *testing.T) {
+	w, err := workflows.Parse("sweep.yaml", []byte("schedule: '@daily'\nrepo: o/r\nforge: github\non:\n  - event: issue\n  - {schedule: '0 3 * * *', repo: o/a, forge: gitlab, timezone: Europe/Berlin}\nsteps: [{id: a, run: x}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := SchedulesOf([]*workflows.Workflow{w})
+	want := []Schedule{
+		{ID: "sweep-1", Workflow: "sweep", Trigger: 1, Spec: "0 3 * * *", Timezone: "Europe/Berlin", Repo: "o/a", Forge: workflows.Forge("gitlab")},
+		{ID: "sweep-2", Workflow: "sweep", Trigger: 2, Spec: "@daily", Repo: "o/r", Forge: workflows.Forge("github")},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("SchedulesOf = %+v\nwant %+v", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"crypto/ecdsa"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // testPKI writes a CA, a server certificate for 127.0.0.1 and a client
@@ -79,7 +81,7 @@ func TestExternalMutualTLS(t *testing.T) {
 	url := "tls://" + srv.Addr().String()
 	ctx := testCtx(t, 20*time.Second)
 
-	q := openTest(t, Config{URL: url, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
+	q := openTest(t, queue.Config{URL: url, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
 	if err := q.Ready(ctx); err != nil {
 		t.Fatalf("Ready over mutual TLS: %v", err)
 	}
@@ -87,7 +89,7 @@ func TestExternalMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if q2, err := Open(ctx, Config{URL: url, CAFile: ca, SetupTimeout: 2 * time.Second, Logger: testLogger(t)}); err == nil {
+	if q2, err := queue.Open(ctx, queue.Config{URL: url, CAFile: ca, SetupTimeout: 2 * time.Second, Logger: testLogger(t)}); err == nil {
 		_ = q2.Close()
 		t.Fatal("Open without a client certificate succeeded")
 	}

@@ -55,8 +55,8 @@ func extractTrace(ctx context.Context, h nats.Header) context.Context {
 
 const traceparentHeader = "traceparent"
 
-// traceIDOf is the id of the trace ctx's span is in, "" without one.
-func traceIDOf(ctx context.Context) string {
+// TraceID is the id of the trace ctx's span is in, "" without one.
+func TraceID(ctx context.Context) string {
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
 		return sc.TraceID().String()
 	}

@@ -1,4 +1,4 @@
-package queue
+package queue_test
 
 import (
 	"context"
@@ -13,12 +13,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 )
 
 // runHeaders returns the headers of the last run message of a workflow.
-func runHeaders(t *testing.T, q *Queue, workflow string) nats.Header {
+func runHeaders(t *testing.T, q *testQueue, workflow string) nats.Header {
 	t.Helper()
-	m, err := q.runsS.GetLastMsgForSubject(testCtx(t, 10*time.Second), runsSubjectPrefix+workflow)
+	m, err := q.RunsStream().GetLastMsgForSubject(testCtx(t, 10*time.Second), queue.RunsSubjectPrefix+workflow)
 	if err != nil {
 		t.Fatalf("reading the run message of %s: %v", workflow, err)
 	}
@@ -31,11 +34,11 @@ func runHeaders(t *testing.T, q *Queue, workflow string) nats.Header {
 // whose remote parent is that span. Without a span there is no header and
 // no trace id.
 func TestPublishCarriesTheTraceContext(t *testing.T) {
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	ctx, span := tp.Tracer("test").Start(testCtx(t, 30*time.Second), "publish")
-	reqs := []*RunRequest{testRequest("one"), testRequest("two")}
+	reqs := []*queue.RunRequest{testRequest("one"), testRequest("two")}
 	reqs[1].Event.DeliveryID = reqs[0].Event.DeliveryID
 	if _, err := q.PublishDelivery(ctx, reqs); err != nil {
 		t.Fatal(err)
@@ -59,7 +62,7 @@ func TestPublishCarriesTheTraceContext(t *testing.T) {
 	}
 
 	got := make(chan trace.SpanContext, 2)
-	c, err := q.Consume(ctx, ConsumerConfig{Durable: "trace-test", FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{Durable: "trace-test", FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- trace.SpanContextFromContext(ctx)
 		return nil
 	})
@@ -86,7 +89,7 @@ func TestPublishCarriesTheTraceContext(t *testing.T) {
 
 	// Without a span: no header, no trace id.
 	plain := testRequest("three")
-	if _, err := q.PublishDelivery(testCtx(t, 10*time.Second), []*RunRequest{plain}); err != nil {
+	if _, err := q.PublishDelivery(testCtx(t, 10*time.Second), []*queue.RunRequest{plain}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _, err := q.Runs().Get(ctx, plain.ID)
@@ -100,19 +103,17 @@ func TestPublishCarriesTheTraceContext(t *testing.T) {
 
 // TestStateCollector: the queue's gauges follow the stream and the outbox
 // (pending runs before and after a consumer exists, reports kept), read
-// at most once per stateMaxAge.
+// at most once per queue.StateMaxAge.
 func TestStateCollector(t *testing.T) {
-	q := openTest(t, Config{})
+	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 30*time.Second)
-	col := q.Collector("state-test").(*stateCollector)
-	if _, err := q.readState(ctx, "state-test"); err != nil {
+	col := q.Collector("state-test", q.Outbox())
+	if _, err := q.ReadState(ctx, "state-test", q.Outbox()); err != nil {
 		t.Fatalf("reading the queue's state: %v", err)
 	}
 	gauges := func(fresh bool) string {
 		if fresh {
-			col.mu.Lock()
-			col.at = time.Time{} // no caching between the test's readings
-			col.mu.Unlock()
+			queue.ResetCollector(col) // no caching between the test's readings
 		}
 		if probs, err := testutil.CollectAndLint(col); err != nil || len(probs) > 0 {
 			t.Fatalf("lint: %v %v", probs, err)
@@ -137,7 +138,7 @@ func TestStateCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := q.Outbox().Put(ctx, &OutboxEntry{Key: OutboxKey("01J0000000000000000000000A", "final"), RunID: "01J0000000000000000000000A", Report: []byte(`{}`)}); err != nil {
+	if err := q.Outbox().Put(ctx, &stores.OutboxEntry{Key: stores.OutboxKey("01J0000000000000000000000A", "final"), RunID: "01J0000000000000000000000A", Report: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := gauges(true), "hookrun_queue_ack_pending_runs=0 hookrun_queue_pending_runs=2 hookrun_report_outbox_reports=1 "; got != want {
@@ -145,7 +146,7 @@ func TestStateCollector(t *testing.T) {
 	}
 	hold := make(chan struct{})
 	started := make(chan struct{}, 2)
-	c, err := q.Consume(ctx, ConsumerConfig{Durable: "state-test", Concurrency: 1, FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *Delivery) error {
+	c, err := q.Consume(ctx, queue.ConsumerConfig{Durable: "state-test", Concurrency: 1, FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *queue.Delivery) error {
 		started <- struct{}{}
 		<-hold
 		return nil
@@ -160,13 +161,13 @@ func TestStateCollector(t *testing.T) {
 		t.Fatalf("one run in a handler: %s, want %s", got, want)
 	}
 
-	// Cached: a reading within stateMaxAge is served again.
+	// Cached: a reading within queue.StateMaxAge is served again.
 	before := gauges(true)
-	if err := q.Outbox().Put(ctx, &OutboxEntry{Key: OutboxKey("01J0000000000000000000000B", "final"), RunID: "01J0000000000000000000000B", Report: []byte(`{}`)}); err != nil {
+	if err := q.Outbox().Put(ctx, &stores.OutboxEntry{Key: stores.OutboxKey("01J0000000000000000000000B", "final"), RunID: "01J0000000000000000000000B", Report: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if after := gauges(false); after != before {
-		t.Errorf("a scrape within %s read again: %s → %s", stateMaxAge, before, after)
+		t.Errorf("a scrape within %s read again: %s → %s", queue.StateMaxAge, before, after)
 	}
 	if after := gauges(true); !strings.Contains(after, "hookrun_report_outbox_reports=2 ") {
 		t.Errorf("a fresh reading: %s, want 2 reports in the outbox", after)

@@ -54,7 +54,7 @@ func TestULIDMonotonic(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if len(id) != 26 || seen[id] || checkID(id) != nil {
+		if len(id) != 26 || seen[id] || CheckRunID(id) != nil {
 			t.Fatalf("bad or repeated id %q", id)
 		}
 		seen[id] = true

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -41,7 +40,7 @@ func TestOutboxCarriesActions(t *testing.T) {
 		Targets: []contract.TargetActions{{Number: 3, ActionSet: contract.ActionSet{State: "closed", Reason: "duplicate"}}}}
 	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "01JDQ4V6RZ3M8W1K9T2XGQY7PB", Attempt: 1,
 		Workflow: &workflows.Workflow{Name: "triage", Permissions: perms},
-		Event:    &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindIssue, Repo: "o/r", Issue: &workflows.Issue{Number: 7}},
+		Event:    &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindIssue, Repo: "o/r", Issue: &workflows.Issue{Number: 7}},
 		Status:   workflows.StatusSucceeded, Results: &contract.Results{Actions: acts}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -61,48 +60,5 @@ func TestOutboxCarriesActions(t *testing.T) {
 	}
 	if got.Results == nil || !reflect.DeepEqual(got.Results.Actions, acts) {
 		t.Errorf("delivered results %+v, want the actions %+v", got.Results, acts)
-	}
-}
-
-// planningReporter stands for a forge's reporter: on the final report it
-// decides the run's actions within its workflow's permissions and says
-// what became of them (r.Acted), as forge.Report does.
-type planningReporter struct{ saw *contract.RunReport }
-
-func (p *planningReporter) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
-	if r.Phase == contract.PhaseFinal && r.Results != nil {
-		_, r.Acted = contract.PlanActions(r.Results.Actions, r.Workflow.Permissions, 7)
-		p.saw = r
-	}
-	return r.Ref, nil
-}
-
-// TestActedInTheResult: a step's actions.json reaches the final report
-// with the workflow's permissions, and what the reporter made of them
-// (here: a label refused with the reason) is the run's Result.Acted, which
-// the run record keeps.
-func TestActedInTheResult(t *testing.T) {
-	w := parse(t, `
-permissions:
-  labels: [bug]
-steps:
-  - id: triage
-    run: |
-      echo '{"labels": {"add": ["bug", "wontfix"]}}' > "$HOOKRUN_RESULTS/actions.json"
-`)
-	rep := &planningReporter{}
-	eng, err := runner.NewEngine(runner.EngineConfig{Providers: runner.Providers{Host: hostExec()}, Logs: newMemSink(), Reporter: rep, LookupEnv: env(testEnv)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := eng.Run(context.Background(), runner.RunSpec{ID: "r1", Workflow: w, Event: samplePR(), Workspace: t.TempDir()})
-	if res.Status != workflows.StatusSucceeded || rep.saw == nil {
-		t.Fatalf("run %s (%s); final report %v", res.Status, res.Error, rep.saw)
-	}
-	if rep.saw.Workflow.Permissions == nil || rep.saw.Workflow.Permissions.Labels[0] != "bug" {
-		t.Errorf("final report's permissions %+v", rep.saw.Workflow.Permissions)
-	}
-	if res.Acted == nil || len(res.Acted.Refused) != 1 || res.Acted.Refused[0].Reason != `label "wontfix" is not in permissions.labels` {
-		t.Errorf("result acted %+v, want wontfix refused", res.Acted)
 	}
 }

@@ -1,19 +1,30 @@
-// Package runner claims run requests from the queue and executes them: claim
-// by compare-and-set, heartbeat, workspace, the DAG engine, reporting, ack.
-// It uses executors, sandboxes and reporters only through the interfaces in
-// runner/contract; internal/app (the composition root) hands it the implementations from providers/.
+// Package runner claims run requests from the queue and has them executed:
+// admit and recheck, claim by compare-and-set, heartbeat and cancel notices,
+// workspace, the engine (runner/engine) through the Engine interface, the
+// final record, ack. It is the queue consumer's handler (Runner.Handle); it
+// uses workspaces and workflows only through the interfaces in
+// runner/contract; internal/app (the composition root) hands it the
+// implementations from providers/. Its files by job: runner.go (Config,
+// Deps, New, Cancel), handle.go (Handle and what it calls, in the order it
+// calls them: admitting, claiming, concurrency groups, executing the
+// claimed run, the final record, and ingress's decision checked again),
+// heartbeat.go (the claim kept alive, cancel requests and
+// takeovers seen), outbox.go (final reports delivered later), metrics.go,
+// newest.go (a run's report never overwrites a newer run's).
 //
-// Reporting never holds a run back: reports are sent beside the run
-// (report.go), and a final report the forge did not take within the report
-// timeout is kept in the queue's hookrun_outbox bucket, where an Outbox
-// (outbox.go) retries it until it is delivered or MaxAge old.
+// Reporting never holds a run back: the engine sends reports beside the
+// run, and a final report the forge did not take within the report timeout
+// is kept in the queue's hookrun_outbox bucket, where an Outbox (outbox.go)
+// retries it until it is delivered or MaxAge old. The engine reaches the
+// outbox through engine.ReportKeeper and the metrics through
+// engine.Observer: it imports nothing of the queue.
 //
 // # Lifecycle
 //
 // The queue hands Handle only run requests whose authenticator it verified
 // (queue/reqauth.go). Before the claim, Handle decides again what ingress
 // decided: Config.Admit (allow_repos) and Config.Recheck (CheckRequest,
-// recheck.go: the workflow's trigger and authorize, with the functions
+// handle.go: the workflow's trigger and authorize, with the functions
 // ingress calls); a refusal fails the run with the reason, before any
 // workspace or step.
 //
@@ -25,9 +36,12 @@
 // is taken over with attempt+1. The claim is a compare-and-set (status
 // running, claimant, attempt, heartbeat). While the run executes, a
 // heartbeat refreshes HeartbeatAt and the step states every
-// HeartbeatInterval and a watch on the record acts at once on
-// CancelRequested (cancel the run) or another claimant (stop: the run was
-// lost). A run request that ingress marked Refused (the head of the
+// HeartbeatInterval and acts on CancelRequested (cancel the run) or another
+// claimant (stop: the run was lost); a cancel request is also heard at
+// once on the runner's own subject (queue.CancelNotices), one
+// subscription per runner rather than a watch per run. A concurrency group
+// without cancel_in_progress is freed when the run's steps end, before its
+// final report. A run request that ingress marked Refused (the head of the
 // commented pull request could not be pinned) is failed right after the
 // claim with that reason and reported: no workspace, no step, no handler.
 // A workspace that cannot be prepared hands the run back (queued)
@@ -35,71 +49,4 @@
 // (queued, attempt kept) and nak'ed for another runner. With
 // concurrency.cancel_in_progress, older unfinished runs of the same group
 // get CancelRequested (queued ones are cancelled at once).
-//
-// # Engine semantics
-//
-// A step runs when all its dependencies have ended (`graph`), or after the
-// previous step in file order (`chain`), at most max_active_steps at a time.
-// A dependency that failed (or was skipped) skips its dependents unless its
-// continue_on tolerates that (failed, or its exit code in exit_code;
-// skipped); with mark_success a tolerated failure counts as succeeded. A
-// step whose preconditions do not hold when it is ready is skipped. A run
-// fails when a step failed without continue_on tolerating it, or on the run
-// timeout; it partially succeeds when its only failures were tolerated; it
-// is skipped when the workflow's own preconditions do not hold (checked on
-// the host before the session opens: no step runs, only handler_on.exit);
-// it is cancelled when its context is cancelled (Runner.Cancel, a newer run
-// of the same concurrency group). Steps run in the root working_dir unless
-// they set their own. handler_on success/failure/cancel then exit run afterwards with
-// HOOKRUN_RUN_STATUS, even after a cancel or timeout (bounded by their own
-// timeout or EngineConfig.HandlerTimeout); a handler's failure is recorded
-// in its step state but does not change the run's status. A run stopped
-// because the runner shuts down or lost its claim (ErrAbandoned) runs no
-// handler and sends no final report: another runner executes it again.
-//
-// # Environment
-//
-// A step's environment is built in this order, a later name replacing an
-// earlier one: PATH, HOME, LANG, TMPDIR and USER from the runner's
-// environment (host steps only: containers and sandboxes bring their own);
-// the workflow's env, then params (a value given for the run,
-// RunSpec.Params, replaces its default as data, not expanded); the event's HOOKRUN_* variables and
-// HOOKRUN_RUN_ID, HOOKRUN_WORKFLOW, HOOKRUN_WORKSPACE, HOOKRUN_EVENT_PATH,
-// HOOKRUN_RESULTS, HOOKRUN_SANDBOX (so a workflow cannot override them); the outputs of
-// earlier steps; the step's env (for a step container, its container env
-// first); HOOKRUN_RUN_STATUS for handlers; the secrets. Nothing else of the
-// runner's environment is passed on.
-//
-// HOOKRUN_EVENT_PATH names the raw payload, written before the first step
-// into RunSpec.EventDir (else a directory of the run's own, removed at its
-// end), never into the workspace: the host path on the host,
-// contract.ContainerEventPath in containers, contract.SandboxEventPath in
-// the sandbox (the sandbox provider copies the file in).
-//
-// HOOKRUN_RESULTS names the run's results folder (RunSpec.Results, which
-// its preparer hands to the step user, else a folder of the run's own,
-// removed at its end), also outside the workspace: the host path on the
-// host, contract.ContainerResultsPath in containers (bind-mounted
-// read-write), contract.SandboxResultsPath in the sandbox (the sandbox
-// provider copies it back after each command). After every step (its
-// failure included: a linter exits 1 when it finds something) the engine
-// reads the folder with a results.Reader, never following a symlink, up to
-// contract.MaxResultsBytes and contract.MaxResultsFindings per run: SARIF,
-// reviewdog rdjson/rdjsonl and actions.json. A malformed file fails the
-// step with its file:line:col. At the run's end the findings and actions,
-// redacted like everything else, are Result.Results and the final
-// RunReport's Results; what was cut or skipped is in their Notes and the
-// run log.
-//
-// Values written by the workflow author (env, params, container env) may
-// reference, as ${NAME}, any variable set before them, and also the HOOKRUN_*
-// variables; the substitution is workflows.Expand: no shell, values are not
-// expanded again, unknown names stay as written. Event text and outputs are
-// data and are never expanded. `run:` is executed as ["sh", "-c", run], so
-// "$VAR" there is the shell's business; the same holds for the prompt of a
-// shell harness (workflows.Harness.ShellScript), which providers/harness
-// hands to the shell unsubstituted. Secrets cannot be referenced by
-// ${NAME} (steps read them from the environment), and every secret value is
-// replaced by *** in logs, outputs, step and run errors, the report body
-// and therefore the run record.
 package runner

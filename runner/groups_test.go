@@ -11,6 +11,8 @@ import (
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -82,7 +84,7 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 	const n = 4
 	ids := make([]string, n)
 	ids[0] = f.publish("deploy", nil)
-	f.waitRecord(ids[0], 15*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status != workflows.StatusQueued })
+	f.waitRecord(ids[0], 15*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status != workflows.StatusQueued })
 	for i := 1; i < n; i++ {
 		ids[i] = f.publish("deploy", nil)
 	}
@@ -105,7 +107,7 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 		}
 	}
 	f.release()
-	recs := make([]*queue.RunRecord, n)
+	recs := make([]*stores.RunRecord, n)
 	for i, id := range ids {
 		recs[i] = f.waitRecord(id, 60*time.Second, "finished", terminal)
 		if recs[i].Status != workflows.StatusSucceeded {
@@ -127,7 +129,7 @@ func TestConcurrencyGroupSerializesAcrossRunners(t *testing.T) {
 		}
 	}
 	// The steps never overlapped: start and end alternate, in order.
-	lines := strings.Fields(strings.ReplaceAll(readFile(t, f.tmp, "executions"), "\n", " "))
+	lines := strings.Fields(strings.ReplaceAll(enginetest.ReadFile(t, f.tmp, "executions"), "\n", " "))
 	var want []string
 	for _, id := range ids {
 		want = append(want, "start", id, "end", id)
@@ -145,7 +147,7 @@ func TestCancelWaitingRunOfGroup(t *testing.T) {
 	f.start()
 	f.releaseAtEnd()
 	a, b, c := f.publish("deploy", nil), f.publish("deploy", nil), f.publish("deploy", nil)
-	f.waitRecord(a, 15*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status != workflows.StatusQueued })
+	f.waitRecord(a, 15*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status != workflows.StatusQueued })
 	if err := f.r.Cancel(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestCancelWaitingRunOfGroup(t *testing.T) {
 			t.Errorf("run %s = %s (%s)", id, rec.Status, rec.Error)
 		}
 	}
-	if strings.Contains(readFile(t, f.tmp, "executions"), b) {
+	if strings.Contains(enginetest.ReadFile(t, f.tmp, "executions"), b) {
 		t.Error("the cancelled waiting run executed")
 	}
 }

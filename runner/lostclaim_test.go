@@ -8,6 +8,8 @@ import (
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -16,10 +18,10 @@ import (
 // with no claimant (what the runners' watches got from a NATS node that
 // rejoined the cluster in TestComposeUp).
 type laggingWatch struct {
-	*queue.RunStore
+	*stores.RunStore
 }
 
-func (s laggingWatch) Watch(ctx context.Context, id string) (<-chan *queue.RunRecord, error) {
+func (s laggingWatch) Watch(ctx context.Context, id string) (<-chan *stores.RunRecord, error) {
 	rec, _, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -30,7 +32,7 @@ func (s laggingWatch) Watch(ctx context.Context, id string) (<-chan *queue.RunRe
 	}
 	old := *rec
 	old.Status, old.Claimant, old.HeartbeatAt, old.StartedAt = workflows.StatusQueued, "", time.Time{}, nil
-	out := make(chan *queue.RunRecord, 1)
+	out := make(chan *stores.RunRecord, 1)
 	out <- &old
 	go func() {
 		defer close(out)
@@ -48,23 +50,20 @@ func (s laggingWatch) Watch(ctx context.Context, id string) (<-chan *queue.RunRe
 // A watched record that contradicts the claim is a hint, not proof: the
 // run goes on under its claim and finishes (before, the runner stopped it,
 // dropped its result and acked its message, and the run stayed unfinished).
+// The runner no longer watches records (it hears cancels on its subject);
+// the run store's lagging watch stays to keep this so.
 func TestStaleWatchedRecordKeepsTheClaim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"count": countingWorkflow}, nil, nil)
-	r, err := runner.New(f.runCfg, runner.Deps{Runs: laggingWatch{f.q.Runs()}, Workflows: f.wfs, Workspaces: f.ws, Engine: f.eng, Groups: f.q.Groups()})
+	id, err := handleWith(t, f, laggingWatch{f.q.Runs()})
 	if err != nil {
-		t.Fatal(err)
-	}
-	id := f.publish("count", nil)
-	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "count", Event: *samplePR(), Attempt: 1}
-	if err := r.Handle(context.Background(), &queue.Delivery{Request: req, NumDelivered: 1}); err != nil {
 		t.Fatalf("Handle = %v, want nil", err)
 	}
 	rec := f.waitRecord(id, 5*time.Second, "the run's end", terminal)
 	if rec.Status != workflows.StatusSucceeded || rec.Claimant != "runner-a" {
 		t.Fatalf("record: status %s claimant %q, want succeeded under runner-a", rec.Status, rec.Claimant)
 	}
-	if got := readFile(t, f.tmp, "executions"); got != id+"\n" {
+	if got := enginetest.ReadFile(t, f.tmp, "executions"); got != id+"\n" {
 		t.Fatalf("executions %q, want the run once", got)
 	}
 }
@@ -83,8 +82,8 @@ steps:
 	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "slow", Event: *samplePR(), Attempt: 1}
 	errc := make(chan error, 1)
 	go func() { errc <- f.r.Handle(ctx, &queue.Delivery{Request: req, NumDelivered: 1}) }()
-	f.waitRecord(id, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
-	if _, err := f.q.Runs().Modify(ctx, id, func(r *queue.RunRecord) bool {
+	f.waitRecord(id, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	if _, err := f.q.Runs().Modify(ctx, id, func(r *stores.RunRecord) bool {
 		r.Status, r.Claimant = workflows.StatusQueued, ""
 		return true
 	}); err != nil {
@@ -92,7 +91,7 @@ steps:
 	}
 	select {
 	case err := <-errc:
-		if !errors.Is(err, queue.ErrClaimLost) {
+		if !errors.Is(err, stores.ErrClaimLost) {
 			t.Fatalf("Handle = %v, want the message handed back (a retry of ErrClaimLost)", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -105,4 +104,18 @@ steps:
 	if rec.Status != workflows.StatusSucceeded {
 		t.Fatalf("record after the redelivery: %s, want succeeded", rec.Status)
 	}
+}
+
+// handleWith handles the first delivery of a new run of f's "count"
+// workflow on a runner of f whose run store is runs; it returns the run's
+// id and what Handle answered.
+func handleWith(t *testing.T, f *fixture, runs runner.RunStore) (string, error) {
+	t.Helper()
+	r, err := runner.New(f.runCfg, runner.Deps{Runs: runs, Workflows: f.wfs, Workspaces: f.ws, Engine: f.eng, Groups: f.q.Groups()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.publish("count", nil)
+	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "count", Event: *samplePR(), Attempt: 1}
+	return id, r.Handle(context.Background(), &queue.Delivery{Request: req, NumDelivered: 1})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner/engine"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -36,37 +37,27 @@ var (
 // NewMetrics returns the families, zero.
 func NewMetrics() *Metrics {
 	return &Metrics{
-		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookrun_runs_finished_total",
-			Help: "Runs that reached a final status (succeeded, partially_succeeded, failed, cancelled, skipped), by workflow and status.",
-		}, []string{"workflow", "status"}),
-		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hookrun_run_duration_seconds",
-			Help:    "Wall time of finished runs from claim to final state, by workflow.",
-			Buckets: runBuckets,
-		}, []string{"workflow"}),
-		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "hookrun_step_duration_seconds",
-			Help:    "Wall time of steps (all their attempts), by workflow and executor (host, container, root_container, sbx, none).",
-			Buckets: stepBuckets,
-		}, []string{"workflow", "executor"}),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookrun_queue_deliveries_total",
-			Help: "Run requests handed to this runner by the queue, by workflow (redeliveries included).",
-		}, []string{"workflow"}),
-		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookrun_queue_redeliveries_total",
-			Help: "Run requests delivered again (a nak, a runner that died or missed AckWait), by workflow.",
-		}, []string{"workflow"}),
-		reportFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookrun_report_failures_total",
-			Help: "Reports (start, progress, final) the forge did not take, after rate-limit retries, by forge and phase.",
-		}, []string{"forge", "phase"}),
+		runsFinished:   counterVec("hookrun_runs_finished_total", "Runs that reached a final status (succeeded, partially_succeeded, failed, cancelled, skipped), by workflow and status.", "workflow", "status"),
+		runDuration:    histogramVec("hookrun_run_duration_seconds", "Wall time of finished runs from claim to final state, by workflow.", runBuckets, "workflow"),
+		stepDuration:   histogramVec("hookrun_step_duration_seconds", "Wall time of steps (all their attempts), by workflow and executor (host, container, root_container, sbx, none).", stepBuckets, "workflow", "executor"),
+		deliveries:     counterVec("hookrun_queue_deliveries_total", "Run requests handed to this runner by the queue, by workflow (redeliveries included).", "workflow"),
+		redeliveries:   counterVec("hookrun_queue_redeliveries_total", "Run requests delivered again (a nak, a runner that died or missed AckWait), by workflow.", "workflow"),
+		reportFailures: counterVec("hookrun_report_failures_total", "Reports (start, progress, final) the forge did not take, after rate-limit retries, by forge and phase.", "forge", "phase"),
 		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrun_queue_unauthenticated_total",
 			Help: "Run requests refused because their authenticator (Hookrun-Mac) was missing or wrong: someone who reaches NATS published them; nothing of them ran.",
 		}),
 	}
+}
+
+// counterVec is a counter family by labels.
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+// histogramVec is a histogram family by labels, with buckets.
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // Collectors are the families, for one Prometheus registry.
@@ -82,14 +73,16 @@ func (m *Metrics) runFinished(workflow string, status workflows.Status, d time.D
 	m.runDuration.WithLabelValues(workflow).Observe(d.Seconds())
 }
 
-func (m *Metrics) stepFinished(workflow, executor string, d time.Duration) {
+// StepFinished observes a step's duration (engine.Observer).
+func (m *Metrics) StepFinished(workflow, executor string, d time.Duration) {
 	if m == nil {
 		return
 	}
 	m.stepDuration.WithLabelValues(workflow, executor).Observe(d.Seconds())
 }
 
-func (m *Metrics) reportFailed(forge workflows.Forge, phase string) {
+// ReportFailed counts a report the forge did not take (engine.Observer).
+func (m *Metrics) ReportFailed(forge workflows.Forge, phase string) {
 	if m == nil {
 		return
 	}
@@ -130,4 +123,7 @@ func (m *Metrics) Unauthenticated() {
 	m.unauthenticated.Inc()
 }
 
-var _ queue.ConsumerObserver = (*Metrics)(nil)
+var (
+	_ queue.ConsumerObserver = (*Metrics)(nil)
+	_ engine.Observer        = (*Metrics)(nil)
+)

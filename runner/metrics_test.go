@@ -16,6 +16,8 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
 )
 
 // failingFinal is a reporter the forge refuses final reports of.
@@ -65,10 +67,10 @@ func TestRunnerMetricsAndSpans(t *testing.T) {
 		c.Consumer.Observer = metrics
 	})
 	rep := &failingFinal{}
-	eng, err := runner.NewEngine(runner.EngineConfig{
-		Providers: runner.Providers{Host: hostExec()},
+	eng, err := engine.New(engine.Config{
+		Providers: engine.Providers{Host: enginetest.HostExec()},
 		Logs:      f.q.Logs(),
-		LookupEnv: env(testEnv),
+		LookupEnv: enginetest.Env(testEnv),
 		Logger:    quietLogger(),
 		Reporter:  rep,
 		Tracer:    tp,

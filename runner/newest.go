@@ -11,7 +11,7 @@ import (
 
 // NewestStore remembers the newest run that reported under a key: it
 // records runID unless a newer run (a greater ULID) did already, and then
-// says so. *queue.GroupStore satisfies it.
+// says so. *stores.GroupStore satisfies it.
 type NewestStore interface {
 	Advance(ctx context.Context, key, runID string) (newest bool, err error)
 }

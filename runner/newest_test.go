@@ -10,6 +10,8 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -33,16 +35,17 @@ func TestNewestOnlyKeepsTheNewerRunsComment(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: filepath.Join(t.TempDir(), "nats"), Logger: quietLogger()})
+	raw, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: filepath.Join(t.TempDir(), "nats"), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = q.Close() })
+	t.Cleanup(func() { _ = raw.Close() })
+	q := storestest.With(t, raw)
 	next := &recordingReporter{}
 	rep := runner.NewestOnly(next, q.Groups(), quietLogger())
-	sticky := parse(t, "name: review\nsteps: [{id: a, run: 'true'}]\n")
-	other := parse(t, "name: other\nsteps: [{id: a, run: 'true'}]\n")
-	fresh := parse(t, "name: fresh\nreport: {comment: new}\nsteps: [{id: a, run: 'true'}]\n")
+	sticky := enginetest.Parse(t, "name: review\nsteps: [{id: a, run: 'true'}]\n")
+	other := enginetest.Parse(t, "name: other\nsteps: [{id: a, run: 'true'}]\n")
+	fresh := enginetest.Parse(t, "name: fresh\nreport: {comment: new}\nsteps: [{id: a, run: 'true'}]\n")
 	pr7, pr8 := samplePR(), samplePR()
 	pr8.PullRequest.Number = 8
 	send := func(w *workflows.Workflow, ev *workflows.Event, run string, phase contract.Phase) {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,29 +13,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // OutboxStore is what the outbox needs of the hookrun_outbox bucket.
-// *queue.OutboxStore satisfies it.
+// *stores.OutboxStore satisfies it.
 type OutboxStore interface {
-	Put(ctx context.Context, e *queue.OutboxEntry) error
-	Update(ctx context.Context, e *queue.OutboxEntry) error
+	Put(ctx context.Context, e *stores.OutboxEntry) error
+	Update(ctx context.Context, e *stores.OutboxEntry) error
 	Delete(ctx context.Context, key string, rev uint64) error
-	List(ctx context.Context) ([]*queue.OutboxEntry, error)
+	List(ctx context.Context) ([]*stores.OutboxEntry, error)
 }
 
-var _ OutboxStore = (*queue.OutboxStore)(nil)
+var _ OutboxStore = (*stores.OutboxStore)(nil)
 
-// ReportKeeper keeps a final report the engine could not deliver in time,
-// to be delivered later. *Outbox satisfies it.
-type ReportKeeper interface {
-	Keep(ctx context.Context, r *contract.RunReport, cause error) error
-}
-
-var _ ReportKeeper = (*Outbox)(nil)
+// The engine keeps a final report it could not deliver in time here.
+var _ engine.ReportKeeper = (*Outbox)(nil)
 
 // outboxKindFinal is the report kind of a run's final comment and status.
 const outboxKindFinal = "final"
@@ -58,7 +55,7 @@ type OutboxConfig struct {
 	// Runs, when set, is asked before a report is delivered whether a newer
 	// run of the same workflow has since reported on the same sticky
 	// comment and commit status: such a report is dropped rather than
-	// overwrite the newer run's (*queue.RunStore satisfies it).
+	// overwrite the newer run's (*stores.RunStore satisfies it).
 	Runs OutboxRuns
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
@@ -66,36 +63,27 @@ type OutboxConfig struct {
 	Now func() time.Time
 }
 
-// OutboxRuns lists run records. *queue.RunStore satisfies it.
+// OutboxRuns lists run records. *stores.RunStore satisfies it.
 type OutboxRuns interface {
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
+	List(ctx context.Context, f stores.ListFilter) ([]*stores.RunRecord, string, error)
 }
 
-var _ OutboxRuns = (*queue.RunStore)(nil)
+var _ OutboxRuns = (*stores.RunStore)(nil)
 
 func (c *OutboxConfig) setDefaults() {
-	if c.Poll == 0 {
-		c.Poll = 5 * time.Second
-	}
-	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = 30 * time.Second
-	}
-	if c.Backoff == 0 {
-		c.Backoff = 30 * time.Second
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = 10 * time.Minute
-	}
-	if c.MaxAge == 0 {
-		c.MaxAge = 24 * time.Hour
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Poll = cmp.Or(c.Poll, 5*time.Second)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, 30*time.Second)
+	c.Backoff = cmp.Or(c.Backoff, 30*time.Second)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, 10*time.Minute)
+	c.MaxAge = cmp.Or(c.MaxAge, 24*time.Hour)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
+
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c OutboxConfig) WithDefaults() OutboxConfig { c.setDefaults(); return c }
 
 // Validate reports a configuration the outbox cannot work with.
 func (c *OutboxConfig) Validate() error {
@@ -170,6 +158,7 @@ type outboxReport struct {
 	Event    *workflows.Event      `json:"event"`
 	HeadSHA  string                `json:"head_sha,omitempty"`
 	Status   workflows.Status      `json:"status"`
+	TimedOut bool                  `json:"timed_out,omitempty"`
 	Steps    []workflows.StepState `json:"steps,omitempty"`
 	Body     string                `json:"body,omitempty"`
 	Error    string                `json:"error,omitempty"`
@@ -194,7 +183,7 @@ const maxStoredReport = 900 << 10
 const maxStoredBody = 256 << 10
 
 func encodeReport(r *contract.RunReport) ([]byte, error) {
-	w := outboxReport{Phase: r.Phase, RunID: r.RunID, Attempt: r.Attempt, HeadSHA: r.HeadSHA, Status: r.Status,
+	w := outboxReport{Phase: r.Phase, RunID: r.RunID, Attempt: r.Attempt, HeadSHA: r.HeadSHA, Status: r.Status, TimedOut: r.TimedOut,
 		Steps: r.Steps, Body: r.Body, Error: r.Error, Ref: r.Ref, Delivery: r.Delivery}
 	if r.Workflow != nil {
 		w.Workflow, w.Report, w.Permissions = r.Workflow.Name, r.Workflow.Report, r.Workflow.Permissions
@@ -238,7 +227,7 @@ func decodeReport(data []byte) (*contract.RunReport, error) {
 	}
 	return &contract.RunReport{Phase: w.Phase, RunID: w.RunID, Attempt: w.Attempt,
 		Workflow: &workflows.Workflow{Name: w.Workflow, Report: w.Report, Permissions: w.Permissions}, Event: w.Event,
-		HeadSHA: w.HeadSHA, Status: w.Status, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery,
+		HeadSHA: w.HeadSHA, Status: w.Status, TimedOut: w.TimedOut, Steps: w.Steps, Body: w.Body, Error: w.Error, Ref: w.Ref, Delivery: w.Delivery,
 		Results: w.Results}, nil
 }
 
@@ -250,7 +239,7 @@ func (o *Outbox) Keep(ctx context.Context, r *contract.RunReport, cause error) e
 		return fmt.Errorf("encoding report of run %s for the outbox: %w", r.RunID, err)
 	}
 	now := o.cfg.Now().UTC()
-	e := &queue.OutboxEntry{Key: queue.OutboxKey(r.RunID, outboxKindFinal), RunID: r.RunID, Report: data,
+	e := &stores.OutboxEntry{Key: stores.OutboxKey(r.RunID, outboxKindFinal), RunID: r.RunID, Report: data,
 		CreatedAt: now, NextAt: now.Add(o.wait(cause, 1)), Attempts: 1}
 	if cause != nil {
 		e.LastError = cause.Error() // already redacted by the engine
@@ -334,7 +323,7 @@ func (o *Outbox) Flush(ctx context.Context) {
 // try delivers e once: it takes e (NextAt moved past the attempt, so that
 // other runners leave it alone), sends it, then deletes it or schedules the
 // next attempt; it gives e up when it is MaxAge old.
-func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
+func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 	log := o.log.With("run", e.RunID, "key", e.Key, "attempts", e.Attempts)
 	if age := o.cfg.Now().Sub(e.CreatedAt); age >= o.cfg.MaxAge {
 		o.giveUp(ctx, e, log, fmt.Sprintf("not delivered in %s", o.cfg.MaxAge))
@@ -356,7 +345,7 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 	e.Attempts++
 	e.NextAt = o.cfg.Now().UTC().Add(o.cfg.AttemptTimeout + o.cfg.Poll)
 	if err := o.store.Update(ctx, e); err != nil {
-		if !errors.Is(err, queue.ErrConflict) {
+		if !errors.Is(err, stores.ErrConflict) {
 			log.Warn("taking a report from the outbox", "err", err)
 		}
 		return // another runner has it, or a newer report replaced it
@@ -367,7 +356,7 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
 	defer cancel()
 	if err == nil {
-		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, queue.ErrConflict) {
+		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, stores.ErrConflict) {
 			log.Warn("removing a delivered report from the outbox", "err", err)
 		}
 		o.delivered.Inc()
@@ -385,24 +374,25 @@ func (o *Outbox) try(ctx context.Context, e *queue.OutboxEntry) {
 		e.NextAt = last // then given up, not tried again
 	}
 	log.Warn("final report still not delivered; retrying later", "err", err, "retry_at", e.NextAt)
-	if err := o.store.Update(sctx, e); err != nil && !errors.Is(err, queue.ErrConflict) {
+	if err := o.store.Update(sctx, e); err != nil && !errors.Is(err, stores.ErrConflict) {
 		log.Warn("rescheduling a report in the outbox", "err", err)
 	}
 }
 
 // giveUp removes e for good, counted and logged.
-func (o *Outbox) giveUp(ctx context.Context, e *queue.OutboxEntry, log *slog.Logger, why string) {
+func (o *Outbox) giveUp(ctx context.Context, e *stores.OutboxEntry, log *slog.Logger, why string) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
 	defer cancel()
 	if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil {
-		if !errors.Is(err, queue.ErrConflict) {
+		if !errors.Is(err, stores.ErrConflict) {
 			log.Warn("removing a given-up report from the outbox", "err", err)
 		}
 		return // changed meanwhile: a newer report, or another runner's
 	}
-	o.givenUp.Inc()
+	// Logged before it is counted: whoever sees the count finds the line.
 	log.Error("giving up a final report: the pull request's comment and status keep their last state",
 		"reason", why, "last_error", e.LastError, "created_at", e.CreatedAt)
+	o.givenUp.Inc()
 }
 
 // supersededBy returns the id of a newer run of rep's workflow on the same
@@ -432,7 +422,7 @@ func (o *Outbox) supersededBy(ctx context.Context, rep *contract.RunReport) stri
 	defer cancel()
 	// Newest first, page by page, down to rep's own run: only the runs
 	// newer than it are read.
-	f := queue.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name, PR: ev.Number(), Limit: 100}
+	f := stores.ListFilter{Repo: ev.Repo, Workflow: rep.Workflow.Name, PR: ev.Number(), Limit: 100}
 	for {
 		list, next, err := o.cfg.Runs.List(lctx, f)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // messages are cut to fit the KV's 1 MiB message, and the cut is counted.
 func TestOutboxKeepsFindings(t *testing.T) {
 	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Review: &workflows.ReviewOptions{Filter: "added", MaxComments: 30}}}
-	ev := &workflows.Event{Forge: workflows.GitHub, Repo: "o/r", PullRequest: &workflows.PullRequest{Number: 1}}
+	ev := &workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r", PullRequest: &workflows.PullRequest{Number: 1}}
 	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1", Workflow: wf, Event: ev, Status: workflows.StatusSucceeded,
 		Results: &contract.Results{Findings: []contract.Finding{{Path: "a.go", StartLine: 3, Level: "error", Rule: "x", Message: "m",
 			Suggestions: []contract.Suggestion{{StartLine: 3, Text: "fixed"}}}}}}
@@ -51,5 +51,24 @@ func TestOutboxKeepsFindings(t *testing.T) {
 	if kept == 0 || kept == len(many) || got.Results.Dropped["over the outbox's size limit"] != len(many)-kept ||
 		got.Results.Dropped["outside the checkout"] != 2 || len(r.Results.Findings) != len(many) {
 		t.Errorf("kept %d of %d, dropped %v", kept, len(many), got.Results.Dropped)
+	}
+}
+
+// TestOutboxKeepsTimedOut: a retried final report of a run that failed at
+// its timeout still says so (its check run's conclusion is timed_out).
+func TestOutboxKeepsTimedOut(t *testing.T) {
+	wf := &workflows.Workflow{Name: "lint"}
+	ev := &workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r", PullRequest: &workflows.PullRequest{Number: 1}}
+	data, err := encodeReport(&contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1", Workflow: wf, Event: ev,
+		Status: workflows.StatusFailed, TimedOut: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeReport(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.TimedOut || got.Status != workflows.StatusFailed {
+		t.Errorf("decoded timed_out %v, status %s", got.TimedOut, got.Status)
 	}
 }

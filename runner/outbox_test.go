@@ -16,10 +16,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -114,14 +119,14 @@ func (s *syncBuffer) String() string {
 func githubReporter(t *testing.T, url string, log *slog.Logger) *github.Reporter {
 	t.Helper()
 	rep, err := github.New(github.Config{APIURL: url + "/", Token: "ghs_test", BotLogin: "hookrun-bot",
-		MaxWait: 300 * time.Millisecond, Backoff: 200 * time.Millisecond, Logger: log})
+		Client: forge.Client{MaxWait: 300 * time.Millisecond, Backoff: 200 * time.Millisecond, Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
 }
 
-func openQueue(t *testing.T, dir string) *queue.Queue {
+func openQueue(t *testing.T, dir string) *storestest.Queue {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -129,11 +134,11 @@ func openQueue(t *testing.T, dir string) *queue.Queue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	return storestest.With(t, q)
 }
 
 // fastOutbox is an outbox whose timing suits a test.
-func fastOutbox(t *testing.T, q *queue.Queue, rep contract.Reporter, log *slog.Logger, maxAge time.Duration) *runner.Outbox {
+func fastOutbox(t *testing.T, q *storestest.Queue, rep contract.Reporter, log *slog.Logger, maxAge time.Duration) *runner.Outbox {
 	t.Helper()
 	o, err := runner.NewOutbox(runner.OutboxConfig{Poll: 100 * time.Millisecond, AttemptTimeout: time.Second,
 		Backoff: 300 * time.Millisecond, MaxBackoff: time.Second, MaxAge: maxAge, Logger: log}, q.Outbox(), rep)
@@ -143,7 +148,7 @@ func fastOutbox(t *testing.T, q *queue.Queue, rep contract.Reporter, log *slog.L
 	return o
 }
 
-func outboxLen(t *testing.T, q *queue.Queue) []*queue.OutboxEntry {
+func outboxLen(t *testing.T, q *storestest.Queue) []*stores.OutboxEntry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -209,7 +214,7 @@ func TestFinalReportSurvivesRateLimitAndRestart(t *testing.T) {
 
 	q1 := openQueue(t, dir)
 	ob1 := fastOutbox(t, q1, rep, log, time.Hour)
-	res, _, _ := runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
+	res, _, _ := enginetest.Run(t, outboxWorkflow, enginetest.RunOpts{Env: testEnv, Event: samplePR(), Reporter: rep, Cfg: func(c *engine.Config) {
 		c.ReportTimeout = 6 * time.Second // the start report (rate limited, ~0.3s) ends well within a sixth of it
 		c.Outbox = ob1
 		c.Logger = log
@@ -284,7 +289,7 @@ func TestOutboxGivesUpAndHonoursRetryAfter(t *testing.T) {
 	const maxAge = 2 * time.Second
 	ob := fastOutbox(t, q, rep, log, maxAge)
 
-	res, _, _ := runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
+	res, _, _ := enginetest.Run(t, outboxWorkflow, enginetest.RunOpts{Env: testEnv, Event: samplePR(), Reporter: rep, Cfg: func(c *engine.Config) {
 		c.ReportTimeout = 6 * time.Second // the start report (rate limited, ~0.3s) ends well within a sixth of it
 		c.Outbox = ob
 		c.Logger = log
@@ -334,7 +339,7 @@ func TestOutboxDropsReportSupersededByNewerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runWorkflow(t, outboxWorkflow, runOpts{reporter: rep, cfg: func(c *runner.EngineConfig) {
+	enginetest.Run(t, outboxWorkflow, enginetest.RunOpts{Env: testEnv, Event: samplePR(), Reporter: rep, Cfg: func(c *engine.Config) {
 		c.ReportTimeout = 6 * time.Second // the start report (rate limited, ~0.3s) ends well within a sixth of it
 		c.Outbox = ob
 	}})
@@ -345,7 +350,7 @@ func TestOutboxDropsReportSupersededByNewerRun(t *testing.T) {
 	defer cancel()
 	ev := samplePR()
 	ev.Raw = nil
-	if _, err := q.Runs().Create(ctx, &queue.RunRecord{ID: "r2", Workflow: "check", Repo: ev.Repo,
+	if _, err := q.Runs().Create(ctx, &stores.RunRecord{ID: "r2", Workflow: "check", Repo: ev.Repo,
 		Status: workflows.StatusRunning, Event: *ev}); err != nil {
 		t.Fatal(err)
 	}

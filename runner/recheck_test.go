@@ -91,7 +91,9 @@ func TestRunnerRechecksTriggerAndAuthorize(t *testing.T) {
 		mod            func(*queue.RunRequest)
 	}{
 		{"OWNER", "deploy", comment("octo", "OWNER", "/deploy staging", "staging")},
-		{"API start", "manual", func(req *queue.RunRequest) { req.Event = workflows.Event{Forge: workflows.GitHub, Repo: "octo/demo"} }},
+		{"API start", "manual", func(req *queue.RunRequest) {
+			req.Event = workflows.Event{Forge: workflows.Forge("github"), Repo: "octo/demo"}
+		}},
 		{"re-run", "deploy", func(req *queue.RunRequest) {
 			comment("mallory", "NONE", "/deploy staging", "staging")(req)
 			req.RerunOf, req.Attempt = "01JZZZZZZZZZZZZZZZZZZZZZZZ", 2

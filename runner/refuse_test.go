@@ -10,6 +10,7 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -43,7 +44,7 @@ func TestAdmitRefusalFailsBeforeWorkspace(t *testing.T) {
 	if len(prepared) != 1 || prepared[0] != allowed {
 		t.Errorf("workspaces prepared for %v, want only the allowed run %s", prepared, allowed)
 	}
-	if got := readFile(t, f.tmp, "executions"); strings.TrimSpace(got) != allowed {
+	if got := enginetest.ReadFile(t, f.tmp, "executions"); strings.TrimSpace(got) != allowed {
 		t.Errorf("executions %q, want only %s", got, allowed)
 	}
 	if c := f.calls.Load(); c != 2 {
@@ -69,7 +70,7 @@ func TestPrepareRefusalIsNotRetried(t *testing.T) {
 	if c := f.calls.Load(); c != 1 {
 		t.Errorf("handler called %d times, want 1 (a refusal is not retried)", c)
 	}
-	if readFile(t, f.tmp, "executions") != "" {
+	if enginetest.ReadFile(t, f.tmp, "executions") != "" {
 		t.Error("a refused run executed")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -29,9 +31,9 @@ handler_on:
 func TestRefusedRunFailsAtClaim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"review": refusedWorkflow}, nil, nil)
-	rep := &recReporter{ref: contract.ReportRef{CommentID: 77}}
-	eng, err := runner.NewEngine(runner.EngineConfig{Providers: runner.Providers{Host: hostExec()}, Logs: f.q.Logs(),
-		Reporter: rep, LookupEnv: env(testEnv), Logger: quietLogger()})
+	rep := &enginetest.Reporter{Ref: contract.ReportRef{CommentID: 77}}
+	eng, err := engine.New(engine.Config{Providers: engine.Providers{Host: enginetest.HostExec()}, Logs: f.q.Logs(),
+		Reporter: rep, LookupEnv: enginetest.Env(testEnv), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestRefusedRunFailsAtClaim(t *testing.T) {
 	if prepared != 0 {
 		t.Errorf("a workspace was prepared %d times", prepared)
 	}
-	reports := rep.all()
+	reports := rep.All()
 	if len(reports) != 1 || reports[0].Phase != contract.PhaseFinal || reports[0].Status != workflows.StatusFailed ||
 		!strings.Contains(reports[0].Error, "comment again") || reports[0].HeadSHA != "" {
 		t.Fatalf("reports %+v, want one final failed report with the reason", reports)

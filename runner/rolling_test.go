@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -76,7 +77,7 @@ func TestUnknownWorkflowIsHandedBackUntilLoaded(t *testing.T) {
 	if f.calls.Load() < 3 || rec.Status != workflows.StatusQueued {
 		t.Fatalf("after %d deliveries the run is %s (%s), want queued and handed back", f.calls.Load(), rec.Status, rec.Error)
 	}
-	src.put(parse(t, strings.ReplaceAll(countingWorkflow, "$TMP", f.tmp)))
+	src.put(enginetest.Parse(t, strings.ReplaceAll(countingWorkflow, "$TMP", f.tmp)))
 	if rec := f.waitRecord(id, 15*time.Second, "finished", terminal); rec.Status != workflows.StatusSucceeded {
 		t.Fatalf("run = %s (%s), want succeeded once the workflow is loaded", rec.Status, rec.Error)
 	}
@@ -88,7 +89,7 @@ func TestOtherWorkflowDigestIsHandedBack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, nil, nil)
 	src := f.startWith(20)
-	old := parse(t, strings.ReplaceAll(countingWorkflow, "$TMP", f.tmp))
+	old := enginetest.Parse(t, strings.ReplaceAll(countingWorkflow, "$TMP", f.tmp))
 	src.put(old)
 	nw := *old
 	nw.Digest = "sha256:newer"

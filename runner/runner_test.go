@@ -20,6 +20,10 @@ import (
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/runner/engine/enginetest"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -64,7 +68,7 @@ func quietLogger() *slog.Logger {
 // fixture is an embedded queue with a runner over it.
 type fixture struct {
 	t      *testing.T
-	q      *queue.Queue
+	q      *storestest.Queue
 	r      *runner.Runner
 	ws     *dirWorkspaces
 	wfs    workflowSet
@@ -72,7 +76,7 @@ type fixture struct {
 	cons   *queue.Consumer
 	tmp    string
 	runCfg runner.Config
-	eng    *runner.Engine
+	eng    *engine.Engine
 }
 
 func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string, mod func(*runner.Config)) *fixture {
@@ -85,7 +89,7 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	f := &fixture{t: t, q: q, ws: &dirWorkspaces{root: filepath.Join(tmp, "ws")}, wfs: workflowSet{}, tmp: tmp}
+	f := &fixture{t: t, q: storestest.With(t, q), ws: &dirWorkspaces{root: filepath.Join(tmp, "ws")}, wfs: workflowSet{}, tmp: tmp}
 	for name, y := range yamls {
 		w, err := workflows.Parse(name+".yaml", []byte(strings.ReplaceAll(y, "$TMP", tmp)))
 		if err != nil {
@@ -96,10 +100,10 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 	if envVars == nil {
 		envVars = testEnv
 	}
-	eng, err := runner.NewEngine(runner.EngineConfig{
-		Providers: runner.Providers{Host: hostExec()},
-		Logs:      q.Logs(),
-		LookupEnv: env(envVars),
+	eng, err := engine.New(engine.Config{
+		Providers: engine.Providers{Host: enginetest.HostExec()},
+		Logs:      f.q.Logs(),
+		LookupEnv: enginetest.Env(envVars),
 		Logger:    quietLogger(),
 	})
 	if err != nil {
@@ -124,7 +128,7 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 		mod(&f.runCfg)
 	}
 	f.eng = eng
-	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng, Groups: q.Groups()})
+	f.r, err = runner.New(f.runCfg, runner.Deps{Runs: f.q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: eng, Groups: f.q.Groups()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +170,10 @@ func (f *fixture) publish(workflow string, mod func(*queue.RunRequest)) string {
 }
 
 // waitRecord polls the run record until cond holds.
-func (f *fixture) waitRecord(id string, d time.Duration, what string, cond func(*queue.RunRecord) bool) *queue.RunRecord {
+func (f *fixture) waitRecord(id string, d time.Duration, what string, cond func(*stores.RunRecord) bool) *stores.RunRecord {
 	f.t.Helper()
 	deadline := time.Now().Add(d)
-	var rec *queue.RunRecord
+	var rec *stores.RunRecord
 	for time.Now().Before(deadline) {
 		var err error
 		rec, _, err = f.q.Runs().Get(context.Background(), id)
@@ -183,7 +187,7 @@ func (f *fixture) waitRecord(id string, d time.Duration, what string, cond func(
 	return nil
 }
 
-func terminal(r *queue.RunRecord) bool { return r.Status.Terminal() }
+func terminal(r *stores.RunRecord) bool { return r.Status.Terminal() }
 
 // streamMsgs is the number of unacknowledged messages in HOOKRUN_RUNS.
 func (f *fixture) streamMsgs() uint64 {
@@ -237,7 +241,7 @@ func TestRedeliveredFinishedRunIsAckedWithoutSecondExecution(t *testing.T) {
 	if n := f.streamMsgs(); n != 0 {
 		t.Errorf("%d messages left in the stream: the redelivery was not acked", n)
 	}
-	if got := strings.Count(readFile(t, f.tmp, "executions"), id); got != 1 {
+	if got := strings.Count(enginetest.ReadFile(t, f.tmp, "executions"), id); got != 1 {
 		t.Errorf("run executed %d times, want 1", got)
 	}
 	again, _, err := f.q.Runs().Get(context.Background(), id)
@@ -270,7 +274,7 @@ func TestStaleClaimIsTakenOverWithNextAttempt(t *testing.T) {
 	id := queue.NewRunID()
 	started := time.Now().Add(-time.Minute).UTC()
 	// A runner claimed the run and died: its last heartbeat is a minute old.
-	if _, err := f.q.Runs().Create(ctx, &queue.RunRecord{
+	if _, err := f.q.Runs().Create(ctx, &stores.RunRecord{
 		ID: id, Workflow: "count", Repo: ev.Repo, Status: workflows.StatusRunning, Attempt: 1, Event: *ev,
 		Claimant: "dead-runner", HeartbeatAt: started, StartedAt: &started, CreatedAt: started,
 	}); err != nil {
@@ -282,7 +286,7 @@ func TestStaleClaimIsTakenOverWithNextAttempt(t *testing.T) {
 	if rec.Status != workflows.StatusSucceeded || rec.Attempt != 2 || rec.Claimant != "runner-a" {
 		t.Errorf("record = status %s attempt %d claimant %q error %q; want succeeded, attempt 2, runner-a", rec.Status, rec.Attempt, rec.Claimant, rec.Error)
 	}
-	if got := strings.Count(readFile(t, f.tmp, "executions"), id); got != 1 {
+	if got := strings.Count(enginetest.ReadFile(t, f.tmp, "executions"), id); got != 1 {
 		t.Errorf("run executed %d times, want 1", got)
 	}
 }
@@ -294,7 +298,7 @@ func TestFreshClaimOfAnotherRunnerIsLeftAlone(t *testing.T) {
 	ev := samplePR()
 	id := queue.NewRunID()
 	now := time.Now().UTC()
-	rec := &queue.RunRecord{ID: id, Workflow: "count", Status: workflows.StatusRunning, Attempt: 1, Event: *ev,
+	rec := &stores.RunRecord{ID: id, Workflow: "count", Status: workflows.StatusRunning, Attempt: 1, Event: *ev,
 		Claimant: "runner-b", HeartbeatAt: now, StartedAt: &now, CreatedAt: now}
 	rev, err := f.q.Runs().Create(ctx, rec)
 	if err != nil {
@@ -305,7 +309,7 @@ func TestFreshClaimOfAnotherRunnerIsLeftAlone(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "running on runner-b") {
 		t.Fatalf("Handle = %v, want a retry because runner-b is alive", err)
 	}
-	if readFile(t, f.tmp, "executions") != "" {
+	if enginetest.ReadFile(t, f.tmp, "executions") != "" {
 		t.Fatal("the run was executed although another runner holds a fresh claim")
 	}
 	// On the last delivery before the queue would give up (and mark the
@@ -346,10 +350,10 @@ handler_on:
 	errc := make(chan error, 1)
 	go func() { errc <- f.r.Handle(hctx, &queue.Delivery{Request: req, NumDelivered: 1}) }()
 	// The heartbeat writes the step states while the run is in progress.
-	f.waitRecord(id, 10*time.Second, "step slow running in the record", func(r *queue.RunRecord) bool {
+	f.waitRecord(id, 10*time.Second, "step slow running in the record", func(r *stores.RunRecord) bool {
 		return r.Status == workflows.StatusRunning && len(r.Steps) == 1 && r.Steps[0].Status == workflows.StatusRunning
 	})
-	for readFile(t, f.tmp, "executions") == "" {
+	for enginetest.ReadFile(t, f.tmp, "executions") == "" {
 		time.Sleep(20 * time.Millisecond)
 	}
 	start := time.Now()
@@ -369,7 +373,7 @@ handler_on:
 	if rec.Status != workflows.StatusQueued || rec.Claimant != "" || rec.Attempt != 1 {
 		t.Errorf("after shutdown: status %s claimant %q attempt %d, want queued, none, 1", rec.Status, rec.Claimant, rec.Attempt)
 	}
-	if e := readFile(t, f.tmp, "executions"); strings.Contains(e, "handler") {
+	if e := enginetest.ReadFile(t, f.tmp, "executions"); strings.Contains(e, "handler") {
 		t.Errorf("a handler ran for a run handed back on shutdown: %q", e)
 	}
 }
@@ -386,9 +390,9 @@ steps:
 	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "slow", Event: *samplePR(), Attempt: 1}
 	errc := make(chan error, 1)
 	go func() { errc <- f.r.Handle(ctx, &queue.Delivery{Request: req, NumDelivered: 1}) }()
-	f.waitRecord(id, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.waitRecord(id, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
 	// Another runner took the run over (we looked dead to it).
-	if _, err := f.q.Runs().Modify(ctx, id, func(r *queue.RunRecord) bool {
+	if _, err := f.q.Runs().Modify(ctx, id, func(r *stores.RunRecord) bool {
 		r.Claimant, r.Attempt, r.HeartbeatAt = "runner-b", r.Attempt+1, time.Now().UTC()
 		return true
 	}); err != nil {
@@ -407,7 +411,7 @@ steps:
 		t.Errorf("record overwritten by the loser: claimant %q status %s attempt %d", rec.Claimant, rec.Status, rec.Attempt)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if readFile(t, f.tmp, "executions") != "" {
+	if enginetest.ReadFile(t, f.tmp, "executions") != "" {
 		t.Error("the lost run's step was not stopped")
 	}
 }
@@ -424,7 +428,7 @@ handler_on:
 `}, nil, nil)
 	f.start()
 	first := f.publish("pr", nil)
-	f.waitRecord(first, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.waitRecord(first, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
 	start := time.Now()
 	// A newer run for the same pull request cancels the first.
 	second := f.publish("pr", nil)
@@ -438,12 +442,12 @@ handler_on:
 	if rec.ConcurrencyGroup != "pr:pr:octo/demo#7" {
 		t.Errorf("concurrency group = %q", rec.ConcurrencyGroup)
 	}
-	if !strings.Contains(readFile(t, f.tmp, "executions"), "cancelled "+first) {
-		t.Errorf("cancel handler did not run for the first run:\n%s", readFile(t, f.tmp, "executions"))
+	if !strings.Contains(enginetest.ReadFile(t, f.tmp, "executions"), "cancelled "+first) {
+		t.Errorf("cancel handler did not run for the first run:\n%s", enginetest.ReadFile(t, f.tmp, "executions"))
 	}
 
 	// Runner.Cancel (the API) stops the second one.
-	f.waitRecord(second, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.waitRecord(second, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
 	if err := f.r.Cancel(context.Background(), second); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +458,7 @@ handler_on:
 	if err := f.r.Cancel(context.Background(), second); !errors.Is(err, runner.ErrRunFinished) {
 		t.Errorf("Cancel of a finished run = %v, want ErrRunFinished", err)
 	}
-	if err := f.r.Cancel(context.Background(), "01NOPE"); !errors.Is(err, queue.ErrNotFound) {
+	if err := f.r.Cancel(context.Background(), "01NOPE"); !errors.Is(err, stores.ErrNotFound) {
 		t.Errorf("Cancel of an unknown run = %v, want ErrNotFound", err)
 	}
 }
@@ -474,13 +478,13 @@ steps:
 	f.start()
 	late := queue.NewRunID() // accepted first, delivered after the newer run started
 	newer := f.publish("pr", nil)
-	f.waitRecord(newer, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.waitRecord(newer, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
 	f.publish("pr", func(r *queue.RunRequest) { r.ID = late })
 	rec := f.waitRecord(late, 10*time.Second, "a terminal state", terminal)
 	if rec.Status != workflows.StatusCancelled || !strings.Contains(rec.Error, "superseded by the newer run "+newer) {
 		t.Errorf("late older run = %s (%q), want cancelled as superseded by %s", rec.Status, rec.Error, newer)
 	}
-	if ex := readFile(t, f.tmp, "executions"); strings.Contains(ex, late) {
+	if ex := enginetest.ReadFile(t, f.tmp, "executions"); strings.Contains(ex, late) {
 		t.Errorf("the superseded run executed a step:\n%s", ex)
 	}
 	if rec, _, _ := f.q.Runs().Get(context.Background(), newer); rec.Status != workflows.StatusRunning || rec.CancelRequested {
@@ -490,11 +494,47 @@ steps:
 	if rec := f.waitRecord(newer, 10*time.Second, "cancelled", terminal); rec.Status != workflows.StatusCancelled {
 		t.Errorf("second run = %s, want cancelled by the third", rec.Status)
 	}
-	f.waitRecord(third, 10*time.Second, "running", func(r *queue.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	f.waitRecord(third, 10*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
 	if err := f.r.Cancel(context.Background(), third); err != nil {
 		t.Fatal(err)
 	}
 	f.waitRecord(third, 10*time.Second, "cancelled", terminal)
+}
+
+// A cancel requested through the record alone (another process: `hookrun
+// ingress`'s API) stops a running run at once, long before its claimant's
+// next heartbeat: the runner hears it on its own subject, without a watch
+// of each run's record.
+func TestCancelFromAnotherProcessIsHeardAtOnce(t *testing.T) {
+	t.Parallel()
+	const heartbeat = 10 * time.Second
+	f := newFixture(t, map[string]string{"slow": `
+name: slow
+steps:
+  - {id: slow, run: 'sleep 30'}
+`}, nil, func(c *runner.Config) {
+		c.HeartbeatInterval = heartbeat
+		c.Consumer.AckWait = 3 * heartbeat
+	})
+	c, err := f.r.Start(context.Background(), f.q.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	id := f.publish("slow", nil)
+	f.waitRecord(id, 15*time.Second, "running", func(r *stores.RunRecord) bool { return r.Status == workflows.StatusRunning })
+	start := time.Now()
+	if _, err := f.q.Runs().RequestCancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.waitRecord(id, 2*heartbeat, "cancelled", terminal)
+	took := time.Since(start)
+	if rec.Status != workflows.StatusCancelled {
+		t.Errorf("run = %s (%s), want cancelled", rec.Status, rec.Error)
+	}
+	if took > heartbeat/2 {
+		t.Errorf("the cancel took %s: it waited for the heartbeat (%s)", took.Round(time.Millisecond), heartbeat)
+	}
 }
 
 func TestCancelQueuedRun(t *testing.T) {
@@ -516,7 +556,7 @@ func TestCancelQueuedRun(t *testing.T) {
 	if f.streamMsgs() != 0 {
 		t.Error("the cancelled run's message was not acked")
 	}
-	if readFile(t, f.tmp, "executions") != "" {
+	if enginetest.ReadFile(t, f.tmp, "executions") != "" {
 		t.Error("a run cancelled while queued was executed")
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Chat commands (Kind chat) come from a chat platform, not from a forge: a
@@ -20,6 +22,15 @@ import (
 // run's result is posted only under it (the server's
 // slack.response_url_prefix replaces it in tests).
 const DefaultResponseURLPrefix = "https://hooks.slack.com/"
+
+// CheckResponseURLPrefix is the rule of a configured response URL
+// prefix: an http(s) URL ending in /, as ResponseURLAllowed takes it.
+func CheckResponseURLPrefix(prefix string) error {
+	if err := ResponseURLAllowed(prefix, prefix+"x"); err != nil {
+		return fmt.Errorf("checking slack response URL prefix %q: want an http(s) URL ending in /", prefix)
+	}
+	return nil
+}
 
 // ResponseURLAllowed checks a chat command's response_url against prefix
 // (an absolute URL ending in "/"): same scheme and host, a path under the
@@ -49,6 +60,58 @@ func ResponseURLAllowed(prefix, raw string) error {
 		return fmt.Errorf("checking response URL: not under %s", prefix)
 	}
 	return nil
+}
+
+// chatForges are the forges a chat trigger's repository may live on (its
+// forge: values) and the one a trigger without forge: gets. The workflow
+// format names none itself: each forge's package that takes chat runs
+// registers its name (RegisterChatForge) when it is initialized.
+var chatForges struct {
+	sync.RWMutex
+	names []Forge
+	def   Forge
+}
+
+// RegisterChatForge adds name to the forges a chat trigger's forge: may
+// name; asDefault makes it what a chat trigger without forge: acts on
+// (the first so registered stays the default). Registering a name twice
+// is harmless. With no chat forge registered, forge: takes any name and
+// has no default.
+func RegisterChatForge(name Forge, asDefault bool) {
+	chatForges.Lock()
+	defer chatForges.Unlock()
+	if !slices.Contains(chatForges.names, name) {
+		chatForges.names = append(chatForges.names, name)
+		slices.Sort(chatForges.names)
+	}
+	if asDefault && chatForges.def == "" {
+		chatForges.def = name
+	}
+}
+
+// ChatForges are the registered chat forges' names, sorted.
+func ChatForges() []Forge {
+	chatForges.RLock()
+	defer chatForges.RUnlock()
+	return slices.Clone(chatForges.names)
+}
+
+// DefaultChatForge is the forge of a chat trigger without forge:; "" when
+// none is registered as the default.
+func DefaultChatForge() Forge {
+	chatForges.RLock()
+	defer chatForges.RUnlock()
+	return chatForges.def
+}
+
+// chatForgeNames is the forge: key's enum: nil (any name) when no chat
+// forge is registered.
+func chatForgeNames() []string {
+	var out []string
+	for _, f := range ChatForges() {
+		out = append(out, string(f))
+	}
+	return out
 }
 
 // ChatTarget is the repository a chat trigger acts on: its forge and

@@ -204,3 +204,16 @@ func TestChatEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckResponseURLPrefix: the rule ingress and the Slack reporter
+// both check their configured prefix with.
+func TestCheckResponseURLPrefix(t *testing.T) {
+	if err := CheckResponseURLPrefix(DefaultResponseURLPrefix); err != nil {
+		t.Errorf("the default prefix: %v", err)
+	}
+	for _, p := range []string{"", "hooks.slack.com/", "https://hooks.slack.com", "/relative/"} {
+		if err := CheckResponseURLPrefix(p); err == nil || !strings.Contains(err.Error(), "want an http(s) URL ending in /") {
+			t.Errorf("prefix %q: %v", p, err)
+		}
+	}
+}

@@ -30,7 +30,7 @@ type Delivery struct {
 	Note        string         `json:"note,omitempty"` // why skipped or failed, why no pull request was opened
 }
 
-// ChangeRequest is a pull (GitHub) or merge (GitLab) request.
+// ChangeRequest is a pull or merge request.
 type ChangeRequest struct {
 	Number int    `json:"number"`
 	URL    string `json:"url"`

@@ -24,21 +24,26 @@ import (
 // it across, and its row in docs/workflows.md. A new enum value, pattern or
 // bound is one edit here.
 //
+// The rules between a trigger's event and its other keys, and between
+// triggers and the rest of a workflow (command only for comments (/word)
+// and chat (word); no branches for issues, no labels for pushes, paths only
+// for pull requests and pushes; chat triggers with command and repo and no
+// repos; repo and forge only for chat; deleted only for pushes, and not
+// with checkout; a workflow with a chat trigger has slack_users and
+// slack_channels) are tables too, in rules.go, which the parser and the
+// schema both read.
+//
 // Written by hand, in build (parse.go) and where JSON Schema can say it in
 // schemaDoc (schema.go), with the patterns and enums declared here: the
-// rules between fields (run or action, one of them; with only with an
+// other rules between fields (run or action, one of them; with only with an
 // action; working_dir or dir; timeout or timeout_sec; interval or
 // interval_sec, max_interval or max_interval_sec; a root working_dir inside
-// the workspace in server mode; an expected re: that compiles; a step id or a name that is one; prompt_mode flag needs
-// prompt_flag; the actions of each event kind; command only for comments
-// (/word) and chat (word); no branches for issues, no labels for pushes, paths only for pull
-// requests and pushes; chat triggers with command and repo and nothing of
-// branches, labels, repos; repo and forge only for chat; a workflow with a
-// chat trigger has slack_users and slack_channels; with.provider and, but in a
-// fallback, with.prompt required; at least one step), the names of
-// harnesses and of with's flags, the fields marked own, and the rules JSON
-// Schema cannot say (parserOnly in schema_test.go, listed in
-// docs/workflows.md#checking-files).
+// the workspace in server mode; an expected re: that compiles; a step id or
+// a name that is one; prompt_mode flag needs prompt_flag; the actions of
+// each event kind; with.provider and, but in a fallback, with.prompt
+// required; at least one step), the names of harnesses and of with's
+// flags, the fields marked own, and the rules JSON Schema cannot say
+// (parserOnly in schema_test.go, listed in docs/workflows.md#checking-files).
 
 // field is one key of a mapping in a workflow file.
 type field struct {
@@ -188,11 +193,15 @@ var (
 	}})
 	commentCommand  = compiled(&pattern{src: `^/`, fails: "must start with / and a word, like /deploy"})
 	chatCommandWord = compiled(&pattern{src: `^[^/]`, fails: "of a chat trigger is the word after the slash command, without /: like deploy for /hookrun deploy"})
-	repoName        = compiled(&pattern{src: `^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`, fails: "must be owner/name (GitLab: group/.../project), no globs"})
-	durationSyntax  = compiled(&pattern{src: `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`})
-	sizeSyntax      = compiled(&pattern{src: `^[0-9]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?$`})
-	paramsString    = compiled(&pattern{src: `^\s*(` + envNameSrc + `=\S*\s*)*$`})
-	envItemString   = compiled(&pattern{src: `^` + envNameSrc + `=`})
+	// scheduleSyntax is the shape of a schedule; CheckSchedule is its rule
+	// (field ranges, @every's duration).
+	scheduleSyntax = compiled(&pattern{src: `^[ \t]*(@[a-z]+|@every[ \t]+[^ \t]+|[^ \t@]+([ \t]+[^ \t]+){4})[ \t]*$`,
+		fails: "must be a 5-field cron (minute hour day-of-month month day-of-week), @every <duration>, @hourly or @daily"})
+	repoName       = compiled(&pattern{src: `^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$`, fails: "must be owner/name (or group/.../project), no globs"})
+	durationSyntax = compiled(&pattern{src: `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`})
+	sizeSyntax     = compiled(&pattern{src: `^[0-9]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?$`})
+	paramsString   = compiled(&pattern{src: `^\s*(` + envNameSrc + `=\S*\s*)*$`})
+	envItemString  = compiled(&pattern{src: `^` + envNameSrc + `=`})
 )
 
 // The enums of the format.
@@ -205,14 +214,7 @@ var (
 	sandboxProviders = []string{"sbx"}
 	pushModes        = []string{PushBranch, PushPullRequest, PushNone}
 	permissionStates = []string{PermitClose, PermitReopen}
-	forgeNames       = []string{string(GitHub), string(GitLab)}
-	kindNames        = func() []string {
-		s := make([]string, len(Kinds))
-		for i, k := range Kinds {
-			s[i] = string(k)
-		}
-		return s
-	}()
+	kindNames        = stringsOf(Kinds)
 )
 
 // continueWords are the conditions continue_on names, each with what it
@@ -290,6 +292,10 @@ func (w *rawWorkflow) fields() []field {
 			inline((*rawPermissions).fields), func(r *reader, v *yaml.Node) {
 				w.permissions = readInto(r, &rawPermissions{node: v}, v, "permissions", "permissions.")
 			}),
+		{key: "schedule", to: &w.schedule, form: formOneOrList, pattern: scheduleSyntax, own: true,
+			doc: "Dagu's schedule: cron expressions (or @every, @hourly, @daily) on which the workflow runs on its repo:, as on: [{schedule, repo, forge}]"},
+		{key: "repo", to: &w.repo, pattern: repoName, doc: "with schedule: the repository (owner/name) the scheduled runs act on"},
+		{key: "forge", to: &w.forge, enum: chatForgeNames(), doc: "with schedule: the forge repo lives on; default " + string(DefaultChatForge())},
 	}
 }
 
@@ -312,7 +318,8 @@ func (p *rawPermissions) fields() []field {
 // fields is the table of an entry of `on:`.
 func (t *rawTrigger) fields() []field {
 	return []field{
-		{key: "event", to: &t.event, required: true, enum: kindNames},
+		{key: "event", to: &t.event, enum: kindNames,
+			doc: "required, but for a trigger with schedule: (whose event is schedule)"},
 		{key: "actions", to: &t.actions, form: formOneOrList,
 			doc: "normalized actions; empty: any, but a trigger with command: matches only created (new comments) unless actions names others"},
 		{key: "branches", to: &t.branches, form: formOneOrList, nonEmpty: true},
@@ -327,8 +334,12 @@ func (t *rawTrigger) fields() []field {
 		{key: "paths_ignore", to: &t.ignore, form: formOneOrList, nonEmpty: true,
 			doc: "pull_request and push only: globs of changed files that do not count; no other changed file, no run"},
 		{key: "repo", to: &t.repo, pattern: repoName,
-			doc: "chat only, and required there: the repository (owner/name) a run acts on: its checkout, HOOKRUN_REPO, allow_repos"},
-		{key: "forge", to: &t.forge, enum: forgeNames, doc: "chat only: the forge repo lives on; default github"},
+			doc: "chat and schedule only, and required there: the repository (owner/name) a run acts on: its checkout, HOOKRUN_REPO, allow_repos"},
+		{key: "forge", to: &t.forge, enum: chatForgeNames(), doc: "chat and schedule only: the forge repo lives on; default " + string(DefaultChatForge())},
+		{key: "schedule", to: &t.schedule, pattern: scheduleSyntax, own: true,
+			doc: "a schedule trigger (event schedule): a 5-field cron expression in UTC (minute hour day-of-month month day-of-week), @every <duration> (at least 1s), @hourly or @daily; one run per tick across all servers"},
+		{key: "timezone", to: &t.timezone,
+			doc: "schedule only: the IANA zone (Europe/Berlin) of a cron expression's times; default UTC"},
 		{key: "if", to: &t.ifExpr, pattern: nonBlank, doc: "expr-lang expression over `event`"},
 	}
 }
@@ -541,3 +552,12 @@ func (v *rawReview) fields() []field {
 // ([A-Za-z_][A-Za-z0-9_]*): the rule of env keys, outputs and ${NAME}, for
 // the executors that pass names on (sbx exec -e NAME).
 func IsEnvName(s string) bool { return envName.matches(s) }
+
+// stringsOf is a list of names as strings.
+func stringsOf[T ~string](l []T) []string {
+	s := make([]string, len(l))
+	for i, x := range l {
+		s[i] = string(x)
+	}
+	return s
+}

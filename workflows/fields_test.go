@@ -31,12 +31,17 @@ func probeTables() []probeTable {
 	}
 	with := map[string]any{"provider": "claude", "prompt": "p"}
 	chat := func() map[string]any { return map[string]any{"event": "chat", "command": "deploy", "repo": "o/r"} }
+	sched := func() map[string]any { return map[string]any{"schedule": "@daily", "repo": "o/r"} }
+	scheduled := func() map[string]any {
+		return map[string]any{"steps": []any{step()}, "schedule": "@daily", "repo": "o/r"}
+	}
 	return []probeTable{
 		{name: "workflow", fields: new(rawWorkflow).fields(), base: map[string]any{"steps": []any{step()}},
-			file: func(m map[string]any) map[string]any { return m }},
+			bases: map[string]map[string]any{"schedule": scheduled(), "repo": scheduled(), "forge": scheduled()},
+			file:  func(m map[string]any) map[string]any { return m }},
 		{name: "trigger", fields: new(rawTrigger).fields(), base: map[string]any{"event": "comment"},
 			bases: map[string]map[string]any{"paths": {"event": "pull_request"}, "paths_ignore": {"event": "push"},
-				"command": chat(), "repo": chat(), "forge": chat()},
+				"command": chat(), "repo": chat(), "forge": chat(), "schedule": sched(), "timezone": sched()},
 			file: func(m map[string]any) map[string]any {
 				f := file("on", []any{m})
 				f["authorize"] = map[string]any{"slack_users": []any{"U1"}, "slack_channels": []any{"C1"}} // what a chat trigger needs

@@ -13,10 +13,10 @@ type Head struct {
 }
 
 // HeadLookup asks a forge's API for the current head of the pull or merge
-// request an event is about (e.Repo, e.Number(); GitHub: e.InstallationID
-// for an App's token; GitLab: e.ProjectID). Ingress consumes it for a
+// request an event is about (e.Repo, e.Number(); e.InstallationID or
+// e.ProjectID where the forge's API needs them). Ingress consumes it for a
 // comment whose payload names no head and whose pull request it has seen
-// no pull_request event of; providers/github and providers/gitlab
+// no pull_request event of; each forge's Lookups (providers/forge)
 // implement it. Callers bound ctx: a forge that is down must not hold a
 // delivery up.
 type HeadLookup interface {
@@ -27,19 +27,18 @@ type HeadLookup interface {
 // author association: OWNER, MEMBER, COLLABORATOR, or NONE for a user who
 // is not a member (that is an answer, not an error). projectID and userID
 // are the forge's numeric ids (Event.ProjectID, Event.AuthorID). Ingress
-// consumes it for GitLab events, whose payloads carry no association, and
-// caches the answers; providers/gitlab implements it. An error means the
+// consumes it for the events of a forge whose payloads carry no
+// association and whose API is asked by id, and caches the answers. An error means the
 // role is unknown: ingress then treats the user as NONE.
 type AssociationLookup interface {
 	AuthorAssociation(ctx context.Context, projectID, userID int64) (string, error)
 }
 
 // ChangedFilesLookup asks a forge's API which files an event's change
-// touches: a pull/merge request's files (GitHub stops at 3,000: the answer
-// is then Truncated), or for a push whose payload lists only its first
+// touches: a pull/merge request's files (a forge that stops listing
+// answers Truncated), or for a push whose payload lists only its first
 // commits, the files between e.Push.Before and e.Push.After. Ingress
-// consumes it for triggers with paths; providers/github and
-// providers/gitlab implement it. Callers bound ctx.
+// consumes it for triggers with paths; each forge's Lookups implement it. Callers bound ctx.
 type ChangedFilesLookup interface {
 	ChangedFiles(ctx context.Context, e *Event) (ChangedFiles, error)
 }
@@ -47,9 +46,9 @@ type ChangedFilesLookup interface {
 // CollaboratorLookup asks a forge's API for a user's permission on a
 // repository as an author association: OWNER, MEMBER, COLLABORATOR, or
 // NONE for a user without access of their own (an answer, not an error).
-// repo is Event.Repo, login Event.Author. Ingress consumes it for Gitea
-// events, whose payloads carry no association, and caches the answers;
-// providers/gitea implements it. An error means the role is unknown:
+// repo is Event.Repo, login Event.Author. Ingress consumes it for the
+// events of a forge whose payloads carry no association and whose API is
+// asked by login, and caches the answers. An error means the role is unknown:
 // ingress then treats the user as NONE.
 type CollaboratorLookup interface {
 	CollaboratorAssociation(ctx context.Context, repo, login string) (string, error)

@@ -136,7 +136,12 @@ func (t *Trigger) match(e *Event, lines []string) (args map[int]string, reason s
 		}
 		return nil, "push does not delete the branch (the trigger has deleted: true)"
 	}
-	if actions := t.actions(); len(actions) > 0 && !slices.Contains(actions, e.Action) {
+	if e.Kind == KindSchedule {
+		if reason := t.matchSchedule(e); reason != "" {
+			return nil, reason
+		}
+	}
+	if actions := t.actions(); len(actions) > 0 && !actionIn(actions, e) {
 		if len(t.Actions) == 0 {
 			return nil, fmt.Sprintf("action %q not in %v (a command trigger without actions: matches new comments only)", e.Action, actions)
 		}
@@ -337,7 +342,9 @@ func anyGlob(patterns []string, s string) bool {
 //     (an empty one counts as NONE) must be in it. The sender is then
 //     trusted.
 //  0. A chat event (KindChat) is judged by the Slack allowlists alone, and
-//     none of the rules below applies (authorizeChat).
+//     none of the rules below applies (authorizeChat). A schedule event
+//     (KindSchedule) has no sender: the workflow file started it, and it
+//     is allowed.
 //  4. An explicit empty list (`author_association: []`) lets any association
 //     through, but such a sender is not trusted: a pull request from a fork
 //     (also a comment on one) is refused unless `allow_forks` is true.
@@ -348,6 +355,9 @@ func (w *Workflow) Authorize(e *Event) (ok bool, reason string) {
 	a := w.Authorization
 	if e.Kind == KindChat {
 		return a.authorizeChat(e.Chat)
+	}
+	if e.Kind == KindSchedule {
+		return true, "a schedule is started by the workflow file itself, not by a user"
 	}
 	if slices.ContainsFunc(a.Users, func(u string) bool { return strings.EqualFold(u, e.Sender) }) {
 		return true, fmt.Sprintf("user %q is listed in authorize.users", e.Sender)
@@ -392,4 +402,13 @@ func (a *Authorize) authorizeChat(c *Chat) (bool, string) {
 		return false, fmt.Sprintf("Slack channel %s is not in authorize.slack_channels", c.ChannelID)
 	}
 	return true, fmt.Sprintf("Slack user %s in channel %s is allowed", c.UserID, c.ChannelID)
+}
+
+// actionIn reports whether actions lists e's action; with
+// LabelActionUnknown, labeled and unlabeled both stand for it.
+func actionIn(actions []string, e *Event) bool {
+	if slices.Contains(actions, e.Action) {
+		return true
+	}
+	return e.LabelActionUnknown && (slices.Contains(actions, "labeled") || slices.Contains(actions, "unlabeled"))
 }

@@ -577,3 +577,31 @@ func TestCommandOf(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchLabelActionUnknown: an event whose label action the forge left
+// unknown (LabelActionUnknown) matches triggers on labeled and on
+// unlabeled; a known one only its own.
+func TestMatchLabelActionUnknown(t *testing.T) {
+	ev := func(action string, unknown bool) *Event {
+		return &Event{Forge: GitHub, Kind: KindPullRequest, Action: action, Repo: "o/r", LabelActionUnknown: unknown,
+			PullRequest: &PullRequest{Number: 1, HeadSHA: "abc", BaseRef: "main"}}
+	}
+	tests := []struct {
+		on   string
+		e    *Event
+		want bool
+	}{
+		{"labeled", ev("labeled", false), true},
+		{"unlabeled", ev("labeled", false), false},
+		{"labeled", ev("unlabeled", false), false},
+		{"unlabeled", ev("labeled", true), true},
+		{"labeled", ev("labeled", true), true},
+		{"opened", ev("labeled", true), false},
+	}
+	for _, tt := range tests {
+		w := mustParse(t, "on: [{event: pull_request, actions: ["+tt.on+"]}]")
+		if m := w.Match(tt.e); m.Matched != tt.want {
+			t.Errorf("on %s, event %s (unknown %v): matched = %v (%s), want %v", tt.on, tt.e.Action, tt.e.LabelActionUnknown, m.Matched, m.Reason, tt.want)
+		}
+	}
+}

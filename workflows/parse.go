@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -384,53 +385,25 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 		Params:         envVars(raw.params.v),
 		Checkout:       raw.checkout.v,
 	}
-
-	// name: the file's base name by default
-	if raw.name.set() {
-		w.namePos = [2]int{raw.name.n.Line, raw.name.n.Column}
-	} else {
-		w.Name = defaultName(r.file)
-		w.namePos = [2]int{1, 1}
-		if !workflowName.matches(w.Name) {
-			r.errf(raw.node, "name %q (from the file name) must match %s; set name:", w.Name, workflowName.hint())
-		}
-	}
-
+	r.buildName(raw, w)
 	r.checkWorkingDir(raw.workingDir)
 	w.Preconditions = r.buildConditions(raw.preconditions)
-	w.On = r.buildTriggers(raw.on, raw.checkout)
+	w.On = r.buildTriggers(raw.on)
+	w.On = append(w.On, r.buildSchedules(raw)...)
+	r.checkSchedulesTwice(w.On, scheduleNodes(raw))
 	w.Authorization = r.buildAuthorize(raw.authorize)
-	if w.Listens(KindChat) && (len(w.Authorization.SlackUsers) == 0 || len(w.Authorization.SlackChannels) == 0) {
-		at := raw.node
-		if raw.authorize != nil && raw.authorize.node != nil {
-			at = raw.authorize.node
-		}
-		r.errf(at, "authorize: a workflow with a chat trigger needs slack_users and slack_channels (the Slack user and channel ids allowed); without them no chat command would run")
-	}
+	r.checkWorkflowRules(raw, w)
 
 	if c := raw.concurrency; c != nil {
 		r.checkFields(c.node, scope{"concurrency", "."}, c.fields())
 		w.Concurrency = &Concurrency{Group: c.group.v, CancelInProgress: c.cancel.v}
 	}
-
-	seenSecret := map[string]bool{}
-	for _, s := range raw.secrets.v {
-		switch {
-		case !secretName.matches(s.v):
-			r.errf(s.n, "secret name %q %s", s.v, secretName.fails)
-		case seenSecret[s.v]:
-			r.errf(s.n, "secret %q listed twice", s.v)
-		}
-		seenSecret[s.v] = true
-		w.Secrets = append(w.Secrets, s.v)
-	}
-
+	w.Secrets = r.buildSecrets(raw.secrets)
 	if s := raw.sandbox; s != nil {
 		r.checkFields(s.node, scope{"sandbox", "."}, s.fields())
 		w.Sandbox = &Sandbox{Provider: s.provider.v, Agent: s.agent.v, Push: s.push.v}
 	}
 	w.Container = r.buildContainer(raw.container, "container")
-
 	for _, h := range raw.harnesses {
 		if w.Harnesses == nil {
 			w.Harnesses = map[string]Harness{}
@@ -438,30 +411,79 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 		w.Harnesses[h.name.v] = r.buildHarness(h)
 		r.checkSbxEnvSecrets(h, w.Secrets) // all of secrets: is read already, wherever it stands in the file
 	}
+	ids := r.buildSteps(raw, w)
+	r.checkDepends(w, raw, ids)
+	r.buildHandlers(raw, w, ids)
+	w.Report = r.buildReport(raw.report)
+	w.Permissions = r.buildPermissions(raw.permissions)
+	return w
+}
 
-	// steps
+// buildName: the file's base name by default.
+func (r *reader) buildName(raw *rawWorkflow, w *Workflow) {
+	if raw.name.set() {
+		w.namePos = [2]int{raw.name.n.Line, raw.name.n.Column}
+		return
+	}
+	w.Name = defaultName(r.file)
+	w.namePos = [2]int{1, 1}
+	if !workflowName.matches(w.Name) {
+		r.errf(raw.node, "name %q (from the file name) must match %s; set name:", w.Name, workflowName.hint())
+	}
+}
+
+// buildSecrets checks `secrets:`: names, each once.
+func (r *reader) buildSecrets(raws list[string]) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range raws.v {
+		switch {
+		case !secretName.matches(s.v):
+			r.errf(s.n, "secret name %q %s", s.v, secretName.fails)
+		case seen[s.v]:
+			r.errf(s.n, "secret %q listed twice", s.v)
+		}
+		seen[s.v] = true
+		out = append(out, s.v)
+	}
+	return out
+}
+
+// buildSteps builds `steps:` into w (a chain's steps each depending on the
+// one before); ids are the steps' ids and where each stands.
+func (r *reader) buildSteps(raw *rawWorkflow, w *Workflow) (ids map[string]*yaml.Node) {
 	if raw.stepsNode == nil {
 		r.errf(raw.node, "steps: at least one step is required")
 	} else if len(raw.steps) == 0 && deref(raw.stepsNode).Kind == yaml.SequenceNode {
 		r.errf(raw.stepsNode, "steps: at least one step is required")
 	}
-	ids := map[string]*yaml.Node{}
+	ids = map[string]*yaml.Node{}
 	for i := range raw.steps {
 		s := r.buildStep(w, &raw.steps[i], "step")
-		if s.ID != "" {
-			if prev, dup := ids[s.ID]; dup {
-				r.errf(stepIDNode(&raw.steps[i]), "duplicate step id %q (first at line %d)", s.ID, prev.Line)
-			} else {
-				ids[s.ID] = stepIDNode(&raw.steps[i])
-			}
-		}
+		r.uniqueID(ids, s.ID, &raw.steps[i])
 		if w.Type == TypeChain && len(s.Depends) == 0 && i > 0 {
 			s.Depends = []string{w.Steps[i-1].ID}
 		}
 		w.Steps = append(w.Steps, s)
 	}
-	r.checkDepends(w, raw, ids)
+	return ids
+}
 
+// uniqueID adds a step's id to ids, or says it is there already.
+func (r *reader) uniqueID(ids map[string]*yaml.Node, id string, raw *rawStep) {
+	if id == "" {
+		return
+	}
+	if prev, dup := ids[id]; dup {
+		r.errf(stepIDNode(raw), "duplicate step id %q (first at line %d)", id, prev.Line)
+		return
+	}
+	ids[id] = stepIDNode(raw)
+}
+
+// buildHandlers builds `handler_on:` into w; a handler's id (on_<key> by
+// default) is unique among the steps' (ids).
+func (r *reader) buildHandlers(raw *rawWorkflow, w *Workflow, ids map[string]*yaml.Node) {
 	handlers := w.HandlerOn.handlers()
 	for _, h := range raw.handlerOn {
 		key := h.key.v
@@ -481,20 +503,18 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 		if len(h.step.depends.v) > 0 {
 			r.errf(h.step.depends.v[0].n, "handler_on.%s: a handler cannot depend on steps", key)
 		}
-		if prev, dup := ids[s.ID]; dup && s.ID != "" {
-			r.errf(stepIDNode(&h.step), "duplicate step id %q (first at line %d)", s.ID, prev.Line)
-		} else if s.ID != "" {
-			ids[s.ID] = stepIDNode(&h.step)
-		}
+		r.uniqueID(ids, s.ID, &h.step)
 		*handlers[i].slot = &s
 	}
+}
 
-	p := raw.report
+// buildReport checks `report:` (its defaults when absent).
+func (r *reader) buildReport(p *rawReport) Report {
 	if p == nil {
 		p = &rawReport{} // the defaults
 	}
 	r.checkFields(p.node, scope{"report", "."}, p.fields())
-	w.Report = Report{Comment: p.comment.v, Body: p.body.v, Status: p.status.v}
+	rep := Report{Comment: p.comment.v, Body: p.body.v, Status: p.status.v}
 	if rv := p.review; rv != nil {
 		fs := rv.fields()
 		if rv.node.Kind == yaml.MappingNode {
@@ -505,11 +525,10 @@ func (r *reader) build(raw *rawWorkflow) *Workflow {
 			}
 		}
 		if rv.enabled {
-			w.Report.Review = &ReviewOptions{Filter: rv.filter.v, MaxComments: rv.maxComments.v}
+			rep.Review = &ReviewOptions{Filter: rv.filter.v, MaxComments: rv.maxComments.v}
 		}
 	}
-	w.Permissions = r.buildPermissions(raw.permissions)
-	return w
+	return rep
 }
 
 // buildPermissions checks `permissions:`; nil when absent.
@@ -555,52 +574,24 @@ func stepIDNode(s *rawStep) *yaml.Node {
 	return s.node
 }
 
-func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger {
+func (r *reader) buildTriggers(raws []rawTrigger) []Trigger {
 	var out []Trigger
 	for _, rt := range raws {
 		r.checkFields(rt.node, scope{"on", ": "}, rt.fields())
-		t := Trigger{
-			Event:       Kind(rt.event.v),
-			Actions:     texts(rt.actions),
-			Branches:    texts(rt.branches),
-			Command:     rt.command.v,
-			Labels:      texts(rt.labels),
-			Repos:       texts(rt.repos),
-			Deleted:     rt.deleted.v,
-			Paths:       texts(rt.paths),
-			PathsIgnore: texts(rt.ignore),
-			Repo:        rt.repo.v,
-			Forge:       Forge(rt.forge.v),
-			If:          rt.ifExpr.v,
-		}
-		known := rt.event.set() && rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
-		if known {
+		t := rt.trigger()
+		if known := r.triggerEvent(&rt, &t); known {
 			for _, a := range rt.actions.v {
 				if !slices.Contains(Actions[t.Event], a.v) {
 					r.errf(a.n, "on: unknown action %q for event %s (%s)", a.v, t.Event, strings.Join(Actions[t.Event], ", "))
 				}
 			}
+			r.checkTriggerRules(&rt, t.Event)
+		}
+		if (t.Event == KindChat || t.Event == KindSchedule) && t.Forge == "" {
+			t.Forge = DefaultChatForge()
 		}
 		r.globs(rt.branches, "branches")
-		if len(rt.branches.v) > 0 && known && (t.Event == KindIssue || t.Event == KindChat) {
-			r.errf(rt.branches.v[0].n, "on: %s events have no branch; remove branches", t.Event)
-		}
-		if rt.command.set() && rt.command.n.ShortTag() == "!!str" && known {
-			switch {
-			case t.Event != KindComment && t.Event != KindChat:
-				r.errf(rt.command.n, "on: command is only for event: comment or chat")
-			case !commandWord.matches(t.Command):
-				// checkFields said why
-			case t.Event == KindComment && !commentCommand.matches(t.Command):
-				r.errf(rt.command.n, "on: command %q %s", t.Command, commentCommand.fails)
-			case t.Event == KindChat && !chatCommandWord.matches(t.Command):
-				r.errf(rt.command.n, "on: command %q %s", t.Command, chatCommandWord.fails)
-			}
-		}
-		if len(rt.labels.v) > 0 && known && (t.Event == KindPush || t.Event == KindChat) {
-			r.errf(rt.labels.v[0].n, "on: %s events carry no labels; remove labels", t.Event)
-		}
-		r.chatTrigger(&rt, &t, known)
+		r.scheduleTrigger(&rt, &t)
 		for _, ps := range []struct {
 			l    list[string]
 			what string
@@ -610,15 +601,6 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 					r.errf(g.n, "on: %s pattern %q is malformed", ps.what, g.v)
 				}
 			}
-			if len(ps.l.v) > 0 && known && t.Event != KindPullRequest && t.Event != KindPush {
-				r.errf(ps.l.v[0].n, "on: %s is only for event: pull_request or push (the files a change touches)", ps.what)
-			}
-		}
-		if rt.deleted.set() && rt.deleted.v && known && t.Event != KindPush {
-			r.errf(rt.deleted.n, "on: deleted is only for event: push")
-		}
-		if rt.deleted.set() && rt.deleted.v && checkout.v && t.Event == KindPush {
-			r.errf(rt.deleted.n, "on: a push that deletes a branch has no commit to check out; deleted: true needs checkout: false")
 		}
 		r.globs(rt.repos, "repos")
 		if rt.ifExpr.set() && rt.ifExpr.n.ShortTag() == "!!str" && nonBlank.matches(t.If) {
@@ -634,34 +616,136 @@ func (r *reader) buildTriggers(raws []rawTrigger, checkout val[bool]) []Trigger 
 	return out
 }
 
-// chatTrigger applies the rules of chat triggers: a command and a repo
-// (forge github by default), no repos filter; repo and forge only there.
-func (r *reader) chatTrigger(rt *rawTrigger, t *Trigger, known bool) {
-	if !known {
-		return
+// trigger is the Trigger as written, before the rules.
+func (rt *rawTrigger) trigger() Trigger {
+	return Trigger{
+		Event:       Kind(rt.event.v),
+		Actions:     texts(rt.actions),
+		Branches:    texts(rt.branches),
+		Command:     rt.command.v,
+		Labels:      texts(rt.labels),
+		Repos:       texts(rt.repos),
+		Deleted:     rt.deleted.v,
+		Paths:       texts(rt.paths),
+		PathsIgnore: texts(rt.ignore),
+		Repo:        rt.repo.v,
+		Forge:       Forge(rt.forge.v),
+		Schedule:    rt.schedule.v,
+		Timezone:    rt.timezone.v,
+		If:          rt.ifExpr.v,
 	}
-	if t.Event != KindChat {
-		for _, f := range []struct {
-			v   val[string]
-			key string
-		}{{rt.repo, "repo"}, {rt.forge, "forge"}} {
-			if f.v.set() {
-				r.errf(f.v.n, "on: %s is only for event: chat (other events come from their repository)", f.key)
-			}
+}
+
+// triggerEvent reports whether the trigger's event is a known kind: the
+// one written, or schedule for a trigger with schedule: and no event.
+// Without either, event is missing.
+func (r *reader) triggerEvent(rt *rawTrigger, t *Trigger) bool {
+	switch {
+	case !rt.event.set() && rt.schedule.set():
+		t.Event = KindSchedule // a schedule's event goes without saying
+		return true
+	case !rt.event.set():
+		r.missing(rt.node, scope{"on", ": "}, lookupField(rt.fields(), "event"))
+		return false
+	}
+	return rt.event.n.ShortTag() == "!!str" && slices.Contains(kindNames, rt.event.v)
+}
+
+// keyed is a string field with its key, for a rule over several fields.
+type keyed struct {
+	v   val[string]
+	key string
+}
+
+// notHere reports each of fs that is set, where it is, with format (which
+// takes the key).
+func (r *reader) notHere(format string, fs ...keyed) {
+	for _, f := range fs {
+		if f.v.set() {
+			r.errf(f.v.n, format, f.key)
 		}
+	}
+}
+
+// scheduleTrigger checks a schedule trigger's schedule (CheckSchedule)
+// and timezone (CheckTimezone); which keys it takes is triggerRules'.
+func (r *reader) scheduleTrigger(rt *rawTrigger, t *Trigger) {
+	if t.Event != KindSchedule || !rt.schedule.set() {
 		return
 	}
-	if !rt.command.set() {
-		r.errf(rt.node, "on: a chat trigger needs command: the word after the slash command (deploy for /hookrun deploy)")
+	r.checkSchedule(rt.schedule, "on: ")
+	if rt.timezone.set() && rt.timezone.n.ShortTag() == "!!str" {
+		if err := CheckTimezone(t.Timezone, t.Schedule); err != nil {
+			r.errf(rt.timezone.n, "on: %v", err)
+		}
 	}
-	if !rt.repo.set() {
-		r.errf(rt.node, "on: a chat trigger needs repo: the repository (owner/name) its runs act on")
+}
+
+// checkSchedule reports a schedule CheckSchedule refuses; prefix places
+// it ("on: ", "schedule: ").
+func (r *reader) checkSchedule(s val[string], prefix string) {
+	if s.n.ShortTag() != "!!str" {
+		return // not a string: said by the raw layer
 	}
-	if len(rt.repos.v) > 0 {
-		r.errf(rt.repos.v[0].n, "on: a chat trigger names its one repository with repo:, not repos:")
+	if err := CheckSchedule(s.v); err != nil {
+		r.errf(s.n, "%s%v", prefix, err)
 	}
-	if t.Forge == "" {
-		t.Forge = GitHub
+}
+
+// buildSchedules reads Dagu's top-level schedule: with the workflow's
+// repo: (and forge:) into schedule triggers, appended to on:. repo and
+// forge are only for it.
+func (r *reader) buildSchedules(raw *rawWorkflow) []Trigger {
+	if !raw.schedule.set() {
+		r.notHere("%s: only with schedule: (triggers name their own repositories)", keyed{raw.repo, "repo"}, keyed{raw.forge, "forge"})
+		return nil
+	}
+	if !raw.repo.set() {
+		r.errf(raw.schedule.n, "schedule: a scheduled workflow needs repo: the repository (owner/name) its runs act on")
+	}
+	forge := Forge(raw.forge.v)
+	if forge == "" {
+		forge = DefaultChatForge()
+	}
+	if len(raw.schedule.v) == 0 {
+		r.errf(raw.schedule.n, "schedule: at least one schedule is required")
+	}
+	var out []Trigger
+	for _, s := range raw.schedule.v {
+		r.checkSchedule(s, "schedule: ")
+		out = append(out, Trigger{Event: KindSchedule, Schedule: s.v, Repo: raw.repo.v, Forge: forge})
+	}
+	return out
+}
+
+// scheduleNodes are the nodes of the triggers build makes, in w.On's
+// order: on:'s entries, then the top-level schedule's.
+func scheduleNodes(raw *rawWorkflow) []*yaml.Node {
+	var out []*yaml.Node
+	for _, rt := range raw.on {
+		out = append(out, rt.node)
+	}
+	for _, s := range raw.schedule.v {
+		out = append(out, s.n)
+	}
+	return out
+}
+
+// checkSchedulesTwice reports a schedule trigger that is another's (the
+// same schedule, zone and repository): each would start a run per tick.
+// nodes[i] is where w.On[i] was written.
+func (r *reader) checkSchedulesTwice(on []Trigger, nodes []*yaml.Node) {
+	first := map[[4]string]int{}
+	for i, t := range on {
+		if t.Event != KindSchedule || i >= len(nodes) {
+			continue
+		}
+		key := [4]string{strings.Join(strings.Fields(t.Schedule), " "), t.Timezone, t.Repo, string(t.Forge)}
+		if j, dup := first[key]; dup {
+			r.errf(nodes[i], "schedule %q on %s is there twice (first at line %d): each would start a run per tick", t.Schedule, t.Repo, nodes[j].Line)
+			continue
+		}
+		first[key] = i
 	}
 }
 
@@ -774,20 +858,33 @@ func (r *reader) checkSbxEnvSecrets(raw rawHarness, secrets []string) {
 }
 
 // sbxServices maps well-known key variables to their `sbx secret set`
-// service, for the hint in checkSbxEnvSecrets.
-var sbxServices = map[string]string{
-	"ANTHROPIC_API_KEY":    "anthropic",
-	"OPENAI_API_KEY":       "openai",
-	"GEMINI_API_KEY":       "google",
-	"GOOGLE_API_KEY":       "google",
-	"GITHUB_TOKEN":         "github",
-	"GH_TOKEN":             "github",
-	"COPILOT_GITHUB_TOKEN": "copilot",
+// service, for the hint in checkSbxEnvSecrets: the model providers' here,
+// a forge's from its package (RegisterSbxService).
+var sbxServices = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{
+	"ANTHROPIC_API_KEY": "anthropic",
+	"OPENAI_API_KEY":    "openai",
+	"GEMINI_API_KEY":    "google",
+	"GOOGLE_API_KEY":    "google",
+}}
+
+// RegisterSbxService names the `sbx secret set` service of the key
+// variable name, for the hint of a workflow that passes it into an sbx
+// sandbox: a forge's package registers the variables its tokens are read
+// from.
+func RegisterSbxService(name, service string) {
+	sbxServices.Lock()
+	defer sbxServices.Unlock()
+	sbxServices.m[name] = service
 }
 
 // sbxService names the sbx secret service for a variable, or a placeholder.
 func sbxService(name string) string {
-	if s, ok := sbxServices[name]; ok {
+	sbxServices.RLock()
+	defer sbxServices.RUnlock()
+	if s, ok := sbxServices.m[name]; ok {
 		return s
 	}
 	return "<service>"

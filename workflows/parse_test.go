@@ -283,8 +283,9 @@ func TestLoadSameFileTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ws) != 7 {
-		t.Errorf("loaded %d workflows, want 7", len(ws))
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(ws) != len(files) {
+		t.Errorf("loaded %d workflows, want %d", len(ws), len(files))
 	}
 }
 
@@ -295,7 +296,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("examples have problems:\n%v", err)
 	}
-	want := map[string]bool{"hello": true, "pr-review": true, "issue-triage": true, "chatops-deploy": true, "push-lint": true, "pr-fix": true}
+	want := map[string]bool{"hello": true, "pr-review": true, "issue-triage": true, "chatops-deploy": true, "push-lint": true, "pr-fix": true, "stale-sweep": true}
 	for _, w := range ws {
 		delete(want, w.Name)
 	}

@@ -51,6 +51,9 @@ type rawWorkflow struct {
 	handlerOn      []rawHandler
 	report         *rawReport
 	permissions    *rawPermissions
+	schedule       list[string] // Dagu's top-level schedule: on repo
+	repo           val[string]  // the repository of schedule
+	forge          val[string]  // its forge
 }
 
 type rawTrigger struct {
@@ -64,8 +67,10 @@ type rawTrigger struct {
 	deleted  val[bool]
 	paths    list[string]
 	ignore   list[string] // paths_ignore
-	repo     val[string]  // chat: the repository a run acts on
-	forge    val[string]  // chat: its forge
+	repo     val[string]  // chat, schedule: the repository a run acts on
+	forge    val[string]  // chat, schedule: its forge
+	schedule val[string]  // when a schedule trigger fires
+	timezone val[string]  // the zone of its times
 	ifExpr   val[string]
 }
 

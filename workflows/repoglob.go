@@ -8,7 +8,7 @@ import (
 
 // Repository globs name the repositories a server acts for (the server's
 // `allow_repos`). A pattern is matched against a repository path,
-// "owner/name" on GitHub, "group/sub/project" on GitLab:
+// "owner/name", or "group/sub/project" on a forge that nests groups:
 //
 //   - `*` matches any run of characters within one path segment (never `/`),
 //   - `**` matches any run of characters, `/` included (any depth of

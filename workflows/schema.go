@@ -174,111 +174,30 @@ func boundsSchema(typ string, b *bounds) obj {
 }
 
 func schemaDoc() obj {
-	// actions per kind, as if/then clauses on a trigger
-	var actionRules []any
-	for _, k := range Kinds {
-		actionRules = append(actionRules, obj{
-			"if":   obj{"properties": obj{"event": obj{"const": string(k)}}, "required": strs("event")},
-			"then": obj{"properties": obj{"actions": stringOrListOf(obj{"enum": strs(Actions[k]...)})}},
-		})
-	}
-	actionRules = append(actionRules,
-		obj{ // command only for comments and chat
-			"if":   obj{"properties": obj{"event": obj{"not": obj{"enum": strs(string(KindComment), string(KindChat))}}}, "required": strs("event")},
-			"then": obj{"not": obj{"required": strs("command")}},
-		},
-		obj{ // a comment's command is /word
-			"if":   obj{"properties": obj{"event": obj{"const": string(KindComment)}}, "required": strs("event")},
-			"then": obj{"properties": obj{"command": obj{"pattern": commentCommand.src}}},
-		},
-		obj{ // a chat trigger: a word without /, a repo, no repos filter
-			"if": obj{"properties": obj{"event": obj{"const": string(KindChat)}}, "required": strs("event")},
-			"then": obj{"properties": obj{"command": obj{"pattern": chatCommandWord.src}},
-				"required": strs("command", "repo"), "not": obj{"required": strs("repos")}},
-			"else": obj{"allOf": []any{obj{"not": obj{"required": strs("repo")}}, obj{"not": obj{"required": strs("forge")}}}},
-		},
-		obj{ // issues and chat commands have no branch
-			"if":   obj{"properties": obj{"event": obj{"enum": strs(string(KindIssue), string(KindChat))}}, "required": strs("event")},
-			"then": obj{"not": obj{"required": strs("branches")}},
-		},
-		obj{ // pushes and chat commands carry no labels
-			"if":   obj{"properties": obj{"event": obj{"enum": strs(string(KindPush), string(KindChat))}}, "required": strs("event")},
-			"then": obj{"not": obj{"required": strs("labels")}},
-		},
-		obj{ // changed files only for pull requests and pushes
-			"if":   obj{"properties": obj{"event": obj{"not": obj{"enum": strs(string(KindPullRequest), string(KindPush))}}}, "required": strs("event")},
-			"then": obj{"allOf": []any{obj{"not": obj{"required": strs("paths")}}, obj{"not": obj{"required": strs("paths_ignore")}}}},
-		},
-		obj{ // deleted: true only for pushes
-			"if":   obj{"properties": obj{"event": obj{"not": obj{"const": string(KindPush)}}}, "required": strs("event")},
-			"then": obj{"properties": obj{"deleted": obj{"const": false}}},
-		},
-	)
+	doc := closedFields(new(rawWorkflow).fields())
+	doc["not"] = obj{"required": strs("timeout", "timeout_sec")}
+	doc["allOf"] = workflowRuleSchemas()
+	// Dagu's schedule: names its repository with repo: (and forge:), which
+	// are for it alone
+	doc["dependentRequired"] = obj{"schedule": strs("repo"), "repo": strs("schedule"), "forge": strs("schedule")}
+	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	doc["$id"] = SchemaID
+	doc["title"] = "hookrun workflow"
+	doc["description"] = "A hookrun workflow file (docs/workflows.md)."
+	doc["$defs"] = schemaDefs()
+	return doc
+}
 
-	step := func(handler bool) obj {
-		s := closedFields(new(rawStep).fields())
-		if handler {
-			delete(s["properties"].(obj), "depends")
-		}
-		idName := obj{"properties": obj{"name": obj{"pattern": stepID.src}}}
-		allOf := []any{
-			obj{"oneOf": []any{obj{"required": strs("run")}, obj{"required": strs("action")}}},
-			obj{"if": obj{"required": strs("action")}, "then": obj{"required": strs("with")}},
-			obj{"if": obj{"not": obj{"required": strs("action")}}, "then": obj{"not": obj{"required": strs("with")}}},
-			obj{"not": obj{"required": strs("working_dir", "dir")}},
-			obj{"not": obj{"required": strs("timeout", "timeout_sec")}},
-		}
-		if !handler { // an id, or a name that is one
-			idName["required"] = strs("name")
-			allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, idName}})
-		} else { // handlers default to on_<key>
-			allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, obj{"not": obj{"required": strs("name")}}, idName}})
-		}
-		s["allOf"] = allOf
-		return s
-	}
+// schemaDefs are the definitions the document refers to.
+func schemaDefs() obj {
 	// with: and its fallback entries; other keys are flags
 	withProps := properties(new(rawWith).fields("with", true))
 	fallbackProps := properties(new(rawWith).fields("fallback entry", false))
 	delete(fallbackProps, "fallback")
 	flagValue := obj{"type": strs("string", "number", "boolean")}
-
-	harness := closedFields(new(rawHarness).fields())
-	harness["if"] = obj{"properties": obj{"prompt_mode": obj{"const": PromptFlag}}, "required": strs("prompt_mode")}
-	harness["then"] = obj{"required": strs("prompt_flag"), "properties": obj{"prompt_flag": obj{"pattern": nonBlank.src}}}
-
-	trigger := closedFields(new(rawTrigger).fields())
-	trigger["allOf"] = actionRules
-
-	retry := closedFields(new(rawRetry).fields())
-	retry["allOf"] = []any{obj{"not": obj{"required": strs("interval", "interval_sec")}},
-		obj{"not": obj{"required": strs("max_interval", "max_interval_sec")}}}
-
-	words := make([]string, len(continueWords))
-	for i, w := range continueWords {
-		words[i] = w.word
-	}
-
 	condition := closedFields(new(rawCondition).fields())
 	conditionString := obj{"type": "string", "pattern": nonBlank.src}
-
-	doc := closedFields(new(rawWorkflow).fields())
-	doc["not"] = obj{"required": strs("timeout", "timeout_sec")}
-	nonEmptyList := obj{"type": "array", "minItems": 1}
-	doc["allOf"] = []any{obj{ // a deleted branch has no commit to check out
-		"if":   obj{"properties": obj{"checkout": obj{"const": true}}, "required": strs("checkout")},
-		"then": obj{"properties": obj{"on": obj{"items": obj{"properties": obj{"deleted": obj{"const": false}}}}}},
-	}, obj{ // a chat trigger needs the Slack allowlists
-		"if": obj{"properties": obj{"on": obj{"contains": obj{"properties": obj{"event": obj{"const": string(KindChat)}}, "required": strs("event")}}},
-			"required": strs("on")},
-		"then": obj{"required": strs("authorize"), "properties": obj{"authorize": obj{"required": strs("slack_users", "slack_channels"),
-			"properties": obj{"slack_users": nonEmptyList, "slack_channels": nonEmptyList}}}},
-	}}
-	doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-	doc["$id"] = SchemaID
-	doc["title"] = "hookrun workflow"
-	doc["description"] = "A hookrun workflow file (docs/workflows.md)."
-	doc["$defs"] = obj{
+	return obj{
 		"duration": obj{"oneOf": []any{
 			obj{"type": "string", "pattern": durationSyntax.src},
 			obj{"type": "integer", "minimum": 0, "description": "seconds"},
@@ -292,10 +211,10 @@ func schemaDoc() obj {
 				obj{"type": "string", "pattern": envItemString.src},
 			}}},
 		}},
-		"trigger":   trigger,
+		"trigger":   triggerSchema(),
 		"authorize": closedFields(new(rawAuthorize).fields()),
 		"container": closedFields(new(rawContainer).fields()),
-		"harness":   harness,
+		"harness":   harnessSchema(),
 		"with": obj{
 			"type": "object", "properties": withProps, "required": strs("provider", "prompt"),
 			"propertyNames": obj{"pattern": flagName.src}, "additionalProperties": flagValue,
@@ -305,20 +224,86 @@ func schemaDoc() obj {
 			"propertyNames":        obj{"pattern": flagName.src, "not": obj{"const": "fallback"}},
 			"additionalProperties": flagValue,
 		},
-		"retryPolicy": retry,
-		"continueOn": obj{"anyOf": []any{
-			obj{"enum": strs(words...)},
-			obj{"type": "array", "items": obj{"enum": strs(words...)}},
-			closedFields(new(rawContinueMap).fields()),
-		}},
+		"retryPolicy": retrySchema(),
+		"continueOn":  continueOnSchema(),
 		"preconditions": obj{"anyOf": []any{
 			conditionString,
 			obj{"type": "array", "items": obj{"anyOf": []any{conditionString, condition}}},
 		}},
-		"step":    step(false),
-		"handler": step(true),
+		"step":    stepSchema(false),
+		"handler": stepSchema(true),
 	}
-	return doc
+}
+
+// triggerSchema is an entry of `on:`: its fields, the actions of each
+// kind, and triggerRules.
+func triggerSchema() obj {
+	var rules []any
+	for _, k := range Kinds {
+		rules = append(rules, obj{
+			"if":   eventIs([]Kind{k}),
+			"then": obj{"properties": obj{"actions": stringOrListOf(obj{"enum": strs(Actions[k]...)})}},
+		})
+	}
+	trigger := closedFields(new(rawTrigger).fields())
+	trigger["allOf"] = append(rules, triggerRuleSchemas()...)
+	// event is required, but for a schedule's trigger (triggerEvent)
+	trigger["anyOf"] = []any{obj{"required": strs("event")}, obj{"required": strs("schedule")}}
+	return trigger
+}
+
+// stepSchema is a step, or a handler (whose id defaults to on_<key> and
+// which depends on nothing).
+func stepSchema(handler bool) obj {
+	s := closedFields(new(rawStep).fields())
+	if handler {
+		delete(s["properties"].(obj), "depends")
+	}
+	idName := obj{"properties": obj{"name": obj{"pattern": stepID.src}}}
+	allOf := []any{
+		obj{"oneOf": []any{obj{"required": strs("run")}, obj{"required": strs("action")}}},
+		obj{"if": obj{"required": strs("action")}, "then": obj{"required": strs("with")}},
+		obj{"if": obj{"not": obj{"required": strs("action")}}, "then": obj{"not": obj{"required": strs("with")}}},
+		obj{"not": obj{"required": strs("working_dir", "dir")}},
+		obj{"not": obj{"required": strs("timeout", "timeout_sec")}},
+	}
+	if !handler { // an id, or a name that is one
+		idName["required"] = strs("name")
+		allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, idName}})
+	} else { // handlers default to on_<key>
+		allOf = append(allOf, obj{"anyOf": []any{obj{"required": strs("id")}, obj{"not": obj{"required": strs("name")}}, idName}})
+	}
+	s["allOf"] = allOf
+	return s
+}
+
+// harnessSchema is a harness: prompt_mode flag needs prompt_flag.
+func harnessSchema() obj {
+	harness := closedFields(new(rawHarness).fields())
+	harness["if"] = obj{"properties": obj{"prompt_mode": obj{"const": PromptFlag}}, "required": strs("prompt_mode")}
+	harness["then"] = obj{"required": strs("prompt_flag"), "properties": obj{"prompt_flag": obj{"pattern": nonBlank.src}}}
+	return harness
+}
+
+// retrySchema is a retry policy: each interval in one spelling.
+func retrySchema() obj {
+	retry := closedFields(new(rawRetry).fields())
+	retry["allOf"] = []any{obj{"not": obj{"required": strs("interval", "interval_sec")}},
+		obj{"not": obj{"required": strs("max_interval", "max_interval_sec")}}}
+	return retry
+}
+
+// continueOnSchema is continue_on: a word, a list of words, or a mapping.
+func continueOnSchema() obj {
+	words := make([]string, len(continueWords))
+	for i, w := range continueWords {
+		words[i] = w.word
+	}
+	return obj{"anyOf": []any{
+		obj{"enum": strs(words...)},
+		obj{"type": "array", "items": obj{"enum": strs(words...)}},
+		closedFields(new(rawContinueMap).fields()),
+	}}
 }
 
 // harnessesSchema: names to harnesses.

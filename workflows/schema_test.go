@@ -90,6 +90,7 @@ var invalidKinds = map[string]string{
 	"missing-provider.yaml":         schemaLevel, // required provider and prompt
 	"no-steps.yaml":                 schemaLevel, // required steps
 	"run-and-action.yaml":           schemaLevel, // oneOf run/action
+	"schedule-trigger.yaml":         schemaLevel, // schedule needs repo; no branches, labels, repos; schedule only for event schedule
 	"sbx-env-secret.yaml":           semantic,    // sbx harness passing a declared secret with -e
 	"sbx-harness-container.yaml":    semantic,    // harness binary sbx with a container
 	"sbx-relative-binary.yaml":      semantic,    // harness binary sbx by a relative path (the workspace)
@@ -205,6 +206,12 @@ var parserOnly = []struct{ rule, file, src string }{
 	{"durations within range", "a.yaml", "timeout: 9999999999h\nsteps: [{id: a, run: x}]"},
 	{"an expected re: compiles", "a.yaml", "preconditions: [{condition: x, expected: 're:('}]\nsteps: [{id: a, run: x}]"},
 	{"integers within range", "a.yaml", "max_active_steps: 99999999999999999999\nsteps: [{id: a, run: x}]"},
+	{"cron fields within range", "a.yaml", "on: [{schedule: '61 3 * * *', repo: o/r}]\nsteps: [{id: a, run: x}]"},
+	{"a cron day some month has", "a.yaml", "on: [{schedule: '0 3 30 2 *', repo: o/r}]\nsteps: [{id: a, run: x}]"},
+	{"@every at least 1s", "a.yaml", "schedule: '@every 500ms'\nrepo: o/r\nsteps: [{id: a, run: x}]"},
+	{"a known timezone", "a.yaml", "on: [{schedule: '@daily', repo: o/r, timezone: Mars/Olympus}]\nsteps: [{id: a, run: x}]"},
+	{"no timezone with @every", "a.yaml", "on: [{schedule: '@every 1h', repo: o/r, timezone: UTC}]\nsteps: [{id: a, run: x}]"},
+	{"a schedule not twice", "a.yaml", "schedule: '@daily'\nrepo: o/r\non: [{schedule: '@daily', repo: o/r}]\nsteps: [{id: a, run: x}]"},
 }
 
 // TestParserOnlyRules: the schema accepts each file of parserOnly, the

@@ -1,6 +1,9 @@
 package workflows
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Status is the state of a run or of one step.
 type Status string
@@ -39,6 +42,48 @@ func (s Status) Passed() bool {
 		return true
 	}
 	return false
+}
+
+// Tones group the states as people see them: the web UI's CSS class of a
+// state, and the colour its icons share.
+const (
+	ToneOK      = "ok"      // succeeded
+	TonePartial = "partial" // succeeded, with tolerated failures
+	ToneBad     = "bad"     // failed
+	ToneLive    = "live"    // running
+	ToneOff     = "off"     // ended without running it all: cancelled, skipped
+	ToneWait    = "wait"    // not started
+)
+
+// Presentation is how a state is shown: the one table the web UI, forge
+// comments and Slack messages read.
+type Presentation struct {
+	Label string // in words: "partially succeeded"
+	Tone  string // its group (Tone*)
+	Emoji string // in forge comments (Markdown)
+	Slack string // Slack's emoji code
+}
+
+var presentations = map[Status]Presentation{
+	StatusQueued:             {"queued", ToneWait, "⏳", ":hourglass:"},
+	StatusPending:            {"pending", ToneWait, "⏳", ":hourglass:"},
+	StatusRunning:            {"running", ToneLive, "🔄", ":hourglass:"},
+	StatusSucceeded:          {"succeeded", ToneOK, "✅", ":white_check_mark:"},
+	StatusPartiallySucceeded: {"partially succeeded", TonePartial, "⚠️", ":large_yellow_circle:"},
+	StatusFailed:             {"failed", ToneBad, "❌", ":x:"},
+	StatusSkipped:            {"skipped", ToneOff, "⏭", ":no_entry_sign:"},
+	StatusCancelled:          {"cancelled", ToneOff, "🚫", ":no_entry_sign:"},
+}
+
+// Present is how s is shown; a state this version does not know (a newer
+// runner's) as one not started, labelled with its name.
+func (s Status) Present() Presentation {
+	if p, ok := presentations[s]; ok {
+		return p
+	}
+	p := presentations[StatusQueued]
+	p.Label = strings.ReplaceAll(string(s), "_", " ")
+	return p
 }
 
 // StepState is what is known about one step of a run: stored in the run

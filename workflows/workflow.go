@@ -64,7 +64,7 @@ type Workflow struct {
 // same as one read from a file; the JSON of a validated workflow shows
 // Actions as written.
 type Trigger struct {
-	Event    Kind     `json:"event"`              // pull_request | comment | issue | push | chat
+	Event    Kind     `json:"event"`              // pull_request | comment | issue | push | chat | schedule
 	Actions  []string `json:"actions,omitempty"`  // empty: any action; with Command on a comment: DefaultCommandActions
 	Branches []string `json:"branches,omitempty"` // path.Match globs on the base branch (PRs) or pushed branch
 	Command  string   `json:"command,omitempty"`  // comment: a line starts with it, the rest becomes CommandArgs (one run per line); chat: the first word of the text
@@ -78,13 +78,20 @@ type Trigger struct {
 	// Event.Files says which files changed; see Trigger.matchPaths.
 	Paths       []string `json:"paths,omitempty"`
 	PathsIgnore []string `json:"paths_ignore,omitempty"`
-	// Repo and Forge, on a chat trigger (and only there, where Repo is
-	// required), name the repository a run acts on: the run's Event.Repo,
-	// Forge and CloneURL are that repository's (ingress fills them in), so
-	// checkout, allow_repos and HOOKRUN_REPO apply as for a forge event.
+	// Repo and Forge, on a chat or schedule trigger (and only there, where
+	// Repo is required), name the repository a run acts on: the run's
+	// Event.Repo, Forge and CloneURL are that repository's (ingress fills
+	// them in), so checkout, allow_repos and HOOKRUN_REPO apply as for a
+	// forge event.
 	Repo  string `json:"repo,omitempty"`
 	Forge Forge  `json:"forge,omitempty"`
-	If    string `json:"if,omitempty"` // expr-lang expression over `event`, compiled at load time
+	// Schedule, on a schedule trigger (Event KindSchedule), is when it
+	// fires: a 5-field cron expression, @every <duration>, @hourly,
+	// @daily, ... (CheckSchedule); Timezone the IANA zone of a cron
+	// expression's times ("": UTC).
+	Schedule string `json:"schedule,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
+	If       string `json:"if,omitempty"` // expr-lang expression over `event`, compiled at load time
 
 	program any // compiled If (*vm.Program); set by the parser
 }
@@ -299,6 +306,23 @@ type HandlerOn struct {
 	Exit    *Step `json:"exit,omitempty"` // always, last
 }
 
+// KeyedHandler is one handler that is set: its handler_on key and step.
+type KeyedHandler struct {
+	Key  string // success, failure, cancel, exit
+	Step *Step
+}
+
+// Set lists the handlers that are set, in handler_on's order.
+func (h *HandlerOn) Set() []KeyedHandler {
+	var set []KeyedHandler
+	for _, x := range h.handlers() {
+		if *x.slot != nil {
+			set = append(set, KeyedHandler{x.key, *x.slot})
+		}
+	}
+	return set
+}
+
 // Report says what a run shows where the event came from.
 type Report struct {
 	Comment string `json:"comment"`        // sticky (default) | new | none
@@ -372,7 +396,8 @@ var Capabilities = []string{
 // DefaultAuthorAssociations is the default `authorize.author_association`.
 var DefaultAuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 
-// AuthorAssociations lists every value GitHub uses.
+// AuthorAssociations lists every author association value a forge's
+// payload or lookup may give.
 var AuthorAssociations = []string{"OWNER", "MEMBER", "COLLABORATOR", "CONTRIBUTOR",
 	"FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "MANNEQUIN", "NONE"}
 

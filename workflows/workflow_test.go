@@ -1,6 +1,9 @@
 package workflows
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestHarnessShellScript: which harnesses are shells reading their script
 // from hookrun (no ${VAR} substitution), and which are not.
@@ -69,5 +72,34 @@ func TestIsEnvName(t *testing.T) {
 		if got := IsEnvName(name); got != want {
 			t.Errorf("IsEnvName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestHandlerOnSet: the handlers that are set, in handler_on's order,
+// each with its key and step (the default id on_<key>).
+func TestHandlerOnSet(t *testing.T) {
+	wf, err := Parse("w.yaml", []byte(`name: w
+steps:
+  - id: a
+    run: "true"
+handler_on:
+  exit:
+    run: echo bye
+  failure:
+    id: page
+    run: echo failed
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range wf.HandlerOn.Set() {
+		got = append(got, h.Key+"="+h.Step.ID)
+	}
+	if strings.Join(got, " ") != "failure=page exit=on_exit" {
+		t.Errorf("Set() = %v", got)
+	}
+	if set := new(HandlerOn).Set(); len(set) != 0 {
+		t.Errorf("no handlers: %v", set)
 	}
 }

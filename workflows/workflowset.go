@@ -30,7 +30,8 @@ type WorkflowSet struct {
 	dir    string
 	logger *slog.Logger
 
-	active atomic.Pointer[[]*Workflow]
+	active  atomic.Pointer[[]*Workflow]
+	changed chan struct{} // a signal after each change of active (Changed)
 
 	mu    sync.Mutex // serializes Reload
 	files map[string]*fileState
@@ -51,7 +52,7 @@ func NewWorkflowSet(dir string, logger *slog.Logger) (*WorkflowSet, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &WorkflowSet{dir: dir, logger: logger, files: map[string]*fileState{}}
+	s := &WorkflowSet{dir: dir, logger: logger, files: map[string]*fileState{}, changed: make(chan struct{}, 1)}
 	empty := []*Workflow{}
 	s.active.Store(&empty)
 	if err := s.Reload(); err != nil {
@@ -75,6 +76,11 @@ func (s *WorkflowSet) Lookup(name string) (*Workflow, bool) {
 	}
 	return nil, false
 }
+
+// Changed receives after a reload changed the active workflows: one
+// signal stands for every change since it was last received, so a slow
+// reader misses none. It is for one reader (the schedule sync).
+func (s *WorkflowSet) Changed() <-chan struct{} { return s.changed }
 
 // Run polls the directory every interval until ctx is done.
 func (s *WorkflowSet) Run(ctx context.Context, interval time.Duration) {
@@ -214,4 +220,8 @@ func (s *WorkflowSet) publish() {
 		out = []*Workflow{}
 	}
 	s.active.Store(&out)
+	select {
+	case s.changed <- struct{}{}:
+	default: // a signal is pending already
+	}
 }

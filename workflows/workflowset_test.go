@@ -200,3 +200,38 @@ func TestWorkflowSetServerRules(t *testing.T) {
 		t.Errorf("active %s, want in@in.yaml", got)
 	}
 }
+
+// Changed signals a reload that changed the active workflows, once for
+// any number of them, and not a reload that changed nothing.
+func TestWorkflowSetChanged(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a.yaml", checkWorkflow)
+	s, err := NewWorkflowSet(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() bool {
+		select {
+		case <-s.Changed():
+			return true
+		default:
+			return false
+		}
+	}
+	if !pending() {
+		t.Error("no signal after the first load")
+	}
+	reload(t, s)
+	if pending() {
+		t.Error("a signal after a reload that changed nothing")
+	}
+	writeFile(t, dir, "b.yaml", strings.Replace(checkWorkflow, "pr-check", "other", 1))
+	reload(t, s)
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	reload(t, s)
+	if !pending() || pending() {
+		t.Error("two changes are not one pending signal")
+	}
+}

@@ -201,6 +201,7 @@ func TestCLICommandTree(t *testing.T) {
 	for _, args := range [][]string{
 		{"runs", "--help"}, {"runs", "list", "--help"}, {"runs", "get", "--help"}, {"runs", "logs", "--help"},
 		{"runs", "cancel", "--help"}, {"runs", "rerun", "--help"}, {"deliveries", "--help"}, {"deliveries", "replay", "--help"},
+		{"deliveries", "list", "--help"}, {"deliveries", "get", "--help"},
 		{"sessions", "--help"}, {"sessions", "revoke", "--help"}, {"completion", "--help"},
 	} {
 		code, out, errs := runCLI(t, args...)

@@ -43,6 +43,39 @@ func (f *clientFlags) register(c *cobra.Command) {
 	c.PersistentFlags().BoolVar(&f.json, "json", false, "print the API's JSON answer instead of a table")
 }
 
+// clientGroup is the command group use of the API client (runs,
+// deliveries, sessions) and its flags, on every subcommand; groupRunE
+// when none is named.
+func clientGroup(use, short string) (*clientFlags, *cobra.Command) {
+	f := &clientFlags{}
+	c := &cobra.Command{Use: use, Short: short, RunE: groupRunE}
+	f.register(c)
+	return f, c
+}
+
+// callJSON asks the API with the client f configures (apiClient.callJSON).
+func (f *clientFlags) callJSON(ctx context.Context, method, path string, v any) (raw []byte, _ error) {
+	cl, err := f.client()
+	if err != nil {
+		return nil, err
+	}
+	return cl.callJSON(ctx, method, path, v)
+}
+
+// answer asks the API (method on path) and prints its answer on c's
+// output: as it came with --json, else through human.
+func answer[T any](f *clientFlags, c *cobra.Command, method, path string, human func(*T) error) error {
+	var ans T
+	raw, err := f.callJSON(c.Context(), method, path, &ans)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(c.OutOrStdout(), raw)
+	}
+	return human(&ans)
+}
+
 // client builds the API client of the flags. The token is read from
 // --token-file or $HOOKRUN_API_TOKEN, never taken from a flag value.
 func (f *clientFlags) client() (*apiClient, error) {

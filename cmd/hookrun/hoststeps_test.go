@@ -40,8 +40,9 @@ probe nats-store 'find $DATA_DIR/nats -type f | head -3; cat $DATA_DIR/nats/jets
 probe mirrors 'ls -A $DATA_DIR/mirrors'
 probe other-runs 'ls -A $DATA_DIR/workspaces | grep -v -x "$HOOKRUN_RUN_ID"'
 probe other-run-file 'cat $DATA_DIR/workspaces/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
-probe other-scratch 'ls -A $DATA_DIR/scratch | grep -v -x "$HOOKRUN_RUN_ID"'
-probe other-home 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX/home/.netrc'
+probe other-scratch 'ls -A $DATA_DIR/scratch | grep -v -e "^$HOOKRUN_RUN_ID+"'
+probe other-home 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
+probe other-home-legacy 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX/home/.netrc'
 echo "uid=$(id -u) home=$HOME tmp=$TMPDIR"
 touch "$HOME/h" "$TMPDIR/t" "$HOOKRUN_WORKSPACE/w" && echo "own dirs writable"
 `
@@ -70,6 +71,8 @@ func TestHostStepsCannotReachHookrunsCredentials(t *testing.T) {
 	other := filepath.Join(data, "workspaces", "01OTHERRUNXXXXXXXXXXXXXXXX")
 	writeFile(t, filepath.Join(other, "secret.txt"), "another run's secret")
 	writeFile(t, filepath.Join(data, "mirrors", "github", "Codertocat%2FPrivate.git", "config"), "[core]\n")
+	writeFile(t, filepath.Join(data, "scratch", "01OTHERRUNXXXXXXXXXXXXXXXX+home", ".netrc"), "machine github.com password another-runs-netrc\n")
+	// Where an older hookrun put a run's HOME.
 	writeFile(t, filepath.Join(data, "scratch", "01OTHERRUNXXXXXXXXXXXXXXXX", "home", ".netrc"), "machine github.com password another-runs-netrc\n")
 	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
 		t.Fatal(err)
@@ -127,7 +130,7 @@ report:
 	}
 	logs := apiText(t, url, apiToken, "/api/v1/runs/"+id+"/logs")
 	for _, probe := range []string{"parent-environ", "hookrun-environ", "hookrun-maps", "hookrun-mem", "any-environ", "own-environ",
-		"config-file", "data-dir", "nats-store", "mirrors", "other-runs", "other-run-file", "other-scratch", "other-home"} {
+		"config-file", "data-dir", "nats-store", "mirrors", "other-runs", "other-run-file", "other-scratch", "other-home", "other-home-legacy"} {
 		if !strings.Contains(logs, "denied "+probe+"\n") {
 			t.Errorf("probe %s was not denied", probe)
 		}
@@ -135,7 +138,7 @@ report:
 	if strings.Contains(logs, "LEAK") {
 		t.Errorf("a host step read what it must not:\n%s", logs)
 	}
-	if !strings.Contains(logs, "uid=65534 home="+filepath.Join(data, "scratch", id, "home")+" tmp="+filepath.Join(data, "scratch", id, "tmp")) ||
+	if !strings.Contains(logs, "uid=65534 home="+filepath.Join(data, "scratch", id+"+home")+" tmp="+filepath.Join(data, "scratch", id+"+tmp")) ||
 		!strings.Contains(logs, "own dirs writable") {
 		t.Errorf("the step did not run as the step user with its own HOME and TMPDIR:\n%s", logs)
 	}

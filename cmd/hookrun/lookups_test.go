@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -533,21 +535,23 @@ func TestGitLabMemberMergeRequestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trust := ingress.TrustConfig{AssociationTTL: time.Second}
+	trust := decide.TrustConfig{AssociationTTL: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), Logger: logger})
+	raw, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = q.Close() })
+	t.Cleanup(func() { _ = raw.Close() })
+	q := storestest.With(t, raw)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "pr.yaml"), "name: pr\non:\n  - event: pull_request\n    actions: [opened]\nsteps:\n  - {id: check, run: 'true'}\n")
 	set, err := workflows.NewWorkflowSet(dir, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ingress.New(ingress.Config{Trust: trust, Forges: forges.Registry}, q, set, logger)
+	srv, err := ingress.New(ingress.Config{Trust: trust, Forges: forges.Registry}, ingress.Deps{Publisher: q, Workflows: set,
+		Acceptor: q, Runs: q.Runs(), Deliveries: q.Received(), Heads: q.Heads(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

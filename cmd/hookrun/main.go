@@ -118,3 +118,49 @@ func cmdVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "hookrun %s\n", version)
 	return 0
 }
+
+// flagSpec is what a command's --help prints (its synopsis and
+// description) and the positional arguments it takes: minArgs to maxArgs
+// (-1: any number), among its flags when interspersed.
+type flagSpec struct {
+	name, synopsis, description string
+	minArgs, maxArgs            int
+	interspersed                bool
+}
+
+// commandFunc runs a command on its positional arguments once its flags
+// parsed.
+type commandFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// flagCommand is the run function of a command whose flags define
+// registers on the command's flag set: -h exits 0, a bad flag or a wrong
+// number of arguments prints the usage and exits exitUsage; otherwise the
+// commandFunc define returned runs. The commands' flag handling, written
+// once.
+func flagCommand(spec flagSpec, define func(fs *flag.FlagSet) commandFunc) func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+		fs := newFlagSet(spec.name, spec.synopsis, spec.description, stderr)
+		run := define(fs)
+		positional, code, ok := parseArgs(fs, args, spec.interspersed)
+		if !ok {
+			return code
+		}
+		if len(positional) < spec.minArgs || (spec.maxArgs >= 0 && len(positional) > spec.maxArgs) {
+			fs.Usage()
+			return exitUsage
+		}
+		return run(ctx, positional, stdout, stderr)
+	}
+}
+
+// parseArgs parses args (parseInterspersed when interspersed) and returns
+// the positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string, interspersed bool) (positional []string, code int, ok bool) {
+	if interspersed {
+		return parseInterspersed(fs, args)
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code, false
+	}
+	return fs.Args(), 0, true
+}

@@ -174,3 +174,13 @@ func TestRunHostileTitleIsData(t *testing.T) {
 		t.Fatal("the title was executed")
 	}
 }
+
+// `hookrun bench peer` needs webhook's binary, and says so.
+func TestBenchPeerNeedsWebhook(t *testing.T) {
+	if code, _, errs := runCLI(t, "bench", "peer"); code != exitUsage || !strings.Contains(errs, "--webhook BINARY") {
+		t.Errorf("no --webhook: code %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "bench", "peer", "--webhook", "/nonexistent/webhook"); code != 1 || !strings.Contains(errs, "webhook: stat /nonexistent/webhook") {
+		t.Errorf("missing binary: code %d, %q", code, errs)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,8 +96,12 @@ func releaseMemory() {
 }
 
 // heapAllocated is the bytes allocated on the heap since the process started.
-func heapAllocated() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+func heapAllocated() uint64 { return readBytes("/gc/heap/allocs:bytes") }
+
+// readBytes reads one runtime/metrics counter of bytes, 0 if the runtime
+// does not have it.
+func readBytes(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
@@ -104,18 +109,98 @@ func heapAllocated() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// serverGCPercent is the GOGC of the long-running modes (serve, ingress,
-// runner), and of the bench, which measures them in its own process.
+// gcPacing sets the collector's GOGC in the long-running modes (serve,
+// ingress, runner) and in the bench, which measures them in its own
+// process, from the live heap after each collection.
+//
 // Ingest allocates about 100 KB per delivery (most of it the NATS server's
-// copies of the 28 KB message) against a live heap of 10 to 30 MiB, so the
-// default of 100 collected several times a second under load; 200 gave
-// about 12 % more deliveries per second here for a higher peak heap, which
-// idleRelease hands back once the load is gone.
-const serverGCPercent = 200
+// copies of the 28 KB message), and GOGC 200 costs about a tenth less CPU
+// per delivery than Go's default of 100 (docs/performance.md). But the heap
+// a collector lets grow is GOGC percent of the live heap, and under load
+// the live heap of `serve` is mostly the embedded NATS server's
+// message-block caches (4 MiB buffers, kept 10 s after their last read):
+// 80 MiB live made 200 a 240 MiB heap, whose spans the burst's surviving
+// small objects were spread over, so RSS stayed high after the release.
+// So GOGC is MaxPercent only while that keeps the growth under Headroom,
+// and falls to MinPercent as the live heap grows: the embedded server's
+// caches get Go's default, a process holding only hookrun's own heap
+// (ingress, runner against a cluster) should keep 200.
+type gcPacing struct {
+	// MaxPercent is GOGC while the live heap is under Headroom /
+	// MaxPercent * 100. Default 200.
+	MaxPercent int
+	// MinPercent is the lowest GOGC it sets, whatever the live heap.
+	// Default 100, Go's own.
+	MinPercent int
+	// Headroom is the most heap growth above the live heap that
+	// MaxPercent may give. Default 64 MiB.
+	Headroom uint64
+	// set applies a GOGC; default debug.SetGCPercent. Tests replace it.
+	set func(int) int
+	// live reads the live heap of the last collection; default
+	// runtime/metrics. Tests replace it.
+	live func() uint64
+}
 
-// tuneGC applies serverGCPercent unless the operator set GOGC.
-func tuneGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(serverGCPercent)
+func (p *gcPacing) setDefaults() {
+	if p.MaxPercent <= 0 {
+		p.MaxPercent = 200
+	}
+	if p.MinPercent <= 0 {
+		p.MinPercent = 100
+	}
+	if p.Headroom == 0 {
+		p.Headroom = 64 << 20
+	}
+	if p.set == nil {
+		p.set = debug.SetGCPercent
+	}
+	if p.live == nil {
+		p.live = heapLive
 	}
 }
+
+// percent is the GOGC for a live heap of live bytes.
+func (p *gcPacing) percent(live uint64) int {
+	if live == 0 {
+		return p.MaxPercent
+	}
+	pc := p.Headroom * 100 / live
+	return int(max(min(pc, uint64(p.MaxPercent)), uint64(p.MinPercent)))
+}
+
+// start applies MaxPercent, then re-paces after every collection until ctx
+// ends. With GOGC in the environment it does nothing: the operator's
+// setting wins.
+func (p *gcPacing) start(ctx context.Context) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	p.setDefaults()
+	var cur atomic.Int64 // the GOGC set last
+	cur.Store(int64(p.MaxPercent))
+	p.set(p.MaxPercent)
+	var arm func()
+	arm = func() {
+		// The sentinel becomes garbage at once; its cleanup runs after the
+		// collection that finds it, re-paces and arms the next one.
+		runtime.AddCleanup(&gcSentinel{next: new(int)}, func(struct{}) {
+			if ctx.Err() != nil {
+				return
+			}
+			if pc := p.percent(p.live()); int64(pc) != cur.Load() {
+				cur.Store(int64(pc))
+				p.set(pc)
+			}
+			arm()
+		}, struct{}{})
+	}
+	arm()
+}
+
+// gcSentinel has a pointer so that it is not a tiny allocation, which
+// would share its memory (and its lifetime) with other objects.
+type gcSentinel struct{ next *int }
+
+// heapLive is the live heap marked by the last collection.
+func heapLive() uint64 { return readBytes("/gc/heap/live:bytes") }

@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"os"
-	"runtime/debug"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,18 +60,109 @@ func TestHeapAllocatedGrows(t *testing.T) {
 
 var sink []byte
 
-// GOGC set by the operator wins over serverGCPercent.
-func TestTuneGCRespectsGOGC(t *testing.T) {
-	prev := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(prev)
-	t.Setenv("GOGC", "150")
-	tuneGC()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Fatalf("GOGC set: gc percent became %d, want it left at 100", got)
+// GOGC is MaxPercent while that keeps the growth under Headroom, then
+// falls with the live heap, never under MinPercent.
+func TestGCPacingPercent(t *testing.T) {
+	p := &gcPacing{}
+	p.setDefaults()
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 200},        // no collection yet
+		{10 << 20, 200}, // ingest alone: 20 MiB of growth
+		{32 << 20, 200}, // 64 MiB of growth, the bound
+		{48 << 20, 133}, // 64 MiB of growth
+		{64 << 20, 100}, // Go's default from here on
+		{80 << 20, 100}, // a burst of runs: the NATS server's block caches
+		{1 << 30, 100},  // never under MinPercent
+	} {
+		if got := p.percent(c.live); got != c.want {
+			t.Errorf("live %d MiB: GOGC %d, want %d", c.live>>20, got, c.want)
+		}
 	}
+	low := &gcPacing{MinPercent: 50}
+	low.setDefaults()
+	if got := low.percent(256 << 20); got != 50 {
+		t.Errorf("MinPercent 50, live 256 MiB: GOGC %d, want 50", got)
+	}
+}
+
+// After each collection the pacing reads the live heap and sets the GOGC
+// for it, and only when it changes; it stops with its context.
+func TestGCPacingFollowsLiveHeap(t *testing.T) {
+	t.Setenv("GOGC", "") // restores the environment afterwards
 	os.Unsetenv("GOGC")
-	tuneGC()
-	if got := debug.SetGCPercent(100); got != serverGCPercent {
-		t.Fatalf("GOGC unset: gc percent %d, want %d", got, serverGCPercent)
+	var live atomic.Uint64
+	var mu sync.Mutex
+	var sets []int
+	p := &gcPacing{
+		set:  func(pc int) int { mu.Lock(); sets = append(sets, pc); mu.Unlock(); return 0 },
+		live: live.Load,
 	}
+	last := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return sets[len(sets)-1], len(sets)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	live.Store(10 << 20)
+	p.start(ctx)
+	if pc, n := last(); pc != 200 || n != 1 {
+		t.Fatalf("at start: GOGC %d after %d sets, want 200 once", pc, n)
+	}
+	live.Store(80 << 20)
+	waitFor(t, 10*time.Second, func() bool { runtime.GC(); pc, _ := last(); return pc == 100 })
+	_, n := last()
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if pc, m := last(); pc != 100 || m != n {
+		t.Fatalf("the same live heap set GOGC again: %v", sets)
+	}
+	live.Store(10 << 20)
+	waitFor(t, 10*time.Second, func() bool { runtime.GC(); pc, _ := last(); return pc == 200 })
+	cancel()
+	// A cleanup already past its context check still reads 10 MiB: no set.
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	_, n = last()
+	live.Store(80 << 20)
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, m := last(); m != n {
+		t.Fatalf("pacing went on after its context ended: %v", sets)
+	}
+}
+
+// GOGC set by the operator wins: the pacing sets nothing.
+func TestGCPacingLeavesOperatorGOGC(t *testing.T) {
+	t.Setenv("GOGC", "150")
+	var calls atomic.Int64
+	p := &gcPacing{set: func(int) int { calls.Add(1); return 0 }, live: func() uint64 { return 80 << 20 }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.start(ctx)
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("GOGC set by the operator: the pacing set GOGC %d times", n)
+	}
+}
+
+// The real live-heap reading works in this process.
+func TestHeapLiveAfterGC(t *testing.T) {
+	sink = make([]byte, 4<<20)
+	runtime.GC()
+	if got := heapLive(); got < 4<<20 {
+		t.Fatalf("live heap %d bytes with a 4 MiB buffer live", got)
+	}
+	runtime.KeepAlive(sink)
 }

@@ -51,7 +51,7 @@ echo "with credentials nats answered: $answer"
 func deployRequest(t *testing.T, id, sender, assoc string) []byte {
 	t.Helper()
 	data, err := json.Marshal(&queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "deploy", Attempt: 1, CreatedAt: time.Now().UTC(),
-		Event: workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindComment, Action: "created", DeliveryID: "forged-" + id,
+		Event: workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindComment, Action: "created", DeliveryID: "forged-" + id,
 			Repo: "Codertocat/Hello-World", CloneURL: "https://github.com/Codertocat/Hello-World.git", Sender: sender, AuthorAssociation: assoc,
 			Comment:     &workflows.Comment{ID: 7, Body: "/deploy staging"},
 			PullRequest: &workflows.PullRequest{Number: 2, HeadSHA: "ec26c3e57ca3a959ca5aad62de7213c562f8c821", HeadRef: "changes", BaseRef: "main"},

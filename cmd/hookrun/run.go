@@ -12,68 +12,62 @@ import (
 	"github.com/hookrun/hookrun/internal/app"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
-	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "WORKFLOW.yaml [-p NAME=VALUE]... [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]",
-		"Run one workflow once on this machine, without a server or queue: each step's\n"+
-			"log is printed prefixed with its id, then a summary table. The workspace is the\n"+
-			"current directory (or --dir) unless the workflow sets checkout: true.\n"+
-			"Exit 0 if the run succeeded (also partially: only failures continue_on tolerates;\n"+
-			"or was skipped by its preconditions), 1 if it failed, 2 on usage or validation errors.", stderr)
-	eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
-	eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
-	forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
-	asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
-	cache := fs.String("cache", "", "with checkout: true, where the repository mirrors are kept (default: hookrun in the user cache directory); "+
-		"the workspace is then a fresh clone of the --event payload's repository at its head, fetched from its clone URL with your own git credentials, and --dir is refused")
-	dir := fs.String("dir", "", "workspace directory (default: the current directory)")
-	params := paramFlag{}
-	fs.Var(params, "p", "NAME=VALUE: a value for one of the workflow's params (repeatable); the value reaches steps as an environment variable")
-	positional, code, ok := parseInterspersed(fs, args)
-	if !ok {
-		return code
-	}
-	if len(positional) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	wf, err := workflows.ParseFile(positional[0])
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	given, err := wf.SetParams(params)
-	if err != nil {
-		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
-		return exitUsage
-	}
-	event, err := loadEvent(workflows.Forge(*forge), *eventPath, *eventName)
-	if err != nil {
-		fmt.Fprintf(stderr, "hookrun run: %v\n", err)
-		return exitUsage
-	}
-	workspaces, ok := checkoutWorkspaces(wf, positional[0], *eventPath, *dir, *cache, stderr)
-	if !ok {
-		return exitUsage
-	}
-	providers, closer := app.LocalProviders(stderr)
-	defer closer.Close()
-	return runner.RunLocal(ctx, runner.LocalOptions{
-		Workflow:   wf,
-		Event:      event,
-		Dir:        *dir,
-		Params:     given,
-		JSON:       *asJSON,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		Providers:  providers,
-		SbxHostEnv: app.LocalSbxHostEnv(),
-		Workspaces: workspaces,
+var cmdRun = flagCommand(flagSpec{name: "run", synopsis: "WORKFLOW.yaml [-p NAME=VALUE]... [--event PAYLOAD.json --event-name NAME] [--forge github|gitlab] [--json]", minArgs: 1, maxArgs: 1, interspersed: true,
+	description: `Run one workflow once on this machine, without a server or queue: each step's
+log is printed prefixed with its id, then a summary table. The workspace is the
+current directory (or --dir) unless the workflow sets checkout: true.
+Exit 0 if the run succeeded (also partially: only failures continue_on tolerates;
+or was skipped by its preconditions), 1 if it failed, 2 on usage or validation errors.`},
+	func(fs *flag.FlagSet) commandFunc {
+		eventPath := fs.String("event", "", "webhook payload (JSON) the run is for, as the forge sends it")
+		eventName := fs.String("event-name", "", "the payload's event: GitHub X-GitHub-Event (pull_request, issue_comment, issues, push) or GitLab X-Gitlab-Event (\"Merge Request Hook\", ...)")
+		forge := fs.String("forge", "github", "forge the payload comes from: github or gitlab")
+		asJSON := fs.Bool("json", false, "print the result as JSON on stdout (step logs go to stderr)")
+		cache := fs.String("cache", "", "with checkout: true, where the repository mirrors are kept (default: hookrun in the user cache directory); "+
+			"the workspace is then a fresh clone of the --event payload's repository at its head, fetched from its clone URL with your own git credentials, and --dir is refused")
+		dir := fs.String("dir", "", "workspace directory (default: the current directory)")
+		params := paramFlag{}
+		fs.Var(params, "p", "NAME=VALUE: a value for one of the workflow's params (repeatable); the value reaches steps as an environment variable")
+		return func(ctx context.Context, positional []string, stdout, stderr io.Writer) int {
+			wf, err := workflows.ParseFile(positional[0])
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				return exitUsage
+			}
+			given, err := wf.SetParams(params)
+			if err != nil {
+				fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+				return exitUsage
+			}
+			event, err := loadEvent(workflows.Forge(*forge), *eventPath, *eventName)
+			if err != nil {
+				fmt.Fprintf(stderr, "hookrun run: %v\n", err)
+				return exitUsage
+			}
+			workspaces, ok := checkoutWorkspaces(wf, positional[0], *eventPath, *dir, *cache, stderr)
+			if !ok {
+				return exitUsage
+			}
+			providers, closer := app.LocalProviders(stderr)
+			defer closer.Close()
+			return engine.RunLocal(ctx, engine.LocalOptions{
+				Workflow:   wf,
+				Event:      event,
+				Dir:        *dir,
+				Params:     given,
+				JSON:       *asJSON,
+				Stdout:     stdout,
+				Stderr:     stderr,
+				Providers:  providers,
+				SbxHostEnv: app.LocalSbxHostEnv(),
+				Workspaces: workspaces,
+			})
+		}
 	})
-}
 
 // paramFlag collects -p NAME=VALUE flags.
 type paramFlag map[string]string
@@ -95,7 +89,7 @@ func (p paramFlag) Set(s string) error {
 // loadEvent normalizes a payload file the way ingress would; no file gives
 // an empty event of the forge.
 func loadEvent(forge workflows.Forge, path, name string) (*workflows.Event, error) {
-	if forge != workflows.GitHub && forge != workflows.GitLab {
+	if forge != github.Name && forge != gitlab.Name {
 		return nil, fmt.Errorf("--forge must be github or gitlab, got %q", forge)
 	}
 	if path == "" {
@@ -112,7 +106,7 @@ func loadEvent(forge workflows.Forge, path, name string) (*workflows.Event, erro
 		return nil, fmt.Errorf("reading event: %w", err)
 	}
 	normalize := github.Normalize
-	if forge == workflows.GitLab {
+	if forge == gitlab.Name {
 		normalize = gitlab.Normalize
 	}
 	e, err := normalize(name, body, "local")

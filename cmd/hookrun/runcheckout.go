@@ -5,14 +5,14 @@ import (
 	"io"
 
 	"github.com/hookrun/hookrun/internal/app"
-	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // checkoutWorkspaces are the checkouts of a workflow with `checkout: true`
 // (nil without): the payload's repository at its head, so the run needs
 // --event and no --dir. ok is false after a usage error, printed.
-func checkoutWorkspaces(wf *workflows.Workflow, file, eventPath, dir, cache string, stderr io.Writer) (ws runner.Workspaces, ok bool) {
+func checkoutWorkspaces(wf *workflows.Workflow, file, eventPath, dir, cache string, stderr io.Writer) (ws contract.Workspaces, ok bool) {
 	if !wf.Checkout {
 		return nil, true
 	}

@@ -12,30 +12,30 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // newRunsCommand is `hookrun runs list|get|logs|cancel|rerun`.
 func newRunsCommand() *cobra.Command {
-	var f clientFlags
-	c := &cobra.Command{
-		Use:   "runs",
-		Short: "list, inspect, follow, cancel and re-run runs through the API",
-		Long: "Talk to a hookrun server's API (/api/v1): --server or " + envServer + " names it (default " + defaultServer + "),\n" +
-			envToken + " (or --token-file) holds its api.token. Tables for people, --json for scripts.",
-		RunE: groupRunE,
-	}
-	f.register(c)
-	c.AddCommand(runsList(&f), runsGet(&f), runsLogs(&f), runsCancel(&f), runsRerun(&f))
+	f, c := clientGroup("runs", "list, inspect, follow, cancel and re-run runs through the API")
+	c.Long = "Talk to a hookrun server's API (/api/v1): --server or " + envServer + " names it (default " + defaultServer + "),\n" +
+		envToken + " (or --token-file) holds its api.token. Tables for people, --json for scripts."
+	c.AddCommand(runsList(f), runsGet(f), runsLogs(f), runsCancel(f), runsRerun(f))
 	return c
 }
 
 // listAnswer is GET /api/v1/runs: {"runs": [...]} and, from servers with
 // paging, "next_cursor".
 type listAnswer struct {
-	Runs       []*queue.RunRecord `json:"runs"`
-	NextCursor string             `json:"next_cursor,omitempty"`
+	Runs       []*stores.RunRecord `json:"runs"`
+	NextCursor string              `json:"next_cursor,omitempty"`
+}
+
+// runStatuses are the statuses a run can be in (runs list --status).
+var runStatuses = []string{
+	string(workflows.StatusQueued), string(workflows.StatusRunning), string(workflows.StatusSucceeded),
+	string(workflows.StatusPartiallySucceeded), string(workflows.StatusFailed), string(workflows.StatusCancelled),
 }
 
 func runsList(f *clientFlags) *cobra.Command {
@@ -48,32 +48,13 @@ func runsList(f *clientFlags) *cobra.Command {
 			"  hookrun runs list --repo octo/demo --pr 12 --json | jq -r '.runs[].id'",
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			q := url.Values{}
-			set := func(k, v string) {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			set("workflow", workflow)
-			set("repo", repo)
-			set("status", status)
-			set("cursor", cursor)
+			filters := map[string]string{"workflow": workflow, "repo": repo, "status": status, "cursor": cursor}
 			if pr > 0 {
-				q.Set("pr", strconv.Itoa(pr))
+				filters["pr"] = strconv.Itoa(pr)
 			}
-			if limit > 0 {
-				q.Set("limit", strconv.Itoa(limit))
-			}
-			path := "/api/v1/runs"
-			if len(q) > 0 {
-				path += "?" + q.Encode()
-			}
+			path := listPath("/api/v1/runs", filters, limit)
 			var ans listAnswer
-			raw, err := cl.callJSON(c.Context(), http.MethodGet, path, &ans)
+			raw, err := f.callJSON(c.Context(), http.MethodGet, path, &ans)
 			if err != nil {
 				return err
 			}
@@ -95,28 +76,22 @@ func runsList(f *clientFlags) *cobra.Command {
 				return printJSON(c.OutOrStdout(), raw)
 			}
 			printRunTable(c.OutOrStdout(), ans.Runs, time.Now())
-			if ans.NextCursor != "" {
-				fmt.Fprintf(c.ErrOrStderr(), "more runs: --cursor %s\n", ans.NextCursor)
-			}
+			printMore(c.ErrOrStderr(), "runs", ans.NextCursor)
 			return nil
 		},
 	}
 	fl := c.Flags()
 	fl.StringVar(&workflow, "workflow", "", "only runs of this workflow")
 	fl.StringVar(&repo, "repo", "", "only runs for this repository (owner/name)")
-	fl.StringVar(&status, "status", "", "only runs in this status (queued, running, succeeded, partially_succeeded, failed, cancelled)")
+	choiceFlag(c, &status, "status", "only runs in this status", runStatuses)
 	fl.IntVar(&pr, "pr", 0, "only runs of this pull/merge request number")
-	fl.IntVar(&limit, "limit", 0, "at most this many runs (server default 100, at most 1000)")
-	fl.StringVar(&cursor, "cursor", "", "the page after this cursor (printed by the previous page)")
-	_ = c.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"queued", "running", "succeeded", "partially_succeeded", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp
-	})
+	pageFlags(c, "runs", &limit, &cursor)
 	return c
 }
 
 // printRunTable prints runs as a table with the columns ID, WORKFLOW,
 // STATUS, REPO, PR, EVENT, CREATED, DURATION.
-func printRunTable(w io.Writer, runs []*queue.RunRecord, now time.Time) {
+func printRunTable(w io.Writer, runs []*stores.RunRecord, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tREPO\tPR\tEVENT\tCREATED\tDURATION")
 	for _, r := range runs {
@@ -148,7 +123,7 @@ func orDash(s string) string {
 }
 
 // duration is how long a run ran (so far).
-func duration(r *queue.RunRecord, now time.Time) string {
+func duration(r *stores.RunRecord, now time.Time) string {
 	if r.StartedAt == nil {
 		return "-"
 	}
@@ -160,31 +135,12 @@ func duration(r *queue.RunRecord, now time.Time) string {
 }
 
 func runsGet(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get RUN_ID",
-		Short: "show one run: its status, event, links and steps",
-		Args:  exactArgs(1, "a run id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			var rec queue.RunRecord
-			raw, err := cl.callJSON(c.Context(), http.MethodGet, "/api/v1/runs/"+url.PathEscape(args[0]), &rec)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(c.OutOrStdout(), raw)
-			}
-			printRun(c.OutOrStdout(), &rec, time.Now())
-			return nil
-		},
-	}
+	return runCommand(f, "get", "show one run: its status, event, links and steps", http.MethodGet, "",
+		func(c *cobra.Command, rec *stores.RunRecord) { printRun(c.OutOrStdout(), rec, time.Now()) })
 }
 
 // printRun prints one record for people: fields, then a step table.
-func printRun(w io.Writer, r *queue.RunRecord, now time.Time) {
+func printRun(w io.Writer, r *stores.RunRecord, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -257,7 +213,7 @@ func runsLogs(f *clientFlags) *cobra.Command {
 			err = cl.follow(c.Context(), path+"?follow=1", func(ev sseEvent) bool {
 				switch ev.name {
 				case "log":
-					var l queue.LogLine
+					var l stores.LogLine
 					if json.Unmarshal([]byte(ev.data), &l) != nil {
 						return true
 					}
@@ -266,7 +222,7 @@ func runsLogs(f *clientFlags) *cobra.Command {
 						return true
 					}
 					fmt.Fprintf(out, "[%s] ", l.StepID)
-					if l.Stream != queue.StreamStdout {
+					if l.Stream != stores.StreamStdout {
 						fmt.Fprintf(out, "(%s) ", l.Stream)
 					}
 					fmt.Fprintln(out, l.Text)
@@ -294,27 +250,10 @@ func runsLogs(f *clientFlags) *cobra.Command {
 }
 
 func runsCancel(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "cancel RUN_ID",
-		Short: "ask a queued or running run to stop",
-		Args:  exactArgs(1, "a run id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			var ans map[string]string
-			raw, err := cl.callJSON(c.Context(), http.MethodPost, "/api/v1/runs/"+url.PathEscape(args[0])+"/cancel", &ans)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(c.OutOrStdout(), raw)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "run %s: %s\n", ans["id"], ans["status"])
-			return nil
-		},
-	}
+	return runCommand(f, "cancel", "ask a queued or running run to stop", http.MethodPost, "/cancel",
+		func(c *cobra.Command, ans *map[string]string) {
+			fmt.Fprintf(c.OutOrStdout(), "run %s: %s\n", (*ans)["id"], (*ans)["status"])
+		})
 }
 
 // rerunAnswer is POST /api/v1/runs/{id}/rerun.
@@ -326,73 +265,80 @@ type rerunAnswer struct {
 }
 
 func runsRerun(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rerun RUN_ID",
-		Short: "start a new run of a finished run's workflow on the same event",
-		Long: "Start a new run of the workflow (as loaded now) on the same event as a finished run.\n" +
-			"The records link both ways (rerun_of, reruns) and the new run edits the same sticky comment.\n" +
-			"The API token is an operator's: the workflow's authorize policy is not applied.",
-		Args: exactArgs(1, "a run id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			var ans rerunAnswer
-			raw, err := cl.callJSON(c.Context(), http.MethodPost, "/api/v1/runs/"+url.PathEscape(args[0])+"/rerun", &ans)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(c.OutOrStdout(), raw)
-			}
+	c := runCommand(f, "rerun", "start a new run of a finished run's workflow on the same event", http.MethodPost, "/rerun",
+		func(c *cobra.Command, ans *rerunAnswer) {
 			fmt.Fprintf(c.OutOrStdout(), "run %s queued: re-runs %s (workflow %s)\n", ans.Run, ans.RerunOf, ans.Workflow)
 			if ans.WorkflowChanged {
 				fmt.Fprintf(c.ErrOrStderr(), "note: workflow %s changed since run %s; the re-run uses the one loaded now\n", ans.Workflow, ans.RerunOf)
 			}
+		})
+	c.Long = "Start a new run of the workflow (as loaded now) on the same event as a finished run.\n" +
+		"The records link both ways (rerun_of, reruns) and the new run edits the same sticky comment.\n" +
+		"The API token is an operator's: the workflow's authorize policy is not applied."
+	return c
+}
+
+// runCommand is `hookrun runs <verb> RUN_ID`: it calls the API on one run
+// (method on /api/v1/runs/{id} + suffix) and prints its answer, as it came
+// with --json, else through human.
+func runCommand[T any](f *clientFlags, verb, short, method, suffix string, human func(*cobra.Command, *T)) *cobra.Command {
+	return oneCommand(f, oneCall{verb: verb, arg: "RUN_ID", what: "a run id", short: short, method: method, collection: "runs", suffix: suffix},
+		func(c *cobra.Command, ans *T) error {
+			human(c, ans)
 			return nil
+		})
+}
+
+// oneCall is a command on one resource of the API: `verb ARG` calls
+// method on /api/v1/<collection>/{ARG}<suffix>, with query's non-empty
+// values.
+type oneCall struct {
+	verb, arg, what, short, long string
+	method, collection, suffix   string
+	query                        map[string]*string // flag values, read when the command runs
+}
+
+// oneCommand is the command of call: it prints the answer as it came with
+// --json, else through human.
+func oneCommand[T any](f *clientFlags, call oneCall, human func(*cobra.Command, *T) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   call.verb + " " + call.arg,
+		Short: call.short,
+		Long:  call.long,
+		Args:  exactArgs(1, call.what),
+		RunE: func(c *cobra.Command, args []string) error {
+			q := map[string]string{}
+			for k, v := range call.query {
+				q[k] = *v
+			}
+			path := listPath("/api/v1/"+call.collection+"/"+url.PathEscape(args[0])+call.suffix, q, 0)
+			return answer(f, c, call.method, path, func(ans *T) error { return human(c, ans) })
 		},
 	}
 }
 
-// newDeliveriesCommand is `hookrun deliveries replay`.
+// replayAnswer is POST /api/v1/deliveries/{id}/replay.
+type replayAnswer struct {
+	Delivery string `json:"delivery"`
+	ReplayOf string `json:"replay_of"`
+	Runs     []struct {
+		ID       string `json:"id"`
+		Workflow string `json:"workflow"`
+	} `json:"runs"`
+	Reason string `json:"reason"`
+}
+
+// newDeliveriesCommand is `hookrun deliveries list|get|replay` (list and
+// get: deliveries.go).
 func newDeliveriesCommand() *cobra.Command {
-	var f clientFlags
-	c := &cobra.Command{
-		Use:   "deliveries",
-		Short: "replay a stored webhook delivery through the API",
-		RunE:  groupRunE,
-	}
-	f.register(c)
+	f, c := clientGroup("deliveries", "list, inspect and replay stored webhook deliveries through the API")
 	var forge string
-	replay := &cobra.Command{
-		Use:   "replay DELIVERY_ID",
-		Short: "match a stored delivery again against the workflows loaded now and queue what matches",
-		Long: "Match a stored webhook delivery (X-GitHub-Delivery, or the GitLab dedupe key) again against the\n" +
+	replay := oneCommand(f, oneCall{verb: "replay", arg: "DELIVERY_ID", what: "a delivery id",
+		short: "match a stored delivery again against the workflows loaded now and queue what matches",
+		long: "Match a stored webhook delivery (X-GitHub-Delivery, or the GitLab dedupe key) again against the\n" +
 			"workflows loaded now, under a new delivery id (<id>:replay:<n>), and queue the runs that match.",
-		Args: exactArgs(1, "a delivery id"),
-		RunE: func(c *cobra.Command, args []string) error {
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			var ans struct {
-				Delivery string `json:"delivery"`
-				ReplayOf string `json:"replay_of"`
-				Runs     []struct {
-					ID       string `json:"id"`
-					Workflow string `json:"workflow"`
-				} `json:"runs"`
-				Reason string `json:"reason"`
-			}
-			path := "/api/v1/deliveries/" + url.PathEscape(args[0]) + "/replay?forge=" + url.QueryEscape(forge)
-			raw, err := cl.callJSON(c.Context(), http.MethodPost, path, &ans)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(c.OutOrStdout(), raw)
-			}
+		method: http.MethodPost, collection: "deliveries", suffix: "/replay", query: map[string]*string{"forge": &forge}},
+		func(c *cobra.Command, ans *replayAnswer) error {
 			out := c.OutOrStdout()
 			if len(ans.Runs) == 0 {
 				fmt.Fprintf(out, "replay %s queued no run: %s\n", ans.Delivery, ans.Reason)
@@ -404,10 +350,8 @@ func newDeliveriesCommand() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Workflow, ans.Delivery)
 			}
 			return tw.Flush()
-		},
-	}
-	replay.Flags().StringVar(&forge, "forge", "github", "the forge the delivery came from: github or gitlab")
-	_ = replay.RegisterFlagCompletionFunc("forge", cobra.FixedCompletions([]string{"github", "gitlab"}, cobra.ShellCompDirectiveNoFileComp))
-	c.AddCommand(replay)
+		})
+	forgeFlag(replay, &forge)
+	c.AddCommand(deliveriesList(f), deliveriesGet(f), replay)
 	return c
 }

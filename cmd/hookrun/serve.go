@@ -106,12 +106,12 @@ func serveMode(ctx context.Context, m app.Mode, args []string, stdout, stderr io
 
 // runServer starts the stack of a mode (internal/app) and blocks until ctx
 // ends, then shuts it down within the shutdown grace. The process concerns
-// stay here: the GC setting, returning idle memory, --dev-curl.
+// stay here: the GC pacing, returning idle memory, --dev-curl.
 func runServer(ctx context.Context, m app.Mode, cfg *app.Config, flags *serverFlags, logger *slog.Logger, stdout io.Writer) error {
-	tuneGC()
-	relCtx, stopRelease := context.WithCancel(ctx)
-	defer stopRelease()
-	go (&idleRelease{}).run(relCtx)
+	memCtx, stopMem := context.WithCancel(ctx)
+	defer stopMem()
+	(&gcPacing{}).start(memCtx)
+	go (&idleRelease{}).run(memCtx)
 
 	a, err := app.Start(ctx, m, cfg, logger)
 	if err != nil {

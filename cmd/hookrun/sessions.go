@@ -10,13 +10,7 @@ import (
 
 // newSessionsCommand is `hookrun sessions revoke --all`.
 func newSessionsCommand() *cobra.Command {
-	var f clientFlags
-	c := &cobra.Command{
-		Use:   "sessions",
-		Short: "end the web UI's login sessions through the API",
-		RunE:  groupRunE,
-	}
-	f.register(c)
+	f, c := clientGroup("sessions", "end the web UI's login sessions through the API")
 	var all bool
 	revoke := &cobra.Command{
 		Use:   "revoke --all",
@@ -29,22 +23,12 @@ func newSessionsCommand() *cobra.Command {
 			if !all {
 				return usageError{errors.New("want --all: every session ends (one's own ends with the UI's Log out)")}
 			}
-			cl, err := f.client()
-			if err != nil {
-				return err
-			}
-			var ans struct {
+			return answer(f, c, http.MethodPost, "/api/v1/sessions/revoke", func(ans *struct {
 				Revoked int `json:"revoked"`
-			}
-			raw, err := cl.callJSON(c.Context(), http.MethodPost, "/api/v1/sessions/revoke", &ans)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printJSON(c.OutOrStdout(), raw)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "revoked %d session(s)\n", ans.Revoked)
-			return nil
+			}) error {
+				fmt.Fprintf(c.OutOrStdout(), "revoked %d session(s)\n", ans.Revoked)
+				return nil
+			})
 		},
 	}
 	revoke.Flags().BoolVar(&all, "all", false, "end every session (required)")

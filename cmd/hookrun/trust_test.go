@@ -235,7 +235,7 @@ github: { webhook_secret: s, app_id: 4242, private_key_file: `+keyFile+`, api_ur
 		t.Fatal(err)
 	}
 	event := func(cloneURL, sha string) *workflows.Event {
-		return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPullRequest, Action: "synchronize",
+		return &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPullRequest, Action: "synchronize",
 			Repo: "Codertocat/Hello-World", CloneURL: cloneURL, InstallationID: 777,
 			PullRequest: &workflows.PullRequest{Number: 1, HeadSHA: sha, HeadRef: "feature", BaseRef: "main"}}
 	}

@@ -47,6 +47,37 @@ steps:
     run: echo never
 `
 
+// graphWorkflow is started through the API for the run graph: three
+// steps in parallel after checkout, one of them failing, so that package
+// is skipped and the failure handler runs.
+const graphWorkflow = `name: build-matrix
+steps:
+  - id: checkout
+    run: echo checkout
+  - id: lint
+    depends: [checkout]
+    run: echo lint
+  - id: unit-tests
+    depends: [checkout]
+    run: 'echo "2 tests failed"; exit 1'
+  - id: build
+    depends: [checkout]
+    run: echo build
+  - id: package
+    depends: [lint, unit-tests, build]
+    run: echo package
+handler_on:
+  success:
+    id: announce
+    run: echo released
+  failure:
+    id: notify-failure
+    run: 'echo "failed: $HOOKRUN_RUN_STATUS"'
+  exit:
+    id: cleanup
+    run: echo cleanup
+`
+
 // chromiumPath is Debian's chromium (make ui-tools installs it), or
 // another Chrome on PATH.
 func chromiumPath() string {
@@ -66,7 +97,12 @@ func chromiumPath() string {
 // (succeeded, every step succeeded with a duration, the last log line,
 // links to the PR, the sticky comment and the commit) without a reload. A
 // second run, started through the API, is cancelled with the page's Cancel
-// button and ends cancelled. With HOOKRUN_UI_SCREENSHOTS=DIR it also writes
+// button and ends cancelled. The run graph follows the first run live, and
+// a third run's wider graph is drawn at its natural size on a phone and a
+// desktop. The deliveries page lists the pull_request delivery (ran) and
+// an issues delivery nothing takes (skipped), its outcome filter narrows
+// it, the delivery's page shows every workflow considered and its run, and
+// its Replay button replays it (checkDeliveries). With HOOKRUN_UI_SCREENSHOTS=DIR it also writes
 // the screenshots of docs/ui.md there (make screenshots).
 func TestUIBrowser(t *testing.T) {
 	bin := chromiumPath()
@@ -88,6 +124,7 @@ func TestUIBrowser(t *testing.T) {
 	gate := filepath.Join(gateDir, "open")
 	writeFile(t, filepath.Join(dir, "workflows", "ui-demo.yaml"), strings.ReplaceAll(uiWorkflow, "GATE", gate))
 	writeFile(t, filepath.Join(dir, "workflows", "nightly-sweep.yaml"), slowWorkflow)
+	writeFile(t, filepath.Join(dir, "workflows", "build-matrix.yaml"), graphWorkflow)
 	addr := freeAddr(t)
 	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
 listen: `+addr+`
@@ -162,6 +199,12 @@ shutdown_grace: 5s
 				chromedp.WithPollingTimeout(20*time.Second)))
 			return err
 		}))
+	// The graph: the workflow's shape, each node in its step's state.
+	do("the graph while live", chromedp.WaitVisible(`#graph g.node.live[data-step="review"][data-status="running"]`),
+		chromedp.WaitVisible(`#graph g.node.ok[data-step="checkout"][data-status="succeeded"]`),
+		chromedp.WaitVisible(`#graph g.node[data-step="report"][data-status="pending"]`),
+		chromedp.WaitVisible(`#graph path.edge[data-from="checkout"][data-to="review"]`),
+		chromedp.WaitVisible(`#graph path.edge[data-from="review"][data-to="report"]`))
 	shots := newShooter(t, ctx)
 	shots.take("ui-run-live-desktop.png")
 
@@ -169,7 +212,13 @@ shutdown_grace: 5s
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	do("the run finishing on the page", chromedp.WaitVisible(`body[data-run-ended="succeeded"]`))
+	do("the run finishing on the page", chromedp.WaitVisible(`body[data-run-ended="succeeded"]`),
+		// the graph turned with it, without a reload
+		chromedp.WaitVisible(`#graph g.node.ok[data-step="review"][data-status="succeeded"]`),
+		chromedp.WaitVisible(`#graph g.node.ok[data-step="report"][data-status="succeeded"]`))
+	if dur := get(chromedp.TextContent(`#graph g.node[data-step="review"] text.dur`)); !strings.HasSuffix(dur, "s") {
+		t.Errorf("review node duration %q", dur)
+	}
 	if st := get(chromedp.Text("#run-status")); st != "succeeded" {
 		t.Errorf("status %q, want succeeded", st)
 	}
@@ -260,6 +309,8 @@ shutdown_grace: 5s
 		t.Errorf("re-run %s from the UI: rerun_of %q comment %d; original reruns %v comment %d", rerunID, rerun.RerunOf, rerun.CommentID, orig.Reruns, orig.CommentID)
 	}
 
+	checkDeliveries(t, base, secret, apiToken, runID, do, get, shots)
+
 	// Filters: the list narrowed to ui-demo through the form.
 	do("filtering", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#filters"),
 		chromedp.SendKeys(`input[name="workflow"]`, "ui-demo"), chromedp.Submit("#filters"),
@@ -282,10 +333,49 @@ shutdown_grace: 5s
 	}
 	shots.take("ui-run-phone.png")
 
+	// The graph of a wider run on a phone: at its natural size (13 px
+	// ids), scrolling sideways inside its frame, not the page.
+	var matrix struct{ Run string }
+	if code := apiPost(t, base, apiToken, "/api/v1/workflows/build-matrix/runs", `{"repo": "Codertocat/Hello-World"}`, &matrix); code != http.StatusAccepted {
+		t.Fatalf("starting build-matrix: %d", code)
+	}
+	do("the build-matrix graph", chromedp.Navigate(base+"/runs/"+matrix.Run), chromedp.WaitVisible(`body[data-run-ended="failed"], #run-status[data-status="failed"]`),
+		chromedp.WaitVisible(`#graph g.node.bad[data-step="unit-tests"]`), chromedp.WaitVisible(`#graph g.node.off[data-step="package"][data-status="skipped"]`),
+		chromedp.WaitVisible(`#graph g.node[data-handler="failure"][data-step="notify-failure"][data-status="succeeded"]`),
+		chromedp.WaitVisible(`#graph g.node[data-handler="success"][data-step="announce"][data-status="skipped"]`))
+	checkGraphFit(t, ctx, true)
+	shots.take("ui-run-graph-phone.png")
+	do("desktop", chromedp.EmulateViewport(1280, 900), chromedp.Reload(), chromedp.WaitVisible(`#graph g.node.bad[data-step="unit-tests"]`))
+	checkGraphFit(t, ctx, false)
+	shots.take("ui-run-graph-desktop.png")
+
 	gh.mu.Lock()
 	defer gh.mu.Unlock()
 	if len(gh.bad) > 0 {
 		t.Errorf("requests the real API would refuse: %v", gh.bad)
+	}
+}
+
+// checkGraphFit checks the run graph is drawn at its natural size (13 px
+// step ids), and the page does not scroll sideways; on a phone, a graph
+// wider than the screen scrolls inside its frame.
+func checkGraphFit(t *testing.T, ctx context.Context, phone bool) {
+	t.Helper()
+	fit, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+		Scale, IDFont          float64
+		PageWide, FrameScrolls bool
+	}](`(() => {
+		const svg = document.querySelector("#graph svg"), fig = document.getElementById("graph");
+		const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+		return {Scale: scale, IDFont: parseFloat(getComputedStyle(svg.querySelector("text.sid")).fontSize) * scale,
+			PageWide: document.documentElement.scrollWidth > window.innerWidth, FrameScrolls: fig.scrollWidth > fig.clientWidth};
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit.Scale < 0.99 || fit.IDFont < 13 || fit.PageWide || fit.FrameScrolls != phone {
+		t.Errorf("graph on a %s: %+v: want scale 1, 13 px ids, no page scrolling, the frame scrolling only on the phone",
+			map[bool]string{true: "phone", false: "desktop"}[phone], fit)
 	}
 }
 
@@ -329,4 +419,43 @@ func apiPost(t *testing.T, url, token, path, body string, v any) int {
 	defer resp.Body.Close()
 	_ = json.NewDecoder(resp.Body).Decode(v)
 	return resp.StatusCode
+}
+
+// checkDeliveries is TestUIBrowser's deliveries part: the list and its
+// outcome filter, a delivery's page, its Replay button; and the CLI's
+// `deliveries list|get` against the same server.
+func checkDeliveries(t *testing.T, base, secret, apiToken, runID string, do func(string, ...chromedp.Action[chromedp.Void]), get func(chromedp.Action[string]) string, shots *shooter) {
+	t.Helper()
+	if code, ans := postGitHub(t, base, secret, "issues", "ui-delivery-skip", fixture(t, "github/issues/opened.payload.json")); code != http.StatusAccepted || len(ans.Runs) != 0 {
+		t.Fatalf("issues delivery: %d %+v", code, ans)
+	}
+	do("opening deliveries", chromedp.Navigate(base+"/deliveries"), chromedp.WaitVisible("#deliveries"),
+		chromedp.WaitVisible(`tr[data-delivery="ui-delivery-1"][data-outcome="ran"]`),
+		chromedp.WaitVisible(`tr[data-delivery="ui-delivery-skip"][data-outcome="skipped"]`))
+	shots.take("ui-deliveries-desktop.png")
+	do("filtering deliveries", chromedp.SetValue(`select[name="outcome"]`, "ran"), chromedp.Submit("#filters"),
+		chromedp.WaitNotPresent(`tr[data-delivery="ui-delivery-skip"]`), chromedp.WaitVisible(`tr[data-delivery="ui-delivery-1"]`))
+	do("opening the delivery", chromedp.Click(`a[href="/deliveries/github/ui-delivery-1"]`), chromedp.WaitVisible("#workflows"),
+		chromedp.WaitVisible(`tr[data-workflow="ui-demo"][data-matched="true"][data-ran="true"]`),
+		chromedp.WaitVisible(`#delivery-runs a[href="/runs/`+runID+`"]`))
+	if why := get(chromedp.Text("#workflows")); !strings.Contains(why, "nightly-sweep") {
+		t.Errorf("the delivery's workflows do not list nightly-sweep with its reason:\n%s", why)
+	}
+	shots.take("ui-delivery-desktop.png")
+	do("replaying", chromedp.Click("#replay"), chromedp.WaitVisible("#replayed"),
+		chromedp.WaitVisible(`li[data-replay="ui-delivery-1:replay:1"] a.run-id`))
+
+	t.Setenv("HOOKRUN_SERVER", base)
+	t.Setenv("HOOKRUN_API_TOKEN", apiToken)
+	code, out, errs := runCLIWithin(t, 10*time.Second, "deliveries", "list", "--outcome", "skipped", "--json")
+	var page struct {
+		Deliveries []struct{ ID string } `json:"deliveries"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &page) != nil || len(page.Deliveries) != 1 || page.Deliveries[0].ID != "ui-delivery-skip" {
+		t.Errorf("deliveries list --outcome skipped --json: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := runCLIWithin(t, 10*time.Second, "deliveries", "get", "ui-delivery-1"); code != 0 || !strings.Contains(out, runID) ||
+		!strings.Contains(out, "ui-delivery-1:replay:1") || !strings.Contains(out, "ui-demo") {
+		t.Errorf("deliveries get: %d %q %q", code, out, errs)
+	}
 }

@@ -14,11 +14,14 @@
 //	GET  /login, POST /login   the token form; sets the session cookie
 //	POST /logout               ends the session (CSRF-checked)
 //	GET  /                     runs, newest first (?workflow=&repo=&status=&pr=&cursor=)
-//	GET  /runs/:id             one run: status, timings, steps, links, logs
-//	GET  /runs/:id/summary     the run page's status and steps block (the page refreshes it)
+//	GET  /runs/:id             one run: status, timings, steps (as a graph, graph.go), links, logs
+//	GET  /runs/:id/summary     the run page's status, graph and steps block (the page refreshes it)
 //	GET  /runs/:id/logs/stream the live log as Server-Sent Events
 //	POST /runs/:id/cancel      cancel (CSRF-checked)
 //	POST /runs/:id/rerun       re-run (CSRF-checked; only with a Rerunner)
+//	GET  /deliveries           stored deliveries and their outcomes (?forge=&repo=&event=&outcome=&cursor=; only with Deps.Deliveries, deliveries.go)
+//	GET  /deliveries/:forge/:id one delivery: event, workflows considered and why, runs, replays, headers
+//	POST /deliveries/:forge/:id/replay  replay (CSRF-checked)
 //	GET  /static/*             CSS and JavaScript
 //	POST /api/v1/sessions/revoke  (behind the API token) ends every session
 //
@@ -28,7 +31,7 @@
 // cookie that is not the token: an expiry and a random 256-bit session id
 // signed with HMAC-SHA256 under a key derived from the token (so a token
 // rotation ends every session). The session lives server-side
-// (Deps.Sessions, queue.SessionStore, the hookrun_sessions bucket): the
+// (Deps.Sessions, stores.SessionStore, the hookrun_sessions bucket): the
 // cookie is a session only while its id is stored, so log-out, which
 // deletes it, ends the session on every replica even for a copy of the
 // cookie, and revoke-all ends them all without changing the token. next=

@@ -19,6 +19,8 @@ import (
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/stores/storestest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -43,7 +45,7 @@ func (c *testClock) Add(d time.Duration) {
 }
 
 // storeCanceller cancels through the run record, as `hookrun ingress` does.
-type storeCanceller struct{ runs *queue.RunStore }
+type storeCanceller struct{ runs *stores.RunStore }
 
 func (c storeCanceller) Cancel(ctx context.Context, id string) error {
 	_, err := c.runs.RequestCancel(ctx, id)
@@ -66,7 +68,7 @@ func (f *fakeRerunner) Rerun(_ context.Context, id string) (string, error) {
 
 type env struct {
 	t     *testing.T
-	q     *queue.Queue
+	q     *storestest.Queue
 	http  *httptest.Server
 	clock *testClock
 	logs  *logBuffer
@@ -76,8 +78,12 @@ type envOpts struct {
 	rerun    Rerunner
 	pageSize int
 	tls      bool
+	// deliveries wires the deliveries pages to the ingress server.
+	deliveries bool
 	// trustedProxies is ingress.Config.TrustedProxies.
 	trustedProxies []string
+	// workflows is Deps.Workflows.
+	workflows WorkflowSource
 }
 
 // logBuffer collects the server's log lines (debug included).
@@ -104,19 +110,21 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	q, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	raw, err := queue.Open(ctx, queue.Config{RequestKey: []byte("test-request-key-0123456789abcdef-0123"), DataDir: t.TempDir(), PublishTimeout: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("opening queue: %v", err)
 	}
-	t.Cleanup(func() { _ = q.Close() })
+	t.Cleanup(func() { _ = raw.Close() })
+	q := storestest.With(t, raw)
 	logs := &logBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gh, err := github.NewForge(github.Config{WebhookEnabled: true, WebhookSecrets: []string{"s"}})
+	gh, err := github.NewForge(github.Config{Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: []string{"s"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, err := ingress.New(ingress.Config{Forges: forge.NewRegistry(gh), DefaultForge: github.Name,
-		TrustedProxies: o.trustedProxies}, q, staticSource{}, logger)
+		TrustedProxies: o.trustedProxies}, ingress.Deps{Publisher: q, Workflows: staticSource{}, Acceptor: q, Runs: q.Runs(),
+		Deliveries: q.Received(), Heads: q.Heads(), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +134,14 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	clk := &testClock{t: time.Now()}
-	err = Register(srv, Config{Token: testToken, Now: clk.Now, PageSize: o.pageSize}, Deps{
+	deps := Deps{
 		Runs: q.Runs(), Logs: q.Logs(), Stream: ingress.NewLogStream(q.Runs(), q.Logs(), 50*time.Millisecond),
-		Cancel: storeCanceller{q.Runs()}, Rerun: o.rerun, Sessions: store, Logger: logger,
-	})
+		Cancel: storeCanceller{q.Runs()}, Rerun: o.rerun, Sessions: store, Workflows: o.workflows, Logger: logger,
+	}
+	if o.deliveries {
+		deps.Deliveries = srv
+	}
+	err = Register(srv, Config{Token: testToken, Now: clk.Now, PageSize: o.pageSize}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +221,7 @@ func csrfOf(t *testing.T, page string) string {
 }
 
 // putRecord stores a run record as the runner would have left it.
-func (e *env) putRecord(rec *queue.RunRecord) *queue.RunRecord {
+func (e *env) putRecord(rec *stores.RunRecord) *stores.RunRecord {
 	e.t.Helper()
 	if rec.ID == "" {
 		rec.ID = queue.NewRunID()

@@ -1,11 +1,10 @@
 package ui
 
 import (
-	"strconv"
 	"strings"
 
-	"github.com/hookrun/hookrun/queue"
-	"github.com/hookrun/hookrun/workflows"
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/stores"
 )
 
 // links are a run's pages on its forge; empty where unknown.
@@ -16,62 +15,37 @@ type links struct {
 	Commit  string // the head commit
 }
 
-// linksFor derives rec's forge links from its event: the repository from
-// the event's clone URL (so GitHub Enterprise and self-managed GitLab link
-// to themselves), else from the forge's web origin in cfg and the repo's
-// path; the pull/merge request from the URL in the event, else from the
-// repository; the comment from the record's comment id; the commit from the
-// resolved head.
-func linksFor(rec *queue.RunRecord, cfg *Config) links {
+// linksFor derives rec's forge links from its event, laid out as its
+// forge's fl say: the repository from the event's clone URL (so a
+// self-hosted forge links to itself), else from the forge's web origin
+// and the repo's path; the pull/merge request from the URL in the event,
+// else from the repository; the comment from the record's comment id; the
+// commit from the resolved head.
+func linksFor(rec *stores.RunRecord, fl forge.Links) links {
 	ev := &rec.Event
-	gitlab := ev.Forge == workflows.GitLab
-	var l links
 	repo := rec.Repo
 	if repo == "" {
 		repo = ev.Repo
 	}
+	l := links{Repo: fl.Repo(ev.CloneURL, repo)}
 	switch {
-	case webURL(ev.CloneURL):
-		l.Repo = strings.TrimSuffix(strings.TrimRight(ev.CloneURL, "/"), ".git")
-	case repo != "" && gitlab:
-		l.Repo = cfg.GitLabURL + "/" + repo
-	case repo != "":
-		l.Repo = cfg.GitHubURL + "/" + repo
-	}
-	n := strconv.Itoa(ev.Number())
-	switch {
-	case ev.PullRequest != nil && webURL(ev.PullRequest.URL):
+	case ev.PullRequest != nil && forge.WebURL(ev.PullRequest.URL):
 		l.Change = ev.PullRequest.URL
-	case ev.Issue != nil && webURL(ev.Issue.URL):
+	case ev.Issue != nil && forge.WebURL(ev.Issue.URL):
 		l.Change = ev.Issue.URL
 	case l.Repo == "" || ev.Number() == 0:
-	case gitlab && ev.PullRequest != nil:
-		l.Change = l.Repo + "/-/merge_requests/" + n
-	case gitlab:
-		l.Change = l.Repo + "/-/issues/" + n
-	case ev.PullRequest != nil:
-		l.Change = l.Repo + "/pull/" + n
 	default:
-		l.Change = l.Repo + "/issues/" + n
+		l.Change = fl.Change(l.Repo, ev.Number(), ev.PullRequest != nil)
 	}
 	if rec.CommentID != 0 && l.Change != "" {
-		id := strconv.FormatInt(rec.CommentID, 10)
-		if gitlab {
-			l.Comment = l.Change + "#note_" + id
-		} else {
-			l.Comment = l.Change + "#issuecomment-" + id
-		}
+		l.Comment = fl.Comment(l.Change, rec.CommentID)
 	}
 	sha := rec.HeadSHA
 	if sha == "" {
 		sha = ev.HeadSHA()
 	}
 	if sha != "" && l.Repo != "" && isHex(sha) {
-		if gitlab {
-			l.Commit = l.Repo + "/-/commit/" + sha
-		} else {
-			l.Commit = l.Repo + "/commit/" + sha
-		}
+		l.Commit = fl.Commit(l.Repo, sha)
 	}
 	return l
 }

@@ -16,7 +16,7 @@ import (
 // cookieName is the session cookie's name.
 const cookieName = "hookrun_session"
 
-// SessionStore keeps the sessions server-side (queue.SessionStore, the
+// SessionStore keeps the sessions server-side (stores.SessionStore, the
 // hookrun_sessions bucket): a cookie is a session only while its id is
 // stored there, so log-out and revoke-all end it everywhere.
 type SessionStore interface {

@@ -18,20 +18,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrun/hookrun/ingress"
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Runs is what the UI reads run records through (queue.RunStore).
+// Runs is what the UI reads run records through (stores.RunStore).
 type Runs interface {
-	Get(ctx context.Context, id string) (*queue.RunRecord, uint64, error)
-	List(ctx context.Context, f queue.ListFilter) ([]*queue.RunRecord, string, error)
+	ingress.RunLister
 }
 
 // Logs is what the UI reads a finished run's output through
-// (queue.LogStore); live output comes from Deps.Stream.
+// (stores.LogStore); live output comes from Deps.Stream.
 type Logs interface {
-	Read(ctx context.Context, runID string) ([]queue.LogLine, error)
+	Read(ctx context.Context, runID string) ([]stores.LogLine, error)
 }
 
 // Canceller asks a run to stop: the same one as POST
@@ -53,9 +53,20 @@ type Deps struct {
 	Stream *ingress.LogStream // the live log, shared with the API
 	Cancel Canceller
 	Rerun  Rerunner // nil: no re-run button
-	// Sessions is where logins live (queue.SessionStore); required.
+	// Deliveries lists, shows and replays the stored deliveries
+	// (deliveries.go); nil: no deliveries pages.
+	Deliveries Deliveries
+	// Sessions is where logins live (stores.SessionStore); required.
 	Sessions SessionStore
-	Logger   *slog.Logger
+	// Links is how each forge lays out its pages (forge.Registry's Links,
+	// with each forge's web origin), for the links to a run's forge; nil:
+	// links only from the URLs events carry.
+	Links func(workflows.Forge) forge.Links
+	// Workflows are the loaded workflows, for the shape of a run's graph
+	// (each step's depends, the handlers); nil: the graph draws the run's
+	// steps without edges.
+	Workflows WorkflowSource
+	Logger    *slog.Logger
 }
 
 //go:embed templates/*.html
@@ -93,6 +104,14 @@ type ui struct {
 	pages map[string]*template.Template
 }
 
+// links are forge name's Links.
+func (u *ui) links(name workflows.Forge) forge.Links {
+	if u.d.Links == nil {
+		return forge.Links{}
+	}
+	return u.d.Links(name)
+}
+
 func newUI(cfg Config, d Deps) (*ui, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -104,22 +123,37 @@ func newUI(cfg Config, d Deps) (*ui, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	u := &ui{cfg: cfg, d: d, sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Now, d.Sessions), pages: map[string]*template.Template{}}
-	funcs := template.FuncMap{
-		"duration":  u.duration,
-		"clock":     clock,
-		"short":     short,
-		"terminal":  func(s workflows.Status) bool { return s.Terminal() },
-		"statusCSS": statusCSS,
+	u := &ui{cfg: cfg, d: d, sess: newSessions(cfg.Token, cfg.SessionTTL, cfg.Now, d.Sessions)}
+	pages, err := parsePages(u.duration)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range []string{"login", "runs", "run", "error"} {
-		t, err := template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/summary.html", "templates/"+p+".html")
+	u.pages = pages
+	return u, nil
+}
+
+// parsePages parses each page with the layout and the blocks it may use.
+func parsePages(duration func(start, end *time.Time) string) (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"duration":     duration,
+		"clock":        clock,
+		"short":        short,
+		"terminal":     func(s workflows.Status) bool { return s.Terminal() },
+		"statusCSS":    statusCSS,
+		"add":          func(a, b int) int { return a + b },
+		"outcomeCSS":   outcomeCSS,
+		"deliveryPath": deliveryPath,
+	}
+	pages := map[string]*template.Template{}
+	for _, p := range []string{"login", "runs", "run", "error", "deliveries", "delivery"} {
+		t, err := template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/summary.html",
+			"templates/graph.html", "templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parsing ui template %s: %w", p, err)
 		}
-		u.pages[p] = t
+		pages[p] = t
 	}
-	return u, nil
+	return pages, nil
 }
 
 type router func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc)
@@ -137,6 +171,11 @@ func (u *ui) mount(route router) {
 	route(http.MethodGet, "/runs/:id/logs/stream", u.stream, u.headers, u.auth)
 	route(http.MethodPost, "/runs/:id/cancel", u.cancel, u.headers, u.auth, u.csrf)
 	route(http.MethodPost, "/runs/:id/rerun", u.rerun, u.headers, u.auth, u.csrf)
+	if u.d.Deliveries != nil {
+		route(http.MethodGet, "/deliveries", u.deliveries, u.headers, u.auth)
+		route(http.MethodGet, "/deliveries/:forge/:id", u.delivery, u.headers, u.auth)
+		route(http.MethodPost, "/deliveries/:forge/:id/replay", u.replay, u.headers, u.auth, u.csrf)
+	}
 }
 
 // csp allows this server's own script and style only, and no framing.
@@ -205,11 +244,13 @@ type page struct {
 	Title    string
 	CSRF     string // "" when logged out
 	LoggedIn bool
+	// Deliveries: the deliveries pages exist (Deps.Deliveries).
+	Deliveries bool
 }
 
 func (u *ui) base(c echo.Context, title string) page {
 	id, ok := c.Get(sessionKey).(string)
-	p := page{Title: title, LoggedIn: ok}
+	p := page{Title: title, LoggedIn: ok, Deliveries: u.d.Deliveries != nil}
 	if ok {
 		p.CSRF = u.sess.csrf(id)
 	}
@@ -236,7 +277,7 @@ func (u *ui) fail(c echo.Context, code int, msg string) error {
 
 // runFailure answers an error reading run id.
 func (u *ui) runFailure(c echo.Context, id string, err error) error {
-	if errors.Is(err, queue.ErrNotFound) {
+	if errors.Is(err, stores.ErrNotFound) {
 		return u.fail(c, http.StatusNotFound, "There is no run "+id+".")
 	}
 	u.d.Logger.Warn("ui: reading run", "run", id, "err", err)
@@ -344,9 +385,9 @@ type filter struct {
 
 // listRuns is the one place the UI lists runs: a page of runs matching f,
 // newest first, and the cursor of the next page ("" on the last), from the
-// run index (queue.RunStore.List) as GET /api/v1/runs pages them.
-func listRuns(ctx context.Context, runs Runs, f filter) ([]*queue.RunRecord, string, error) {
-	recs, next, err := runs.List(ctx, queue.ListFilter{Repo: f.Repo, Workflow: f.Workflow, Status: f.Status, PR: f.PR, Cursor: f.Cursor, Limit: f.Limit})
+// run index (stores.RunStore.List) as GET /api/v1/runs pages them.
+func listRuns(ctx context.Context, runs Runs, f filter) ([]*stores.RunRecord, string, error) {
+	recs, next, err := runs.List(ctx, stores.ListFilter{Repo: f.Repo, Workflow: f.Workflow, Status: f.Status, PR: f.PR, Cursor: f.Cursor, Limit: f.Limit})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
@@ -364,7 +405,7 @@ type runsPage struct {
 }
 
 type runRow struct {
-	*queue.RunRecord
+	*stores.RunRecord
 	Links links
 }
 
@@ -392,13 +433,9 @@ func (u *ui) runs(c echo.Context) error {
 			p.Error, code = "The queue is unavailable; try again in a moment.", http.StatusServiceUnavailable
 		}
 		for _, r := range recs {
-			p.Runs = append(p.Runs, runRow{r, linksFor(r, &u.cfg)})
+			p.Runs = append(p.Runs, runRow{r, linksFor(r, u.links(r.Event.Forge))})
 		}
-		if next != "" {
-			q := c.QueryParams()
-			q.Set("cursor", next)
-			p.Next = "/?" + q.Encode()
-		}
+		p.Next = nextPage(c, "/", next)
 	}
 	return u.render(c, code, "runs", "layout", p)
 }
@@ -407,10 +444,11 @@ func (u *ui) runs(c echo.Context) error {
 
 type runPage struct {
 	page
-	Run      *queue.RunRecord
+	Run      *stores.RunRecord
 	Links    links
 	Steps    []stepRow
-	Logs     []queue.LogLine // a finished run's output; a live one streams
+	Graph    *runGraph        // nil: no steps to draw
+	Logs     []stores.LogLine // a finished run's output; a live one streams
 	Live     bool
 	CanRerun bool
 }
@@ -426,12 +464,26 @@ func (u *ui) runData(c echo.Context) (*runPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &runPage{page: u.base(c, "Run "+rec.ID), Run: rec, Links: linksFor(rec, &u.cfg),
+	p := &runPage{page: u.base(c, "Run "+rec.ID), Run: rec, Links: linksFor(rec, u.links(rec.Event.Forge)),
 		Live: !rec.Status.Terminal(), CanRerun: u.d.Rerun != nil && rec.Status.Terminal()}
 	for _, s := range rec.Steps {
 		p.Steps = append(p.Steps, stepRow{s, u.duration(s.StartedAt, s.FinishedAt)})
 	}
+	p.Graph = buildGraph(rec, u.workflow(rec.Workflow), u.duration)
 	return p, nil
+}
+
+// workflow is the loaded workflow called name; nil when none is.
+func (u *ui) workflow(name string) *workflows.Workflow {
+	if u.d.Workflows == nil {
+		return nil
+	}
+	for _, w := range u.d.Workflows.Workflows() {
+		if w.Name == name {
+			return w
+		}
+	}
+	return nil
 }
 
 func (u *ui) run(c echo.Context) error {
@@ -452,7 +504,7 @@ func (u *ui) run(c echo.Context) error {
 func (u *ui) summary(c echo.Context) error {
 	p, err := u.runData(c)
 	if err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
+		if errors.Is(err, stores.ErrNotFound) {
 			return c.String(http.StatusNotFound, "no such run")
 		}
 		return c.String(http.StatusServiceUnavailable, "queue unavailable")
@@ -470,7 +522,7 @@ func (u *ui) cancel(c echo.Context) error {
 		return u.runFailure(c, id, err)
 	}
 	if err := u.d.Cancel.Cancel(c.Request().Context(), id); err != nil {
-		if errors.Is(err, queue.ErrNotFound) {
+		if errors.Is(err, stores.ErrNotFound) {
 			return u.runFailure(c, id, err)
 		}
 		u.d.Logger.Info("ui: cancel refused", "run", id, "err", err)
@@ -546,19 +598,5 @@ func short(s string) string {
 	return s
 }
 
-// statusCSS is the CSS class of a state.
-func statusCSS(s workflows.Status) string {
-	switch s {
-	case workflows.StatusSucceeded:
-		return "ok"
-	case workflows.StatusPartiallySucceeded:
-		return "partial"
-	case workflows.StatusFailed:
-		return "bad"
-	case workflows.StatusRunning:
-		return "live"
-	case workflows.StatusCancelled, workflows.StatusSkipped:
-		return "off"
-	}
-	return "wait"
-}
+// statusCSS is the CSS class of a state: its tone.
+func statusCSS(s workflows.Status) string { return s.Present().Tone }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestLoginRequired(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	c := e.client()
-	rec := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusQueued, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
+	rec := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusQueued, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
 	for path, want := range map[string]string{
 		"/":                   "/login?next=%2F",
 		"/?workflow=w":        "/login?next=%2F%3Fworkflow%3Dw",
@@ -179,11 +180,11 @@ func TestCSRF(t *testing.T) {
 	e := newEnv(t, envOpts{rerun: rr})
 	ctx := context.Background()
 	req := &queue.RunRequest{ID: queue.NewRunID(), Workflow: "w", Attempt: 1, CreatedAt: time.Now().UTC(),
-		Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r", DeliveryID: "d-1"}}
+		Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r", DeliveryID: "d-1"}}
 	if _, err := e.q.Publish(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	done := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusFailed, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
+	done := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusFailed, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
 	c, other := e.client(), e.client()
 	csrf := e.login(c)
 	otherCSRF := e.login(other)
@@ -238,8 +239,8 @@ func TestRerunButton(t *testing.T) {
 	e := newEnv(t, envOpts{rerun: rr})
 	c := e.client()
 	e.login(c)
-	running := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusRunning, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
-	done := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
+	running := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusRunning, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
+	done := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
 	if p := e.do(c, http.MethodGet, "/runs/"+running.ID, nil); strings.Contains(p.body, `id="rerun"`) {
 		t.Errorf("a running run offers re-run")
 	}
@@ -258,7 +259,7 @@ func TestRerunButton(t *testing.T) {
 	plain := newEnv(t, envOpts{})
 	pc := plain.client()
 	csrf := plain.login(pc)
-	d2 := plain.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
+	d2 := plain.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
 	if p := plain.do(pc, http.MethodGet, "/runs/"+d2.ID, nil); strings.Contains(p.body, "rerun") {
 		t.Errorf("re-run offered without a Rerunner")
 	}
@@ -278,13 +279,13 @@ func TestHostileTextEscaped(t *testing.T) {
 	const branch = `"><img src=x onerror=alert(1)>`
 	const logText = `</pre><script>alert("log")</script>`
 	now := time.Now().UTC()
-	rec := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusFailed, StartedAt: &now, FinishedAt: &now,
+	rec := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusFailed, StartedAt: &now, FinishedAt: &now,
 		Error: "<b>boom</b>",
-		Event: workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPullRequest, Action: "opened", Repo: "o/r", Sender: "<i>mallory</i>",
+		Event: workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPullRequest, Action: "opened", Repo: "o/r", Sender: "<i>mallory</i>",
 			CloneURL:    "javascript:alert(1)//.git",
 			PullRequest: &workflows.PullRequest{Number: 7, Title: title, HeadRef: branch, BaseRef: "main", URL: "javascript:alert(2)"}},
 		Steps: []workflows.StepState{{ID: "s", Status: workflows.StatusFailed, StartedAt: &now, FinishedAt: &now, Error: `<img src=y onerror=alert(3)>`}}})
-	if err := e.q.Logs().Append(context.Background(), queue.LogLine{RunID: rec.ID, StepID: "s", Stream: queue.StreamStdout, Text: logText, Time: now}); err != nil {
+	if err := e.q.Logs().Append(context.Background(), stores.LogLine{RunID: rec.ID, StepID: "s", Stream: stores.StreamStdout, Text: logText, Time: now}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.q.Logs().Flush(context.Background()); err != nil {
@@ -321,12 +322,12 @@ func TestRunsListFilters(t *testing.T) {
 	e.login(c)
 	pr := func(n int) *workflows.PullRequest { return &workflows.PullRequest{Number: n, Title: "t"} }
 	var ids []string
-	for _, r := range []*queue.RunRecord{
-		{Workflow: "review", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/a", PullRequest: pr(1)}},
-		{Workflow: "review", Status: workflows.StatusFailed, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/b", PullRequest: pr(2)}},
-		{Workflow: "deploy", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.GitLab, Repo: "g/a", PullRequest: pr(2)}},
-		{Workflow: "review", Status: workflows.StatusRunning, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/a", PullRequest: pr(1)}},
-		{Workflow: "triage", Status: workflows.StatusQueued, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/a", Issue: &workflows.Issue{Number: 9}}},
+	for _, r := range []*stores.RunRecord{
+		{Workflow: "review", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/a", PullRequest: pr(1)}},
+		{Workflow: "review", Status: workflows.StatusFailed, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/b", PullRequest: pr(2)}},
+		{Workflow: "deploy", Status: workflows.StatusSucceeded, Event: workflows.Event{Forge: workflows.Forge("gitlab"), Repo: "g/a", PullRequest: pr(2)}},
+		{Workflow: "review", Status: workflows.StatusRunning, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/a", PullRequest: pr(1)}},
+		{Workflow: "triage", Status: workflows.StatusQueued, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/a", Issue: &workflows.Issue{Number: 9}}},
 	} {
 		ids = append(ids, e.putRecord(r).ID)
 		time.Sleep(2 * time.Millisecond) // distinct ULID milliseconds: a defined order
@@ -399,9 +400,9 @@ func TestStreamRoute(t *testing.T) {
 	c := e.client()
 	e.login(c)
 	now := time.Now().UTC()
-	rec := e.putRecord(&queue.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, FinishedAt: &now, Event: workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}})
+	rec := e.putRecord(&stores.RunRecord{Workflow: "w", Status: workflows.StatusSucceeded, FinishedAt: &now, Event: workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}})
 	for _, text := range []string{"one", "two"} {
-		if err := e.q.Logs().Append(context.Background(), queue.LogLine{RunID: rec.ID, StepID: "s", Stream: queue.StreamStdout, Text: text, Time: now}); err != nil {
+		if err := e.q.Logs().Append(context.Background(), stores.LogLine{RunID: rec.ID, StepID: "s", Stream: stores.StreamStdout, Text: text, Time: now}); err != nil {
 			t.Fatal(err)
 		}
 	}

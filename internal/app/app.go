@@ -8,16 +8,21 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrun/hookrun/ingress"
 	"github.com/hookrun/hookrun/ingress/ui"
-	"github.com/hookrun/hookrun/internal/telemetry"
+	"github.com/hookrun/hookrun/providers/docker"
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/telemetry"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -30,6 +35,7 @@ type App struct {
 	logger *slog.Logger
 
 	queue      *queue.Queue
+	stores     *stores.Stores
 	set        *workflows.WorkflowSet
 	stopReload context.CancelFunc
 	consumer   *queue.Consumer // nil without a runner
@@ -90,34 +96,18 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 		logger.Info("a `hookrun runner` against this server needs its request key: copy the file (mode 0600) and name it in the runner's runs.request_key_file",
 			"file", filepath.Join(c.DataDir, RequestKeyFile))
 	}
-	if a.queue, err = queue.Open(ctx, queue.Config{
-		RequestKey: a.requestKey,
-		URL:        c.NATS.URL,
-		CredsFile:  c.NATS.CredsFile,
-		CAFile:     c.NATS.CAFile,
-		CertFile:   c.NATS.CertFile,
-		KeyFile:    c.NATS.KeyFile,
-		DataDir:    filepath.Join(c.DataDir, "nats"),
-		Listen:     c.NATS.Listen,
-		Sync:       c.NATS.Sync,
-		Replicas:   c.NATS.Replicas,
-		Logger:     logger,
-
-		User:           c.NATS.User,
-		Password:       c.NATS.Password,
-		PasswordFile:   c.NATS.PasswordFile,
-		InsecureNoAuth: c.NATS.InsecureNoAuth,
-	}); err != nil {
-		return nil, fmt.Errorf("opening queue: %w", err)
+	if err := a.openQueue(ctx); err != nil {
+		return nil, err
 	}
-	a.closers = append(a.closers, a.queue)
-	if a.set, err = workflows.NewWorkflowSet(c.Workflows, logger); err != nil {
-		return nil, fmt.Errorf("loading workflows: %w", err)
+	reloadCtx, err := a.loadWorkflows(ctx)
+	if err != nil {
+		return nil, err
 	}
-	reloadCtx, stopReload := context.WithCancel(context.WithoutCancel(ctx))
-	a.stopReload = stopReload
-	go a.set.Run(reloadCtx, workflows.DefaultReloadInterval)
-	forges, err := NewForges(c, logger)
+	labels, err := giteaLabels(ctx, c, m, a.stores)
+	if err != nil {
+		return nil, err
+	}
+	forges, err := newForges(c, logger, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +129,44 @@ func Start(ctx context.Context, m Mode, cfg *Config, logger *slog.Logger) (_ *Ap
 			return nil, err
 		}
 		a.startRecovery(reloadCtx, forges)
+		if err := a.startSchedules(ctx, reloadCtx, a.srv); err != nil {
+			return nil, err
+		}
 	} else if c.Runner.MetricsListen != "" {
 		if a.metricsSrv, err = startMetricsServer(ctx, c.Runner.MetricsListen, a.collectors(), logger); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// loadWorkflows loads the workflow set and keeps reloading it until
+// Shutdown; the returned context lives as long as that reloading (the
+// background work of ingress is bound to it).
+func (a *App) loadWorkflows(ctx context.Context) (reloadCtx context.Context, err error) {
+	if a.set, err = workflows.NewWorkflowSet(a.cfg.Workflows, a.logger); err != nil {
+		return nil, fmt.Errorf("loading workflows: %w", err)
+	}
+	reloadCtx, stopReload := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopReload = stopReload
+	go a.set.Run(reloadCtx, workflows.DefaultReloadInterval)
+	return reloadCtx, nil
+}
+
+// openQueue opens the queue and the run stores beside it (closed before
+// it).
+func (a *App) openQueue(ctx context.Context) (err error) {
+	qc := a.cfg.queueConfig()
+	qc.RequestKey, qc.Logger = a.requestKey, a.logger
+	if a.queue, err = queue.Open(ctx, qc); err != nil {
+		return fmt.Errorf("opening queue: %w", err)
+	}
+	a.closers = append(a.closers, a.queue)
+	if a.stores, err = stores.Open(ctx, a.queue, a.cfg.storesOptions()); err != nil {
+		return fmt.Errorf("opening stores: %w", err)
+	}
+	a.closers = append(a.closers, a.stores)
+	return nil
 }
 
 // newRunner builds the runner half: how host steps run, the workspaces, the
@@ -161,7 +183,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, fmt.Errorf("resolving data_dir: %w", err)
 	}
-	execs, err := newExecutors(steps.exec, c.Runner.AllowDockerSocket, c.Runner.SbxBinary, staging)
+	execs, err := newExecutors(steps.exec, docker.Config{AllowDockerSocket: c.Runner.AllowDockerSocket, VolumeStaging: staging}, c.sbxConfig())
 	a.closers = append(a.closers, execs.closers...)
 	if err != nil {
 		return nil, err
@@ -171,14 +193,10 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 			"reason", err)
 	}
 	execs.Deliverer = ws
-	removeOrphans(ctx, execs, a.queue.Runs(), 3*c.Runner.Heartbeat, c.Runner.OrphanAge, a.logger)
-	outbox, err := runner.NewOutbox(runner.OutboxConfig{
-		Poll:    c.Runner.ReportOutbox.Poll,
-		Backoff: c.Runner.ReportOutbox.Backoff,
-		MaxAge:  c.Runner.ReportOutbox.MaxAge,
-		Runs:    a.queue.Runs(),
-		Logger:  a.logger,
-	}, a.queue.Outbox(), forges)
+	removeOrphans(ctx, execs, a.stores.Runs(), runner.DefaultStaleAfter(c.Runner.Heartbeat), c.Runner.OrphanAge, a.logger)
+	oc := c.outboxConfig()
+	oc.Runs, oc.Logger = a.stores.Runs(), a.logger
+	outbox, err := runner.NewOutbox(oc, a.stores.Outbox(), forges)
 	if err != nil {
 		return nil, fmt.Errorf("configuring report outbox: %w", err)
 	}
@@ -186,12 +204,12 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	a.closers = append(a.closers, outbox)
 	a.outbox = outbox
 	a.metrics = runner.NewMetrics()
-	engine, err := runner.NewEngine(runner.EngineConfig{
+	eng, err := engine.New(engine.Config{
 		Tracer:    a.tracing.Provider,
 		Metrics:   a.metrics,
 		Providers: execs.Providers,
-		Logs:      a.queue.Logs(),
-		Reporter:  runner.NewestOnly(forges, a.queue.Groups(), a.logger),
+		Logs:      a.stores.Logs(),
+		Reporter:  runner.NewestOnly(forges, a.stores.Groups(), a.logger),
 		Outbox:    outbox,
 		Logger:    a.logger,
 		Redact:    append(serverCredentials(c), string(a.requestKey)),
@@ -204,21 +222,14 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, fmt.Errorf("configuring engine: %w", err)
 	}
-	r, err := runner.New(runner.Config{
-		Concurrency:       c.Runner.Concurrency,
-		HeartbeatInterval: c.Runner.Heartbeat,
-		WorkflowRetry:     c.Runner.WorkflowRetry,
-		Consumer:          queue.ConsumerConfig{AckWait: c.Runner.AckWait, MaxAckPending: c.Runner.MaxAckPending, MaxDeliver: c.Runner.MaxDeliver},
-		Admit:             admitRepos(c.AllowRepos),
-		Logger:            a.logger,
-		Tracer:            a.tracing.Provider,
-		Metrics:           a.metrics,
-	}, runner.Deps{
-		Runs:       a.queue.Runs(),
+	rc := c.runnerConfig()
+	rc.Admit, rc.Logger, rc.Tracer, rc.Metrics = admitRepos(c.AllowRepos), a.logger, a.tracing.Provider, a.metrics
+	r, err := runner.New(rc, runner.Deps{
+		Runs:       a.stores.Runs(),
 		Workflows:  a.set,
 		Workspaces: ws,
-		Engine:     engine,
-		Groups:     a.queue.Groups(),
+		Engine:     eng,
+		Groups:     a.stores.Groups(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configuring runner: %w", err)
@@ -226,49 +237,52 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	return r, nil
 }
 
+// indexReadyWait is how long Start waits for the list indexes.
+const indexReadyWait = 2 * time.Second
+
 // startIngress builds the ingress server with the API and starts it. r,
 // when this process runs one, cancels runs; else cancelling goes through
 // the run record alone.
 func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner) error {
 	c := &a.cfg
-	gh, err := forges.Registry.Get(workflows.GitHub).GitOrigin()
-	if err != nil {
-		return err
-	}
-	gl, err := forges.Registry.Get(workflows.GitLab).GitOrigin()
-	if err != nil {
-		return err
-	}
-	srv, err := ingress.New(ingress.Config{
-		Listen: c.Listen,
-		Slack: ingress.SlackConfig{Enabled: c.SlackEnabled(), Secrets: c.SlackSecrets(), Command: c.Slack.Command,
-			Origins: map[workflows.Forge]string{workflows.GitHub: gh, workflows.GitLab: gl}, ResponseURLPrefix: c.Slack.ResponseURLPrefix},
-		InsecureNoVerify: c.InsecureNoVerify,
-		AllowRepos:       c.AllowRepos,
-		Forges:           forges.Registry,
-		DefaultForge:     workflows.GitHub,
-		Commands:         ingress.CommandsConfig{Retry: c.Commands.Retry, MaxPerComment: c.Commands.MaxPerComment},
-		TrustedProxies:   c.API.TrustedProxies,
-		Collectors:       a.collectors(),
-		Tracer:           a.ingressTracer(),
-	}, a.queue, a.set, a.logger)
+	ic := c.ingressConfig()
+	ic.Forges, ic.Collectors, ic.Tracer = forges.Registry, a.collectors(), a.ingressTracer()
+	pub := a.stores.Publisher()
+	srv, err := ingress.New(ic, ingress.Deps{
+		Publisher:  pub,
+		Workflows:  a.set,
+		Acceptor:   pub,
+		Deliveries: a.stores.Received(),
+		Runs:       a.stores.Runs(),
+		Heads:      a.stores.Heads(),
+		Index:      a.stores,
+		Logger:     a.logger,
+	})
 	if err != nil {
 		return fmt.Errorf("configuring ingress: %w", err)
 	}
-	var canceller ingress.Canceller = recordCanceller{a.queue.Runs()}
+	var canceller ingress.Canceller = recordCanceller{a.stores.Runs()}
 	if r != nil {
 		canceller = r
 	}
-	// The run index loads while ingress starts (the API's lists wait for
-	// it); the retention sweep reads it.
-	a.queue.Runs().StartIndex()
-	stopSweep, err := a.queue.StartRetention(queue.RetentionConfig{Retention: c.Runs.Retention, Interval: c.Runs.SweepInterval})
+	// The list indexes open (and catch up) while ingress starts (the
+	// API's lists wait for them); the retention sweep reads the runs'.
+	// Start waits for them a little (a restart resumes them within it),
+	// not for a first load of a large bucket: /readyz tells when that is
+	// done.
+	a.stores.StartIndexes()
+	wctx, cancel := context.WithTimeout(ctx, indexReadyWait)
+	if err := a.stores.WaitIndexes(wctx); err != nil {
+		a.logger.Info("the list indexes are still loading; /readyz answers 503 until they are", "err", err)
+	}
+	cancel()
+	stopSweep, err := a.stores.StartRetention(c.retentionConfig())
 	if err != nil {
 		return err
 	}
 	a.closers = append(a.closers, closerFunc(stopSweep))
-	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.queue.Runs(), a.queue.Logs(), canceller)
-	if err := a.registerUI(ctx, srv, canceller, gh, gl); err != nil {
+	srv.RegisterAPI(ingress.APIConfig{Token: c.API.Token}, a.stores.Runs(), a.stores.Logs(), canceller)
+	if err := a.registerUI(ctx, srv, canceller, forges.Registry.Links); err != nil {
 		return err
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -281,26 +295,29 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 
 // registerUI mounts the web UI (ingress/ui) beside the API, behind the same
 // token: it cancels through the API's canceller, links to the forges'
-// web origins (ghURL, glURL: their git origins), re-runs through the ingress server, as POST
+// pages as each lays them out (links: the registry's Links), re-runs through the ingress server, as POST
 // /api/v1/runs/{id}/rerun does, and keeps its sessions in the
 // hookrun_sessions bucket (entries live ui.DefaultSessionTTL).
-func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller, ghURL, glURL string) error {
+func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ingress.Canceller, links func(workflows.Forge) forge.Links) error {
 	c := &a.cfg
 	if c.API.Token == "" {
 		return nil
 	}
-	sessions, err := a.queue.Sessions(ctx, ui.DefaultSessionTTL)
+	sessions, err := a.stores.Sessions(ctx, ui.DefaultSessionTTL)
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)
 	}
-	err = ui.Register(srv, ui.Config{Token: c.API.Token, SessionTTL: ui.DefaultSessionTTL, GitHubURL: ghURL, GitLabURL: glURL}, ui.Deps{
-		Runs:     a.queue.Runs(),
-		Logs:     a.queue.Logs(),
-		Stream:   ingress.NewLogStream(a.queue.Runs(), a.queue.Logs(), 0),
-		Cancel:   canceller,
-		Rerun:    srv, // POST .../rerun's Server.Rerun
-		Sessions: sessions,
-		Logger:   a.logger,
+	err = ui.Register(srv, ui.Config{Token: c.API.Token, SessionTTL: ui.DefaultSessionTTL}, ui.Deps{
+		Runs:       a.stores.Runs(),
+		Logs:       a.stores.Logs(),
+		Stream:     ingress.NewLogStream(a.stores.Runs(), a.stores.Logs(), 0),
+		Cancel:     canceller,
+		Rerun:      srv, // POST .../rerun's Server.Rerun
+		Deliveries: srv, // GET /api/v1/deliveries' and POST .../replay's
+		Sessions:   sessions,
+		Links:      links,
+		Workflows:  a.set,
+		Logger:     a.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("configuring ui: %w", err)
@@ -312,7 +329,7 @@ func (a *App) registerUI(ctx context.Context, srv *ingress.Server, canceller ing
 // (docs/operations.md lists them all): the queue's state, and with a
 // runner its families and its report outbox's.
 func (a *App) collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{a.queue.Collector("")}
+	cs := []prometheus.Collector{a.queue.Collector("", a.stores.Outbox())}
 	if a.metrics != nil {
 		cs = append(cs, a.metrics.Collectors()...)
 	}
@@ -333,7 +350,7 @@ func (a *App) ingressTracer() trace.TracerProvider {
 
 // recordCanceller cancels through the run record alone (for `hookrun
 // ingress`, which runs no runner): the claimant sees CancelRequested.
-type recordCanceller struct{ runs *queue.RunStore }
+type recordCanceller struct{ runs *stores.RunStore }
 
 func (c recordCanceller) Cancel(ctx context.Context, id string) error {
 	_, err := c.runs.RequestCancel(ctx, id)
@@ -360,6 +377,9 @@ func (a *App) URL() string {
 
 // Queue is the queue the stack publishes to and consumes from.
 func (a *App) Queue() *queue.Queue { return a.queue }
+
+// Stores are the run stores beside the queue.
+func (a *App) Stores() *stores.Stores { return a.stores }
 
 // Workflows is the loaded workflow set.
 func (a *App) Workflows() *workflows.WorkflowSet { return a.set }

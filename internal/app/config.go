@@ -6,11 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/ingress"
-	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/providers/gitea"
+	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/providers/slack"
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/telemetry"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -19,7 +22,7 @@ import (
 // (expanded by the loader, cmd/hookrun); flags override the file.
 type Config struct {
 	Listen    string         `yaml:"listen"`    // HTTP address of ingress and the API; default 127.0.0.1:8080
-	DataDir   string         `yaml:"data_dir"`  // NATS store, git mirrors, workspaces; default ./.hookrun
+	DataDir   string         `yaml:"data_dir"`  // NATS store, git mirrors, workspaces, list indexes; default ./.hookrun
 	Workflows string         `yaml:"workflows"` // directory of workflow files; default ./workflows
 	NATS      NATSConfig     `yaml:"nats"`
 	GitHub    GitHubConfig   `yaml:"github"`
@@ -255,11 +258,11 @@ type APIConfig struct {
 type CommandsConfig struct {
 	// Retry: a new comment `/<retry>` on a pull request re-runs its failed
 	// runs for a user each workflow's authorize admits; default "retry",
-	// "-" turns it off (ingress.CommandsConfig).
+	// "-" turns it off (decide.CommandsConfig).
 	Retry string `yaml:"retry"`
 	// MaxPerComment: at most this many distinct command lines of one
 	// comment start runs; the others are listed as skipped in the webhook
-	// answer. Default 10 (ingress.DefaultMaxCommandsPerComment); at least 1.
+	// answer. Default 10 (decide.DefaultMaxCommandsPerComment); at least 1.
 	MaxPerComment int `yaml:"max_per_comment"`
 }
 
@@ -289,221 +292,272 @@ type LogConfig struct {
 	Format string `yaml:"format"` // text | json; default: text on a terminal, json otherwise
 }
 
-// SetDefaults fills every unset value with its default: the one place for
-// each default of the configuration file. Loaders call it before Validate;
-// Start applies it to its own copy.
+// Defaults the configuration file owns itself; every other default is
+// its package's (SetDefaults takes it from there).
+const (
+	defaultDataDir       = "./.hookrun"
+	defaultWorkflows     = "./workflows"
+	defaultMaxAckPending = 256 // room for runs waiting on their group (queue.ConsumerConfig.MaxAckPending)
+	defaultOrphanAge     = 24 * time.Hour
+	defaultRunTimeout    = time.Hour // runner.default_timeout; the engine's own default is none
+	defaultStepUser      = "65534:65534"
+	defaultRetention     = 30 * 24 * time.Hour
+	defaultSweepInterval = time.Hour
+	defaultLogLevel      = "info"
+	defaultShutdownGrace = 30 * time.Second
+	maxConcurrency       = 1024
+	minRetention         = time.Hour
+	minAckWait           = time.Second
+	minSweepInterval     = time.Second
+)
+
+// SetDefaults fills every unset value with its default: the constants
+// above, or the owning package's (queue, runner, ingress, providers/sbx,
+// providers/slack, workflows; TestDefaultsAreTheOwnersDefaults compares
+// them). Loaders call it before Validate; Start applies it to its own copy.
 func (c *Config) SetDefaults() {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8080"
-	}
-	if c.DataDir == "" {
-		c.DataDir = "./.hookrun"
-	}
-	if c.Workflows == "" {
-		c.Workflows = "./workflows"
-	}
-	if c.NATS.Replicas == 0 {
-		c.NATS.Replicas = 1
-	}
-	if c.Runner.Concurrency == 0 {
-		c.Runner.Concurrency = queue.DefaultConcurrency
-	}
-	if c.Runner.MaxAckPending == 0 {
-		c.Runner.MaxAckPending = 256
-	}
-	if c.Runner.MaxDeliver == 0 {
-		c.Runner.MaxDeliver = queue.DefaultMaxDeliver
-	}
-	if c.Runner.AckWait == 0 {
-		c.Runner.AckWait = 30 * time.Second
-	}
-	if c.Runner.Heartbeat == 0 {
-		c.Runner.Heartbeat = 5 * time.Second
-	}
-	if c.Runner.OrphanAge == 0 {
-		c.Runner.OrphanAge = 24 * time.Hour
-	}
-	if c.Runner.DefaultTimeout == 0 {
-		c.Runner.DefaultTimeout = time.Hour
-	}
-	if c.Runner.SbxBinary == "" {
-		c.Runner.SbxBinary = "sbx"
-	}
-	if c.Runner.HostSteps == "" {
-		c.Runner.HostSteps = HostStepsIsolated
-	}
-	if c.Runner.StepUser == "" {
-		c.Runner.StepUser = "65534:65534"
-	}
-	if c.Runs.Retention == 0 {
-		c.Runs.Retention = 30 * 24 * time.Hour
-	}
-	if c.Runs.SweepInterval == 0 {
-		c.Runs.SweepInterval = time.Hour
-	}
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
-	if c.Shutdown == 0 {
-		c.Shutdown = 30 * time.Second
-	}
-	if c.Slack.Command == "" {
-		c.Slack.Command = ingress.DefaultSlackCommand
-	}
-	if c.Slack.ResponseType == "" {
-		c.Slack.ResponseType = slack.InChannel
-	}
-	if c.Slack.ResponseURLPrefix == "" {
-		c.Slack.ResponseURLPrefix = workflows.DefaultResponseURLPrefix
+	setDefault(&c.Listen, ingress.DefaultListen)
+	setDefault(&c.DataDir, defaultDataDir)
+	setDefault(&c.Workflows, defaultWorkflows)
+	setDefault(&c.NATS.Replicas, queue.DefaultReplicas)
+	setDefault(&c.Runner.Concurrency, queue.DefaultConcurrency)
+	setDefault(&c.Runner.MaxAckPending, defaultMaxAckPending)
+	setDefault(&c.Runner.MaxDeliver, queue.DefaultMaxDeliver)
+	setDefault(&c.Runner.AckWait, queue.DefaultAckWait)
+	setDefault(&c.Runner.Heartbeat, runner.DefaultHeartbeat)
+	setDefault(&c.Runner.OrphanAge, defaultOrphanAge)
+	setDefault(&c.Runner.DefaultTimeout, defaultRunTimeout)
+	setDefault(&c.Runner.SbxBinary, sbx.DefaultBinary)
+	setDefault(&c.Runner.HostSteps, HostStepsIsolated)
+	setDefault(&c.Runner.StepUser, defaultStepUser)
+	setDefault(&c.Runs.Retention, defaultRetention)
+	setDefault(&c.Runs.SweepInterval, defaultSweepInterval)
+	setDefault(&c.Log.Level, defaultLogLevel)
+	setDefault(&c.Shutdown, defaultShutdownGrace)
+	setDefault(&c.Slack.Command, ingress.DefaultSlackCommand)
+	setDefault(&c.Slack.ResponseType, slack.InChannel)
+	setDefault(&c.Slack.ResponseURLPrefix, workflows.DefaultResponseURLPrefix)
+}
+
+// setDefault sets *v to def when it is the zero value.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
 }
 
+// problems collects what Validate finds, each error naming its key.
+type problems []error
+
+func (p *problems) bad(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+}
+
 // Validate checks every value and names the key of the first bad one.
+// What passes its own rules is then checked by the packages the values go
+// to (validatePackages), so that a configuration it accepts is one Start
+// can build.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
-	if c.Runner.MetricsListen != "" && !strings.Contains(c.Runner.MetricsListen, ":") {
-		bad("runner.metrics_listen", "want host:port, got %q", c.Runner.MetricsListen)
-	}
+	var p problems
 	if !strings.Contains(c.Listen, ":") {
-		bad("listen", "want host:port, got %q", c.Listen)
+		p.bad("listen", "want host:port, got %q", c.Listen)
 	}
-	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
-		bad("nats.replicas", "must be between 1 and 5, got %d", c.NATS.Replicas)
+	if c.Shutdown < 0 {
+		p.bad("shutdown_grace", "must not be negative")
 	}
-	if c.NATS.URL != "" && c.NATS.Sync != "" {
-		bad("nats.sync", "is the embedded server's setting; an external cluster sets sync_interval in each nats-server's jetstream block (docs/operations.md)")
-	} else if c.NATS.Sync != "" {
-		if _, _, err := queue.ParseSync(c.NATS.Sync); err != nil {
-			bad("nats.sync", "%v", err)
+	c.validateNATS(&p)
+	c.validateRunner(&p)
+	c.validateRuns(&p)
+	c.validateLog(&p)
+	c.validateForges(&p)
+	c.validateSlack(&p)
+	c.validateLists(&p)
+	if len(p) == 0 {
+		return c.validatePackages()
+	}
+	return errors.Join(p...)
+}
+
+func (c *Config) validateNATS(p *problems) {
+	n := &c.NATS
+	if n.Replicas < 1 || n.Replicas > queue.MaxReplicas {
+		p.bad("nats.replicas", "must be between 1 and %d, got %d", queue.MaxReplicas, n.Replicas)
+	}
+	if n.URL != "" && n.Sync != "" {
+		p.bad("nats.sync", "is the embedded server's setting; an external cluster sets sync_interval in each nats-server's jetstream block (docs/operations.md)")
+	} else if n.Sync != "" {
+		if _, _, err := queue.ParseSync(n.Sync); err != nil {
+			p.bad("nats.sync", "%v", err)
 		}
 	}
-	if c.NATS.InsecureNoAuth && (c.NATS.URL != "" || c.NATS.Listen == "") {
-		bad("nats.insecure_no_auth", "applies only to the embedded server's nats.listen (without nats.url)")
-	} else if c.NATS.InsecureNoAuth && (c.NATS.User != "" || c.NATS.Password != "" || c.NATS.PasswordFile != "") {
-		bad("nats.insecure_no_auth", "cannot be combined with nats.user, nats.password or nats.password_file")
+	qc := c.queueConfig()
+	for _, r := range queue.AuthRules {
+		if r.Broken(qc) {
+			p.bad("nats."+r.Field, "%s", r.Why)
+		}
 	}
-	if c.NATS.Password != "" && c.NATS.PasswordFile != "" {
-		bad("nats.password", "set password or password_file, not both")
+	if n.URL == "" && n.Replicas > queue.DefaultReplicas {
+		p.bad("nats.replicas", "the embedded server is a single node: replicas must be %d without nats.url", queue.DefaultReplicas)
 	}
-	if c.NATS.CredsFile != "" && (c.NATS.Password != "" || c.NATS.PasswordFile != "") {
-		bad("nats.creds_file", "cannot be combined with nats.password or nats.password_file")
+}
+
+func (c *Config) validateRunner(p *problems) {
+	r := &c.Runner
+	if r.MetricsListen != "" && !strings.Contains(r.MetricsListen, ":") {
+		p.bad("runner.metrics_listen", "want host:port, got %q", r.MetricsListen)
 	}
-	if c.NATS.URL == "" && c.NATS.Replicas > 1 {
-		bad("nats.replicas", "the embedded server is a single node: replicas must be 1 without nats.url")
+	if r.Concurrency < 1 || r.Concurrency > maxConcurrency {
+		p.bad("runner.concurrency", "must be between 1 and %d, got %d", maxConcurrency, r.Concurrency)
 	}
-	if c.Runner.Concurrency < 1 || c.Runner.Concurrency > 1024 {
-		bad("runner.concurrency", "must be between 1 and 1024, got %d", c.Runner.Concurrency)
+	if r.MaxAckPending < r.Concurrency {
+		p.bad("runner.max_ack_pending", "must be at least runner.concurrency (%d), got %d", r.Concurrency, r.MaxAckPending)
 	}
-	if c.Runner.MaxAckPending < c.Runner.Concurrency {
-		bad("runner.max_ack_pending", "must be at least runner.concurrency (%d), got %d", c.Runner.Concurrency, c.Runner.MaxAckPending)
+	if r.MaxDeliver < 1 {
+		p.bad("runner.max_deliver", "must be at least 1, got %d", r.MaxDeliver)
 	}
-	if c.Runner.MaxDeliver < 1 {
-		bad("runner.max_deliver", "must be at least 1, got %d", c.Runner.MaxDeliver)
+	if r.AckWait < minAckWait {
+		p.bad("runner.ack_wait", "must be at least %v, got %v", minAckWait, r.AckWait)
 	}
-	if c.Commands.MaxPerComment < 0 {
-		bad("commands.max_per_comment", "must be at least 1 (0 or absent: the default, 10), got %d", c.Commands.MaxPerComment)
-	}
-	if c.Runner.WorkflowRetry < 0 {
-		bad("runner.workflow_retry", "must not be negative, got %v", c.Runner.WorkflowRetry)
-	}
-	if c.Runner.AckWait < time.Second {
-		bad("runner.ack_wait", "must be at least 1s, got %v", c.Runner.AckWait)
-	}
-	if c.Runner.OrphanAge < 0 {
-		bad("runner.orphan_age", "must not be negative, got %v", c.Runner.OrphanAge)
-	}
-	if c.Runner.DefaultTimeout < 0 {
-		bad("runner.default_timeout", "must not be negative, got %v", c.Runner.DefaultTimeout)
+	if err := queue.CheckHeartbeat(r.Heartbeat, r.AckWait); err != nil {
+		p.bad("runner.heartbeat", "%v", err)
 	}
 	for _, o := range []struct {
 		key string
 		d   time.Duration
-	}{{"poll", c.Runner.ReportOutbox.Poll}, {"backoff", c.Runner.ReportOutbox.Backoff}, {"max_age", c.Runner.ReportOutbox.MaxAge}} {
+	}{{"workflow_retry", r.WorkflowRetry}, {"orphan_age", r.OrphanAge}, {"default_timeout", r.DefaultTimeout},
+		{"report_outbox.poll", r.ReportOutbox.Poll}, {"report_outbox.backoff", r.ReportOutbox.Backoff}, {"report_outbox.max_age", r.ReportOutbox.MaxAge}} {
 		if o.d < 0 {
-			bad("runner.report_outbox."+o.key, "must not be negative, got %v", o.d)
+			p.bad("runner."+o.key, "must not be negative, got %v", o.d)
 		}
 	}
-	if c.Runner.Heartbeat <= 0 || c.Runner.Heartbeat >= c.Runner.AckWait {
-		bad("runner.heartbeat", "must be positive and shorter than runner.ack_wait, got %v", c.Runner.Heartbeat)
-	}
-	switch c.Runner.HostSteps {
+	switch r.HostSteps {
 	case HostStepsIsolated, HostStepsSameUser:
 	default:
-		bad("runner.host_steps", "must be isolated or same_user, got %q", c.Runner.HostSteps)
+		p.bad("runner.host_steps", "must be isolated or same_user, got %q", r.HostSteps)
 	}
-	if _, err := parseStepUser(c.Runner.StepUser); err != nil {
-		bad("runner.step_user", "%v", err)
+	if _, err := parseStepUser(r.StepUser); err != nil {
+		p.bad("runner.step_user", "%v", err)
 	}
-	if c.Runs.Retention < time.Hour {
-		bad("runs.retention", "must be at least 1h, got %v", c.Runs.Retention)
+}
+
+func (c *Config) validateRuns(p *problems) {
+	if c.Commands.MaxPerComment < 0 {
+		p.bad("commands.max_per_comment", "must be at least 1 (0 or absent: the default, %d), got %d", decide.DefaultMaxCommandsPerComment, c.Commands.MaxPerComment)
 	}
-	if c.Runs.SweepInterval < time.Second {
-		bad("runs.sweep_interval", "must be at least 1s, got %v", c.Runs.SweepInterval)
+	if c.Runs.Retention < minRetention {
+		p.bad("runs.retention", "must be at least %v, got %v", shortDuration(minRetention), c.Runs.Retention)
+	}
+	if c.Runs.SweepInterval < minSweepInterval {
+		p.bad("runs.sweep_interval", "must be at least %v, got %v", minSweepInterval, c.Runs.SweepInterval)
 	}
 	if c.Runs.RequestKey != "" && c.Runs.RequestKeyFile != "" {
-		bad("runs.request_key", "set either runs.request_key or runs.request_key_file, not both")
+		p.bad("runs.request_key", "set either runs.request_key or runs.request_key_file, not both")
 	} else if c.Runs.RequestKey != "" && len(c.Runs.RequestKey) < queue.MinRequestKey {
-		bad("runs.request_key", "must be at least %d characters, got %d", queue.MinRequestKey, len(c.Runs.RequestKey))
+		p.bad("runs.request_key", "must be at least %d characters, got %d", queue.MinRequestKey, len(c.Runs.RequestKey))
 	}
+}
+
+// shortDuration writes a whole number of hours as "1h" (not "1h0m0s").
+func shortDuration(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}
+
+func (c *Config) validateLog(p *problems) {
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+		p.bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
-		bad("log.format", "must be text or json, got %q", c.Log.Format)
+		p.bad("log.format", "must be text or json, got %q", c.Log.Format)
 	}
+}
+
+func (c *Config) validateForges(p *problems) {
 	if c.GitHub.AppID != 0 && c.GitHub.PrivateKeyFile == "" {
-		bad("github.private_key_file", "required with github.app_id")
+		p.bad("github.private_key_file", "required with github.app_id")
 	}
 	if c.GitHub.AppID == 0 && c.GitHub.PrivateKeyFile != "" {
-		bad("github.app_id", "required with github.private_key_file")
-	}
-	if c.Shutdown < 0 {
-		bad("shutdown_grace", "must not be negative")
+		p.bad("github.app_id", "required with github.private_key_file")
 	}
 	if c.GiteaEnabled() && c.Gitea.BaseURL == "" {
-		bad("gitea.base_url", "required when gitea is enabled (its events' git origin, and /hooks/gitea is served by the forge it configures)")
+		p.bad("gitea.base_url", "required when gitea is enabled (its events' git origin, and /hooks/gitea is served by the forge it configures)")
 	}
 	if c.Gitea.Token != "" || c.Gitea.BaseURL != "" {
 		if _, err := gitea.APIURL(c.Gitea.BaseURL); err != nil {
-			bad("gitea.base_url", "%v", err)
+			p.bad("gitea.base_url", "%v", err)
 		}
 	}
-	if c.SlackEnabled() && len(c.SlackSecrets()) == 0 {
-		bad("slack.signing_secret", "required with a slack section: slash commands are never accepted unverified (is its ${VAR} set?)")
-	}
-	if !strings.HasPrefix(c.Slack.Command, "/") || strings.ContainsAny(c.Slack.Command, " \t") || len(c.Slack.Command) < 2 {
-		bad("slack.command", "want a slash command such as /hookrun, got %q", c.Slack.Command)
-	}
-	if err := (slack.Config{ResponseType: c.Slack.ResponseType, ResponseURLPrefix: c.Slack.ResponseURLPrefix}).Validate(); err != nil {
-		bad("slack", "%v", err)
-	}
 	if r := c.GitHub.Recover; r.Interval < 0 {
-		bad("github.recover.interval", "must not be negative, got %v", r.Interval)
+		p.bad("github.recover.interval", "must not be negative, got %v", r.Interval)
 	} else if r.Interval > 0 {
 		if err := c.RecoverConfig(false).Validate(); err != nil {
-			bad("github.recover", "%v", err)
+			p.bad("github.recover", "%v", err)
 		}
 	}
 	for i, h := range c.GitHub.Recover.Hooks {
 		if !strings.Contains(h.Repo, "/") || h.ID <= 0 {
-			bad(fmt.Sprintf("github.recover.hooks[%d]", i), "want repo: owner/name and id: the webhook's id, got %q and %d", h.Repo, h.ID)
+			p.bad(fmt.Sprintf("github.recover.hooks[%d]", i), "want repo: owner/name and id: the webhook's id, got %q and %d", h.Repo, h.ID)
 		}
 	}
-	for i, p := range c.AllowRepos {
-		if err := workflows.CheckRepoPattern(p); err != nil {
-			bad(fmt.Sprintf("allow_repos[%d]", i), "%v", err)
+}
+
+func (c *Config) validateSlack(p *problems) {
+	if c.SlackEnabled() && len(c.SlackSecrets()) == 0 {
+		p.bad("slack.signing_secret", "required with a slack section: slash commands are never accepted unverified (is its ${VAR} set?)")
+	}
+	if err := ingress.CheckSlackCommand(c.Slack.Command); err != nil {
+		p.bad("slack.command", "%v", err)
+	}
+	if err := c.slackReporterConfig().Validate(); err != nil {
+		p.bad("slack", "%v", err)
+	}
+}
+
+func (c *Config) validateLists(p *problems) {
+	for i, pat := range c.AllowRepos {
+		if err := workflows.CheckRepoPattern(pat); err != nil {
+			p.bad(fmt.Sprintf("allow_repos[%d]", i), "%v", err)
 		}
 	}
-	for i, p := range c.API.TrustedProxies {
-		if _, err := ingress.ParseTrustedProxies([]string{p}); err != nil {
-			bad(fmt.Sprintf("api.trusted_proxies[%d]", i), "want a CIDR such as 10.0.0.0/8 or an IP address, got %q", p)
+	for i, tp := range c.API.TrustedProxies {
+		if _, err := ingress.ParseTrustedProxies([]string{tp}); err != nil {
+			p.bad(fmt.Sprintf("api.trusted_proxies[%d]", i), "want a CIDR such as 10.0.0.0/8 or an IP address, got %q", tp)
+		}
+	}
+}
+
+// validatePackages checks the values with the Validate of the packages
+// they configure: the rules those own (the retry command's name, the
+// runner's heartbeat against its consumer's ack wait, ...) refuse a file
+// at load, not when Start builds the package.
+func (c *Config) validatePackages() error {
+	queueCfg := c.queueConfig().WithDefaults()
+	consumer := c.runnerConfig().Consumer.WithDefaults()
+	outbox := c.outboxConfig().WithDefaults()
+	retention := c.retentionConfig()
+	var errs []error
+	for _, v := range []struct {
+		section  string
+		validate func() error
+	}{
+		{"nats", queueCfg.Validate},
+		{"runner", c.runnerConfig().Validate},
+		{"runner", consumer.Validate},
+		{"runner.report_outbox", outbox.Validate},
+		{"", c.ingressConfig().Validate}, // its errors name what they check
+		{"runs", retention.Validate},
+	} {
+		if err := v.validate(); err != nil && v.section == "" {
+			errs = append(errs, err)
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.section, err))
 		}
 	}
 	return errors.Join(errs...)

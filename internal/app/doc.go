@@ -9,6 +9,12 @@
 // also stops them again, each provider closed as an io.Closer, in reverse
 // order.
 //
+// Each default and rule of the file has one owner: the package the value
+// goes to (its exported Default* constants; its Validate, which Validate
+// runs on the configurations packages.go builds), or this package for the
+// values no package has a default for. TestDefaultsAreTheOwnersDefaults
+// fails when a key's default differs from its package's.
+//
 // It sits at the top of the flow, under cmd/hookrun, and is the only
 // package besides cmd that imports both the engine (runner) and the
 // providers: cmd keeps the flags, reading the configuration file and the

@@ -18,8 +18,8 @@ import (
 	"github.com/hookrun/hookrun/providers/harness"
 	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/providers/sbx"
-	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -66,7 +66,7 @@ func TestEventFileInEveryPlace(t *testing.T) {
 	}
 	cloneURL, sha := upstream(t)
 	const payload = `{"hookrun":"raw payload","n":1}`
-	event := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Action: "pushed", Repo: "o/r", CloneURL: cloneURL,
+	event := &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Action: "pushed", Repo: "o/r", CloneURL: cloneURL,
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: sha}, Raw: []byte(payload)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -132,12 +132,12 @@ func TestEventFileInEveryPlace(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = wss.Remove(runID) })
 			sink := &outputs{}
-			eng, err := runner.NewEngine(runner.EngineConfig{Logs: sink, Providers: runner.Providers{
+			eng, err := engine.New(engine.Config{Logs: sink, Providers: engine.Providers{
 				Host: hostExec, Containers: d, RootContainer: d, SBX: sb, Harness: contract.HarnessFunc(harness.Run)}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := eng.Run(ctx, runner.RunSpec{ID: runID, Workflow: w, Event: event, Workspace: ws.Dir, Home: ws.Home, TmpDir: ws.TmpDir,
+			res := eng.Run(ctx, engine.RunSpec{ID: runID, Workflow: w, Event: event, Workspace: ws.Dir, Home: ws.Home, TmpDir: ws.TmpDir,
 				EventDir: ws.EventDir, HeadSHA: ws.HeadSHA})
 			if res.Status != workflows.StatusSucceeded {
 				t.Fatalf("run %s: %s\n%s", res.Status, res.Error, sink.String())

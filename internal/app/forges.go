@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/hookrun/hookrun/internal/telemetry"
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/gitea"
 	"github.com/hookrun/hookrun/providers/github"
 	"github.com/hookrun/hookrun/providers/gitlab"
 	"github.com/hookrun/hookrun/providers/slack"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/telemetry"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -46,11 +47,20 @@ type applyingReporter interface {
 }
 
 // NewForges builds every forge cfg configures: GitHub and GitLab always
-// (their default hosts), Gitea with a base_url.
+// (their default hosts), Gitea with a base_url (without a memory of the
+// labels it saw: see newForges).
 func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
+	return newForges(cfg, logger, nil)
+}
+
+// newForges is NewForges with the memory of the labels ingress saw last on
+// each issue and pull request (stores.LabelStore), which tells Gitea's
+// label_updated deliveries that add a label from those that remove one;
+// nil where nothing is normalized (a runner, recovery).
+func newForges(cfg *Config, logger *slog.Logger, labels gitea.LabelMemory) (*Forges, error) {
 	f := Forges{Registry: forge.NewRegistry()}
-	gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL, Logger: logger,
-		WrapTransport: tracedTransport(cfg, "github"), WebhookEnabled: cfg.GitHubEnabled(), WebhookSecrets: cfg.GitHubSecrets()}
+	gc := github.Config{APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, RunURL: cfg.RunURL,
+		Client: forge.Client{Logger: logger, WrapTransport: tracedTransport(cfg, "github")}, Webhook: forge.Webhook{WebhookEnabled: cfg.GitHubEnabled(), WebhookSecrets: cfg.GitHubSecrets()}}
 	if cfg.GitHub.PrivateKeyFile != "" {
 		key, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
 		if err != nil {
@@ -64,22 +74,28 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 	}
 	f.Registry.Register(gh)
 	f.GitHub = gh.Reporter()
-	gl, err := gitlab.NewForge(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL, Logger: logger,
-		WrapTransport: tracedTransport(cfg, "gitlab"), WebhookEnabled: cfg.GitLabEnabled(), WebhookTokens: cfg.GitLabTokens()})
+	gl, err := gitlab.NewForge(gitlab.Config{BaseURL: cfg.GitLab.BaseURL, Token: cfg.GitLab.Token, RunURL: cfg.RunURL,
+		Client: forge.Client{Logger: logger, WrapTransport: tracedTransport(cfg, "gitlab")}, Webhook: forge.Webhook{WebhookEnabled: cfg.GitLabEnabled(), WebhookSecrets: cfg.GitLabTokens()}})
 	if err != nil {
 		return nil, err
 	}
 	f.Registry.Register(gl)
 	if cfg.Gitea.BaseURL != "" {
-		gt, err := gitea.NewForge(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, RunURL: cfg.RunURL, Logger: logger,
-			WrapTransport: tracedTransport(cfg, "gitea"), WebhookEnabled: cfg.GiteaEnabled(), WebhookSecrets: cfg.GiteaSecrets()})
+		// Gitea's API is GitHub's client speaking Gitea's dialect.
+		api := func(apiURL, token string) (gitea.API, error) {
+			return github.New(github.Config{Forge: gitea.Name, Dialect: gitea.Dialect(), APIURL: apiURL, Token: token, RunURL: cfg.RunURL,
+				Client: forge.Client{Logger: logger, WrapTransport: tracedTransport(cfg, "gitea")}})
+		}
+		gt, err := gitea.NewForge(gitea.Config{BaseURL: cfg.Gitea.BaseURL, Token: cfg.Gitea.Token, API: api,
+			Webhook: forge.Webhook{WebhookEnabled: cfg.GiteaEnabled(), WebhookSecrets: cfg.GiteaSecrets()}, Labels: labels})
 		if err != nil {
 			return nil, err
 		}
 		f.Registry.Register(gt)
 	}
-	sl, err := slack.New(slack.Config{ResponseURLPrefix: cfg.Slack.ResponseURLPrefix, ResponseType: cfg.Slack.ResponseType,
-		RunURL: cfg.RunURL, Logger: logger})
+	slc := cfg.slackReporterConfig()
+	slc.Logger = logger
+	sl, err := slack.New(slc)
 	if err != nil {
 		return nil, fmt.Errorf("configuring slack reporter: %w", err)
 	}
@@ -93,6 +109,22 @@ func NewForges(cfg *Config, logger *slog.Logger) (*Forges, error) {
 		logger.Warn("no forge token configured: runs are not reported on pull requests")
 	}
 	return &f, nil
+}
+
+var _ gitea.LabelMemory = (*stores.LabelStore)(nil)
+
+// giteaLabels is the label memory of Gitea's deliveries: the
+// hookrun_labels bucket (stores.LabelStore) when this process normalizes Gitea's webhooks,
+// else nil.
+func giteaLabels(ctx context.Context, cfg *Config, m Mode, st *stores.Stores) (gitea.LabelMemory, error) {
+	if !m.Ingress || !cfg.GiteaEnabled() {
+		return nil, nil
+	}
+	s, err := st.Labels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("opening the gitea label memory: %w", err)
+	}
+	return s, nil
 }
 
 // tracedTransport gives each API call of a forge's client a span

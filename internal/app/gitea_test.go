@@ -57,14 +57,14 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Registry.Get(workflows.Gitea).Credentials() != nil || f.GitHub == nil {
+	if f.Registry.Get(workflows.Forge("gitea")).Credentials() != nil || f.GitHub == nil {
 		t.Fatalf("forges %+v", f)
 	}
-	if !f.Registry.Has(workflows.Gitea) {
+	if !f.Registry.Has(workflows.Forge("gitea")) {
 		t.Errorf("the registry lacks gitea: %v", f.Registry.Names())
 	}
 
-	ev := &workflows.Event{Forge: workflows.Gitea, Kind: workflows.KindPush, Repo: "alice/demo",
+	ev := &workflows.Event{Forge: workflows.Forge("gitea"), Kind: workflows.KindPush, Repo: "alice/demo",
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: strings.Repeat("b", 40)}}
 	wf := &workflows.Workflow{Name: "build", Report: workflows.Report{Comment: workflows.CommentNone, Status: true}}
 	if _, err := f.Report(context.Background(), &contract.RunReport{RunID: "r1", Workflow: wf, Event: ev, Phase: contract.PhaseStart,
@@ -81,7 +81,7 @@ func TestGiteaBesideGitHub(t *testing.T) {
 	if _, tok, err := auth(context.Background(), ev); err != nil || tok != "gt-token-2" {
 		t.Errorf("gitea clone token %q, %v", tok, err)
 	}
-	if _, tok, _ := auth(context.Background(), &workflows.Event{Forge: workflows.GitHub, Repo: "o/r"}); tok != "gh-token-1" {
+	if _, tok, _ := auth(context.Background(), &workflows.Event{Forge: workflows.Forge("github"), Repo: "o/r"}); tok != "gh-token-1" {
 		t.Errorf("github clone token %q", tok)
 	}
 	masked := serverCredentials(cfg)

@@ -86,7 +86,7 @@ type hostSteps struct {
 	user *stepUser
 }
 
-// sbxHostEnv is runner.EngineConfig.SbxHostEnv for these host steps: env
+// sbxHostEnv is engine.Config.SbxHostEnv for these host steps: env
 // (sbx.HostEnv of hookrun's environment) as it is when host steps run as
 // hookrun's own user; for isolated steps, which run as step_user and cannot
 // read hookrun's HOME, HOME is step_user's passwd home directory (where

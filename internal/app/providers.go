@@ -16,15 +16,16 @@ import (
 	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
-	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/engine"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // executors are the providers steps run in, with what must be released
 // when the process stops.
 type executors struct {
-	runner.Providers
+	engine.Providers
 	docker  *docker.Docker // nil when Docker could not be configured
 	sbx     *sbx.Provider  // nil when sbx could not be configured
 	closers closers        // the Docker client
@@ -38,22 +39,22 @@ const VolumeStagingDir = "volumes"
 // newExecutors builds the executors steps run in: the host (hostExec; nil:
 // as this process's user, for `hookrun run`), Docker (per-step and root
 // containers; the client connects lazily, so a machine without Docker still
-// runs host-only workflows) and sbx. volumeStaging is where Docker pins
-// relative volume sources (docker.Config.VolumeStaging; "": checked, not
-// pinned). On an error the executors that could be built come with it,
-// and their closers.
-func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary, volumeStaging string) (executors, error) {
-	e := executors{Providers: runner.Providers{Host: hostExec, Harness: contract.HarnessFunc(harness.Run)}}
+// runs host-only workflows; dc) and sbx (sc). dc.VolumeStaging is where
+// Docker pins relative volume sources ("": checked, not pinned). On an
+// error the executors that could be built come with it, and their
+// closers.
+func newExecutors(hostExec contract.Executor, dc docker.Config, sc sbx.Config) (executors, error) {
+	e := executors{Providers: engine.Providers{Host: hostExec, Harness: contract.HarnessFunc(harness.Run)}}
 	if e.Host == nil {
 		e.Host = host.New(host.Config{})
 	}
-	d, err := docker.New(docker.Config{AllowDockerSocket: allowDockerSocket, VolumeStaging: volumeStaging})
+	d, err := docker.New(dc)
 	if err != nil {
 		return e, fmt.Errorf("configuring docker: %w", err)
 	}
 	e.Containers, e.RootContainer, e.docker = d, d, d
 	e.closers = append(e.closers, d)
-	s, err := sbx.New(sbx.Config{Binary: sbxBinary})
+	s, err := sbx.New(sc)
 	if err != nil {
 		return e, fmt.Errorf("configuring sbx: %w", err)
 	}
@@ -65,8 +66,8 @@ func newExecutors(hostExec contract.Executor, allowDockerSocket bool, sbxBinary,
 // process's user; a provider that cannot be configured is left out (its
 // steps then fail with a clear error) and the reason is printed. Close
 // releases them.
-func LocalProviders(stderr io.Writer) (runner.Providers, io.Closer) {
-	e, err := newExecutors(nil, false, "", "")
+func LocalProviders(stderr io.Writer) (engine.Providers, io.Closer) {
+	e, err := newExecutors(nil, docker.Config{}, sbx.Config{})
 	if err != nil {
 		fmt.Fprintf(stderr, "hookrun run: %v (container and sandbox steps will fail)\n", err)
 	}
@@ -93,7 +94,7 @@ var _ io.Closer = closers(nil)
 // removeOrphans removes the labelled containers and hookrun-* sandboxes
 // left by runs that no runner is executing any more (a runner that crashed,
 // or this one before a restart); see keepLeftover.
-func removeOrphans(ctx context.Context, e executors, runs *queue.RunStore, staleAfter, orphanAge time.Duration, logger *slog.Logger) {
+func removeOrphans(ctx context.Context, e executors, runs *stores.RunStore, staleAfter, orphanAge time.Duration, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	keep := func(runID string) bool {
@@ -130,9 +131,9 @@ func removeOrphans(ctx context.Context, e executors, runs *queue.RunStore, stale
 // runRecord reads the record of a run whose id a container label or a
 // sandbox name carries; a sandbox name has it in lowercase, the store in
 // the case it was made with (a ULID's capitals).
-func runRecord(ctx context.Context, runs *queue.RunStore, runID string) (*queue.RunRecord, error) {
+func runRecord(ctx context.Context, runs *stores.RunStore, runID string) (*stores.RunRecord, error) {
 	rec, _, err := runs.Get(ctx, runID)
-	if up := strings.ToUpper(runID); errors.Is(err, queue.ErrNotFound) && up != runID {
+	if up := strings.ToUpper(runID); errors.Is(err, stores.ErrNotFound) && up != runID {
 		rec, _, err = runs.Get(ctx, up)
 	}
 	return rec, err
@@ -145,8 +146,8 @@ func runRecord(ctx context.Context, runs *queue.RunStore, runID string) (*queue.
 // when it was made): younger, it may belong to another hookrun sharing the
 // engine or the sbx login, and a run id that is no ULID has no age. An
 // unreadable record is not evidence of anything.
-func keepLeftover(runID string, rec *queue.RunRecord, err error, now time.Time, staleAfter, orphanAge time.Duration) bool {
-	if errors.Is(err, queue.ErrNotFound) {
+func keepLeftover(runID string, rec *stores.RunRecord, err error, now time.Time, staleAfter, orphanAge time.Duration) bool {
+	if errors.Is(err, stores.ErrNotFound) {
 		made, ok := queue.RunIDTime(runID)
 		return !ok || now.Sub(made) < orphanAge
 	}

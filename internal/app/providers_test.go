@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 func TestKeepLeftover(t *testing.T) {
 	now := time.Now()
 	young, old := ulidAt(now.Add(-time.Hour)), ulidAt(now.Add(-25*time.Hour))
-	rec := func(s workflows.Status, beat time.Duration) *queue.RunRecord {
-		return &queue.RunRecord{Status: s, HeartbeatAt: now.Add(-beat)}
+	rec := func(s workflows.Status, beat time.Duration) *stores.RunRecord {
+		return &stores.RunRecord{Status: s, HeartbeatAt: now.Add(-beat)}
 	}
 	for _, tc := range []struct {
 		name string
-		rec  *queue.RunRecord
+		rec  *stores.RunRecord
 		err  error
 		keep bool
 	}{
-		{"run unknown here, younger than orphan_age: maybe another installation's", nil, queue.ErrNotFound, true},
+		{"run unknown here, younger than orphan_age: maybe another installation's", nil, stores.ErrNotFound, true},
 		{"store unreadable", nil, errors.New("timeout"), true},
 		{"running, fresh heartbeat", rec(workflows.StatusRunning, time.Second), nil, true},
 		{"running, stale heartbeat", rec(workflows.StatusRunning, time.Minute), nil, false},
@@ -45,7 +45,7 @@ func TestKeepLeftover(t *testing.T) {
 		{"unknown, young", young, true},
 		{"unknown, not a ULID: no age", "contracttest-abc", true},
 	} {
-		if got := keepLeftover(tc.id, nil, fmt.Errorf("getting run record: %w", queue.ErrNotFound), now, 15*time.Second, 24*time.Hour); got != tc.keep {
+		if got := keepLeftover(tc.id, nil, fmt.Errorf("getting run record: %w", stores.ErrNotFound), now, 15*time.Second, 24*time.Hour); got != tc.keep {
 			t.Errorf("%s: keep = %v, want %v", tc.name, got, tc.keep)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hookrun/hookrun/internal/recovery"
 	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/github/recovery"
 	"github.com/hookrun/hookrun/queue"
 )
 

@@ -52,7 +52,7 @@ func TestForgesReportChatGoesToSlack(t *testing.T) {
 		t.Fatal(err)
 	}
 	wf := &workflows.Workflow{Name: "slack-deploy", Report: workflows.Report{Comment: workflows.CommentSticky, Status: true}}
-	chat := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindChat, Repo: "myorg/app",
+	chat := &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindChat, Repo: "myorg/app",
 		Chat: &workflows.Chat{Platform: workflows.ChatSlack, UserID: "U1", ChannelID: "C1", Command: "/hookrun", Text: "deploy",
 			ResponseURL: slackSrv.URL + "/commands/1"}}
 	sha := strings.Repeat("a", 40)

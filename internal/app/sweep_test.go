@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -48,11 +48,11 @@ func TestStartRemovesOrphanedSandboxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []*queue.RunRecord{
+	for _, rec := range []*stores.RunRecord{
 		{ID: finished, Workflow: "hello", Status: workflows.StatusSucceeded, Attempt: 1},
 		{ID: live, Workflow: "hello", Status: workflows.StatusRunning, Attempt: 1, Claimant: "elsewhere", HeartbeatAt: time.Now().Add(time.Hour)},
 	} {
-		if _, err := a.Queue().Runs().Create(ctx, rec); err != nil {
+		if _, err := a.Stores().Runs().Create(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,11 +120,11 @@ func TestStartSweepsVolumePins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []*queue.RunRecord{
+	for _, rec := range []*stores.RunRecord{
 		{ID: finished, Workflow: "hello", Status: workflows.StatusSucceeded, Attempt: 1},
 		{ID: live, Workflow: "hello", Status: workflows.StatusRunning, Attempt: 1, Claimant: "elsewhere", HeartbeatAt: time.Now().Add(time.Hour)},
 	} {
-		if _, err := a.Queue().Runs().Create(ctx, rec); err != nil {
+		if _, err := a.Stores().Runs().Create(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

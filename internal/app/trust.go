@@ -44,6 +44,7 @@ func (f *Forges) Workspaces(cfg *Config, owner *git.Owner) (*git.Workspaces, err
 		DataDir: cfg.DataDir,
 		Auth:    gitAuth(f.Registry),
 		Origins: origins,
+		Links:   f.Registry.Links,
 		Drafts:  f,
 		Owner:   owner,
 	})

@@ -35,7 +35,7 @@ func TestForgesCarryWebhookSecrets(t *testing.T) {
 		mac.Write(body)
 		return hex.EncodeToString(mac.Sum(nil))
 	}
-	gh := forges.Registry.Get(workflows.GitHub)
+	gh := forges.Registry.Get(workflows.Forge("github"))
 	if !gh.HookEnabled() || !errors.Is(gh.Credentials(), forge.ErrNoCredentials) {
 		t.Errorf("github: hook enabled %v, credentials %v; want enabled without a token", gh.HookEnabled(), gh.Credentials())
 	}
@@ -47,10 +47,10 @@ func TestForgesCarryWebhookSecrets(t *testing.T) {
 	if err := gh.Verify(http.Header{"X-Hub-Signature-256": {"sha256=" + sig("gt-hook-1")}}, body); err == nil {
 		t.Error("github accepted another forge's secret")
 	}
-	if gl := forges.Registry.Get(workflows.GitLab); gl.HookEnabled() || gl.Verify(http.Header{"X-Gitlab-Token": {"gl-hook-1"}}, nil) != nil {
+	if gl := forges.Registry.Get(workflows.Forge("gitlab")); gl.HookEnabled() || gl.Verify(http.Header{"X-Gitlab-Token": {"gl-hook-1"}}, nil) != nil {
 		t.Errorf("gitlab: hook enabled %v (want off), its token refused", gl.HookEnabled())
 	}
-	if gt := forges.Registry.Get(workflows.Gitea); !gt.HookEnabled() || gt.Verify(http.Header{"X-Gitea-Signature": {sig("gt-hook-1")}}, body) != nil {
+	if gt := forges.Registry.Get(workflows.Forge("gitea")); !gt.HookEnabled() || gt.Verify(http.Header{"X-Gitea-Signature": {sig("gt-hook-1")}}, body) != nil {
 		t.Errorf("gitea: hook enabled %v, its secret refused", gt.HookEnabled())
 	}
 	bad := &Config{Gitea: GiteaConfig{Enabled: &on, WebhookSecret: "gt-hook-1"}}

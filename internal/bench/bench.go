@@ -226,7 +226,7 @@ type DispatchRow struct {
 type Engine struct {
 	Steps    int     `json:"steps"`     // steps in the chain
 	Repeats  int     `json:"repeats"`   // medians over this many of each
-	EngineMs float64 `json:"engine_ms"` // median runner.Engine.Run of the chain
+	EngineMs float64 `json:"engine_ms"` // median engine.Engine.Run of the chain
 	LoopMs   float64 `json:"loop_ms"`   // median of the plain exec.Command loop
 	Ratio    float64 `json:"ratio"`     // EngineMs / LoopMs
 }
@@ -242,8 +242,12 @@ type RunCLI struct {
 // Memory is the RSS of a `hookrun serve` child.
 type Memory struct {
 	IdleRSSMiB      float64 `json:"idle_rss_mib"`       // 20 s after startup (quiet)
+	IdleAnonMiB     float64 `json:"idle_anon_mib"`      // of IdleRSSMiB: anonymous (heap, stacks, runtime)
+	IdleFileMiB     float64 `json:"idle_file_mib"`      // of IdleRSSMiB: mapped files (the binary's code and data)
 	AfterRunsRSSMiB float64 `json:"after_runs_rss_mib"` // 3 s after Runs processed runs (the tail of the work)
 	SettledRSSMiB   float64 `json:"settled_rss_mib"`    // 20 s after the last run (quiet again, as IdleRSSMiB)
+	SettledAnonMiB  float64 `json:"settled_anon_mib"`   // of SettledRSSMiB: anonymous
+	SettledFileMiB  float64 `json:"settled_file_mib"`   // of SettledRSSMiB: mapped files
 	LiveHeapMiB     float64 `json:"live_heap_mib"`      // live Go heap at the child's last GC before AfterRunsRSSMiB (gctrace)
 	Ratio           float64 `json:"ratio"`              // SettledRSSMiB / IdleRSSMiB
 	Runs            int     `json:"runs"`               // runs processed (accepted and acked)

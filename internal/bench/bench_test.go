@@ -55,6 +55,7 @@ func TestQuickBenchReportsEveryFigure(t *testing.T) {
 		"dispatch.separate_process.p99_ms", "engine.ratio", "engine.engine_ms", "engine.loop_ms",
 		"run_cli.ratio", "run_cli.run_ms", "run_cli.shell_loop_ms", "memory.idle_rss_mib",
 		"memory.after_runs_rss_mib", "memory.settled_rss_mib", "memory.ratio", "memory.runs", "machine.payload_bytes",
+		"memory.idle_anon_mib", "memory.idle_file_mib", "memory.settled_anon_mib", "memory.settled_file_mib",
 		"durability.interval_per_sec", "durability.always_per_sec", "durability.default_per_sec", "durability.ratio",
 		"durability.always_p99_ms",
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/providers/host"
-	"github.com/hookrun/hookrun/runner"
+	"github.com/hookrun/hookrun/runner/engine"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -28,15 +28,15 @@ func chainWorkflow() string {
 	return b.String()
 }
 
-// runEngine times runner.Engine on the chain against a plain Go loop that
+// runEngine times engine.Engine on the chain against a plain Go loop that
 // starts `sh -c true` chainSteps times, alternating, and compares medians.
 func runEngine(ctx context.Context, cfg *Config, _ string, rep *Report) error {
 	wf, err := workflows.Parse("bench-chain.yaml", []byte(chainWorkflow()))
 	if err != nil {
 		return fmt.Errorf("parsing the chain: %w", err)
 	}
-	engine, err := runner.NewEngine(runner.EngineConfig{
-		Providers: runner.Providers{Host: host.New(host.Config{})},
+	eng, err := engine.New(engine.Config{
+		Providers: engine.Providers{Host: host.New(host.Config{})},
 		Logger:    cfg.Logger,
 	})
 	if err != nil {
@@ -45,7 +45,7 @@ func runEngine(ctx context.Context, cfg *Config, _ string, rep *Report) error {
 	var engineT, loopT []time.Duration
 	for i := 0; i < cfg.EngineRepeats+1; i++ { // the first round warms up
 		t0 := time.Now()
-		res := engine.Run(ctx, runner.RunSpec{ID: fmt.Sprintf("bench-%d", i), Workflow: wf})
+		res := eng.Run(ctx, engine.RunSpec{ID: fmt.Sprintf("bench-%d", i), Workflow: wf})
 		de := time.Since(t0)
 		if res.Status != workflows.StatusSucceeded {
 			return fmt.Errorf("the chain ended %s: %s", res.Status, res.Error)

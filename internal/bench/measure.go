@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strconv"
@@ -127,18 +129,48 @@ func openLoop(ctx context.Context, rate int, d time.Duration, op func(ctx contex
 	return loopResult{Ops: n, Errors: int(errs.Load()), FirstErr: first.msg, Elapsed: time.Since(start), Latencies: summarize(lat)}
 }
 
-// rssBytes reads the resident set size of pid from /proc.
-func rssBytes(pid int) (int64, error) {
+// rss is a process's resident set from /proc/PID/status: VmRSS and its
+// parts. File is the mapped pages of files, for `hookrun serve` its own
+// binary's code and read-only data: clean, shared with every process
+// running the same binary and reclaimable, unlike Anon (heap, stacks, the
+// runtime's metadata), which only the process can give back.
+type rss struct {
+	Total, Anon, File, Shmem int64 // bytes
+}
+
+// readRSS reads the resident set of pid.
+func readRSS(pid int) (rss, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return rss{}, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024, err
+	return parseRSS(string(data))
+}
+
+// parseRSS reads the VmRSS, RssAnon, RssFile and RssShmem lines of a
+// /proc/PID/status text; VmRSS is required.
+func parseRSS(status string) (rss, error) {
+	var r rss
+	fields := map[string]*int64{"VmRSS:": &r.Total, "RssAnon:": &r.Anon, "RssFile:": &r.File, "RssShmem:": &r.Shmem}
+	seen := false
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
 		}
+		dst, ok := fields[f[0]]
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return rss{}, fmt.Errorf("parsing %s: %w", f[0], err)
+		}
+		*dst = kb * 1024
+		seen = seen || f[0] == "VmRSS:"
 	}
-	return 0, os.ErrNotExist
+	if !seen {
+		return rss{}, errors.New("parsing /proc status: no VmRSS line")
+	}
+	return r, nil
 }

@@ -42,8 +42,30 @@ func TestOpenLoopKeepsItsRate(t *testing.T) {
 }
 
 func TestRSSOfSelf(t *testing.T) {
-	n, err := rssBytes(os.Getpid())
-	if err != nil || n < 1<<20 {
-		t.Fatalf("rss = %d, %v", n, err)
+	r, err := readRSS(os.Getpid())
+	if err != nil || r.Total < 1<<20 {
+		t.Fatalf("rss = %+v, %v", r, err)
+	}
+	// A test binary maps its own code: both parts are there and add up
+	// to at most the total (kernel counters are per-CPU, not exact).
+	if r.Anon <= 0 || r.File <= 0 || r.Anon+r.File+r.Shmem > r.Total+1<<20 {
+		t.Fatalf("rss parts = %+v", r)
+	}
+}
+
+func TestParseRSS(t *testing.T) {
+	status := "Name:\thookrun\nVmPeak:\t 1300000 kB\nVmRSS:\t   43000 kB\nRssAnon:\t    9000 kB\nRssFile:\t   33900 kB\nRssShmem:\t     100 kB\nThreads:\t12\n"
+	r, err := parseRSS(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (rss{Total: 43000 << 10, Anon: 9000 << 10, File: 33900 << 10, Shmem: 100 << 10}); r != want {
+		t.Fatalf("parsed %+v, want %+v", r, want)
+	}
+	if _, err := parseRSS("Name:\thookrun\nRssAnon:\t9000 kB\n"); err == nil {
+		t.Fatal("a status without VmRSS parsed")
+	}
+	if _, err := parseRSS("VmRSS:\tlots kB\n"); err == nil {
+		t.Fatal("a malformed VmRSS parsed")
 	}
 }

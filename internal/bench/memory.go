@@ -28,38 +28,11 @@ const (
 // runMemory starts a `hookrun serve` child, reads its RSS once startup has
 // settled, puts MemoryRuns runs through it and reads its RSS again.
 func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error {
-	httpAddr, err := freePort()
+	srv, baseURL, backlog, stop, err := startMemoryChild(ctx, cfg, dir)
 	if err != nil {
 		return err
 	}
-	natsAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	// The stack of the other phases, as a `hookrun serve` child on ports
-	// the bench knows.
-	sc := benchConfig(dir)
-	sc.Listen, sc.NATS.Listen = httpAddr, natsAddr
-	sc.Runner.Concurrency = 8
-	sc.Log = app.LogConfig{Level: "warn", Format: "json"}
-	if err := writeWorkflows(sc, map[string]string{"bench-memory.yaml": noopWorkflow("bench-memory")}); err != nil {
-		return err
-	}
-	cfgPath := filepath.Join(dir, "hookrun.yaml")
-	if err := writeConfig(cfgPath, sc); err != nil {
-		return err
-	}
-	// gctrace: the child's live heap after each GC, to tell garbage the
-	// runtime has not returned yet from state the process keeps.
-	srv, err := startChild(ctx, cfg.Binary, []string{"GODEBUG=gctrace=1"}, "serve", "--config", cfgPath)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-	baseURL := "http://" + httpAddr
-	if err := waitReady(ctx, srv, baseURL+"/readyz", 60*time.Second); err != nil {
-		return err
-	}
+	defer stop()
 	// Both readings are taken after the same quiet time: serve returns
 	// the heap of a burst of work to the OS once it has been quiet for
 	// 15 s (cmd/hookrun/memory.go), start-up included.
@@ -68,93 +41,44 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 		settle, quiet = time.Second, time.Second
 	}
 	time.Sleep(quiet)
-	idle, err := rssBytes(srv.cmd.Process.Pid)
+	idle, err := readRSS(srv.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("reading idle rss: %w", err)
 	}
 
-	// The child generated its embedded server's password at start.
-	pw, err := os.ReadFile(filepath.Join(sc.DataDir, "nats", queue.DefaultPasswordFileName))
-	if err != nil {
-		return fmt.Errorf("reading the child's nats password: %w", err)
-	}
-	nc, err := nats.Connect("nats://"+natsAddr, nats.Name("hookrun-bench"), nats.UserInfo(queue.DefaultUser, strings.TrimSpace(string(pw))))
-	if err != nil {
-		return fmt.Errorf("connecting to the child's nats: %w", err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("creating jetstream context: %w", err)
-	}
-	stream, err := js.Stream(ctx, queue.StreamRuns)
-	if err != nil {
-		return fmt.Errorf("looking up %s: %w", queue.StreamRuns, err)
-	}
-	backlog := func() (int, error) {
-		info, err := stream.Info(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("reading %s state: %w", queue.StreamRuns, err)
-		}
-		return int(info.State.Msgs), nil
-	}
-
-	snd := newSender(baseURL)
-	defer snd.close()
 	start := time.Now()
 	deadline := start.Add(cfg.MemoryBudget)
-	accepted := 0
-	for accepted < cfg.MemoryRuns && time.Now().Before(deadline) {
-		for {
-			n, err := backlog()
-			if err != nil {
-				return err
-			}
-			if n <= memoryBacklog || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		batch := min(memoryBatch, cfg.MemoryRuns-accepted)
-		r := closedLoop(ctx, 16, batch, func(ctx context.Context, _ int) error { return snd.accept(ctx) })
-		if r.Errors > 0 {
-			return fmt.Errorf("%d of %d deliveries were not accepted (server output: %s)", r.Errors, batch, srv.tail())
-		}
-		accepted += batch
-		if srv.exited() {
-			return fmt.Errorf("hookrun serve exited: %s", srv.tail())
-		}
+	accepted, err := sendMemoryRuns(ctx, cfg, srv, baseURL, backlog, deadline)
+	if err != nil {
+		return err
 	}
 	// Let the runner finish what was accepted (bounded beyond the budget).
-	drainBy := time.Now().Add(max(time.Until(deadline), 0) + 15*time.Second)
-	left := 0
-	for {
-		if left, err = backlog(); err != nil {
-			return err
-		}
-		if left == 0 || time.Now().After(drainBy) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	left, err := drainBacklog(backlog, time.Now().Add(max(time.Until(deadline), 0)+15*time.Second))
+	if err != nil {
+		return err
 	}
 	elapsed := time.Since(start)
 	time.Sleep(settle)
-	after, err := rssBytes(srv.cmd.Process.Pid)
+	after, err := readRSS(srv.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("reading rss after the runs: %w", err)
 	}
 	liveAfter := lastLiveHeap(srv.tail())
 	time.Sleep(quiet - settle)
-	settled, err := rssBytes(srv.cmd.Process.Pid)
+	settled, err := readRSS(srv.cmd.Process.Pid)
 	if err != nil {
 		return fmt.Errorf("reading rss after the runs: %w", err)
 	}
 	m := Memory{
-		IdleRSSMiB:      float64(idle) / mib,
-		AfterRunsRSSMiB: float64(after) / mib,
-		SettledRSSMiB:   float64(settled) / mib,
+		IdleRSSMiB:      float64(idle.Total) / mib,
+		IdleAnonMiB:     float64(idle.Anon) / mib,
+		IdleFileMiB:     float64(idle.File) / mib,
+		AfterRunsRSSMiB: float64(after.Total) / mib,
+		SettledRSSMiB:   float64(settled.Total) / mib,
+		SettledAnonMiB:  float64(settled.Anon) / mib,
+		SettledFileMiB:  float64(settled.File) / mib,
 		LiveHeapMiB:     liveAfter,
-		Ratio:           float64(settled) / float64(idle),
+		Ratio:           float64(settled.Total) / float64(idle.Total),
 		Runs:            accepted - left,
 		TargetRuns:      cfg.MemoryRuns,
 		RunsPerSec:      float64(accepted-left) / elapsed.Seconds(),
@@ -165,6 +89,125 @@ func runMemory(ctx context.Context, cfg *Config, dir string, rep *Report) error 
 	}
 	rep.Memory = m
 	return nil
+}
+
+// startMemoryChild starts the `hookrun serve` child of runMemory on ports
+// the bench knows, waits until it is ready and connects to its embedded
+// NATS server: backlog counts the runs queued, stop ends it all.
+func startMemoryChild(ctx context.Context, cfg *Config, dir string) (srv *child, baseURL string, backlog func() (int, error), stop func(), err error) {
+	httpAddr, err := freePort()
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	natsAddr, err := freePort()
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	// The stack of the other phases, as a `hookrun serve` child.
+	sc := benchConfig(dir)
+	sc.Listen, sc.NATS.Listen = httpAddr, natsAddr
+	sc.Runner.Concurrency = 8
+	sc.Log = app.LogConfig{Level: "warn", Format: "json"}
+	if err := writeWorkflows(sc, map[string]string{"bench-memory.yaml": noopWorkflow("bench-memory")}); err != nil {
+		return nil, "", nil, nil, err
+	}
+	cfgPath := filepath.Join(dir, "hookrun.yaml")
+	if err := writeConfig(cfgPath, sc); err != nil {
+		return nil, "", nil, nil, err
+	}
+	// gctrace: the child's live heap after each GC, to tell garbage the
+	// runtime has not returned yet from state the process keeps.
+	srv, err = startChild(ctx, cfg.Binary, []string{"GODEBUG=gctrace=1"}, "serve", "--config", cfgPath)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	baseURL = "http://" + httpAddr
+	if err := waitReady(ctx, srv, baseURL+"/readyz", 60*time.Second); err != nil {
+		srv.stop()
+		return nil, "", nil, nil, err
+	}
+	backlog, closeNATS, err := streamBacklog(ctx, natsAddr, sc.DataDir)
+	if err != nil {
+		srv.stop()
+		return nil, "", nil, nil, err
+	}
+	return srv, baseURL, backlog, func() { closeNATS(); srv.stop() }, nil
+}
+
+// streamBacklog connects to the child's NATS server at natsAddr (with the
+// password it generated under dataDir) and answers how many messages the
+// runs stream holds.
+func streamBacklog(ctx context.Context, natsAddr, dataDir string) (func() (int, error), func(), error) {
+	pw, err := os.ReadFile(filepath.Join(dataDir, "nats", queue.DefaultPasswordFileName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the child's nats password: %w", err)
+	}
+	nc, err := nats.Connect("nats://"+natsAddr, nats.Name("hookrun-bench"), nats.UserInfo(queue.DefaultUser, strings.TrimSpace(string(pw))))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the child's nats: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("creating jetstream context: %w", err)
+	}
+	stream, err := js.Stream(ctx, queue.StreamRuns)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("looking up %s: %w", queue.StreamRuns, err)
+	}
+	return func() (int, error) {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("reading %s state: %w", queue.StreamRuns, err)
+		}
+		return int(info.State.Msgs), nil
+	}, nc.Close, nil
+}
+
+// sendMemoryRuns sends cfg.MemoryRuns deliveries to the child at baseURL
+// in batches, waiting while the backlog is over memoryBacklog, until
+// deadline; accepted is how many it sent.
+func sendMemoryRuns(ctx context.Context, cfg *Config, srv *child, baseURL string, backlog func() (int, error), deadline time.Time) (accepted int, err error) {
+	snd := newSender(baseURL)
+	defer snd.close()
+	for accepted < cfg.MemoryRuns && time.Now().Before(deadline) {
+		for {
+			n, err := backlog()
+			if err != nil {
+				return accepted, err
+			}
+			if n <= memoryBacklog || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		batch := min(memoryBatch, cfg.MemoryRuns-accepted)
+		r := closedLoop(ctx, 16, batch, func(ctx context.Context, _ int) error { return snd.accept(ctx) })
+		if r.Errors > 0 {
+			return accepted, fmt.Errorf("%d of %d deliveries were not accepted (server output: %s)", r.Errors, batch, srv.tail())
+		}
+		accepted += batch
+		if srv.exited() {
+			return accepted, fmt.Errorf("hookrun serve exited: %s", srv.tail())
+		}
+	}
+	return accepted, nil
+}
+
+// drainBacklog waits until the backlog is empty or drainBy has passed,
+// and answers what is left.
+func drainBacklog(backlog func() (int, error), drainBy time.Time) (int, error) {
+	for {
+		left, err := backlog()
+		if err != nil {
+			return 0, err
+		}
+		if left == 0 || time.Now().After(drainBy) {
+			return left, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // gcLine matches a gctrace line's heap sizes: start->end->live MB.
@@ -197,7 +240,7 @@ func waitReady(ctx context.Context, c *child, url string, timeout time.Duration)
 			}
 		}
 		if c.exited() {
-			return fmt.Errorf("hookrun exited during startup: %s", c.tail())
+			return fmt.Errorf("the server exited during startup: %s", c.tail())
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("waiting for %s: timed out (output: %s)", url, c.tail())

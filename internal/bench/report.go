@@ -52,7 +52,7 @@ func judge(rep *Report) []Target {
 		add("hookrun run wall time vs shell loop", "<= 2x", rep.RunCLI.Ratio, "ratio", rep.RunCLI.Ratio <= 2)
 	}
 	if ran("memory") {
-		add("idle rss of hookrun serve", "< 64 MiB", rep.Memory.IdleRSSMiB, "MiB", rep.Memory.IdleRSSMiB < 64)
+		add("idle rss of hookrun serve", "< 32 MiB", rep.Memory.IdleRSSMiB, "MiB", rep.Memory.IdleRSSMiB < 32)
 		add(fmt.Sprintf("rss after %d runs vs idle", rep.Memory.Runs), "<= 1.5x", rep.Memory.Ratio, "ratio", rep.Memory.Ratio <= 1.5)
 	}
 	return ts
@@ -101,6 +101,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		m := r.Memory
 		fmt.Fprintf(&b, "\nMemory of hookrun serve (each read after 20 s quiet): idle %.1f MiB, after %d runs %.1f MiB: %.2fx (%.0f runs/s end to end)\n",
 			m.IdleRSSMiB, m.Runs, m.SettledRSSMiB, m.Ratio, m.RunsPerSec)
+		fmt.Fprintf(&b, "  anonymous / mapped files (the binary): idle %.1f / %.1f MiB, after the runs %.1f / %.1f MiB\n",
+			m.IdleAnonMiB, m.IdleFileMiB, m.SettledAnonMiB, m.SettledFileMiB)
 		fmt.Fprintf(&b, "  3 s after the last run: rss %.1f MiB, live Go heap at the last GC %.0f MiB\n", m.AfterRunsRSSMiB, m.LiveHeapMiB)
 		if m.Note != "" {
 			fmt.Fprintf(&b, "  note: %s\n", m.Note)

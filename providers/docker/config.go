@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -57,24 +58,12 @@ const (
 )
 
 func (c *Config) setDefaults() {
-	if c.Memory == 0 {
-		c.Memory = DefaultMemory
-	}
-	if c.CPUs == 0 {
-		c.CPUs = DefaultCPUs
-	}
-	if c.PIDs == 0 {
-		c.PIDs = DefaultPIDs
-	}
-	if c.StopGrace == 0 {
-		c.StopGrace = DefaultStopGrace
-	}
-	if c.PullTimeout == 0 {
-		c.PullTimeout = DefaultPullTimeout
-	}
-	if c.APITimeout == 0 {
-		c.APITimeout = DefaultAPITimeout
-	}
+	c.Memory = cmp.Or(c.Memory, DefaultMemory)
+	c.CPUs = cmp.Or(c.CPUs, DefaultCPUs)
+	c.PIDs = cmp.Or(c.PIDs, DefaultPIDs)
+	c.StopGrace = cmp.Or(c.StopGrace, DefaultStopGrace)
+	c.PullTimeout = cmp.Or(c.PullTimeout, DefaultPullTimeout)
+	c.APITimeout = cmp.Or(c.APITimeout, DefaultAPITimeout)
 }
 
 // Validate reports every invalid field.

@@ -288,33 +288,29 @@ func (d *Docker) pinned(st **staging, runID string, h *os.File, resolved string)
 }
 
 // withEventFile adds the run's event file (contract.ExecRequest.EventFile),
-// read-only at contract.ContainerEventPath, to binds; nothing without one
-// or when a volume of the workflow targets that path already.
+// read-only at contract.ContainerEventPath, to binds (withBind).
 func withEventFile(binds []string, eventFile string) []string {
-	if eventFile == "" {
-		return binds
-	}
-	for _, b := range binds {
-		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == contract.ContainerEventPath {
-			return binds
-		}
-	}
-	return append(binds, eventFile+":"+contract.ContainerEventPath+":ro")
+	return withBind(binds, eventFile, contract.ContainerEventPath, "ro")
 }
 
 // withResults adds the run's results folder (contract.ExecRequest.Results),
-// read-write at contract.ContainerResultsPath, to binds; nothing without
-// one or when a volume of the workflow targets that path already.
+// read-write at contract.ContainerResultsPath, to binds (withBind).
 func withResults(binds []string, dir string) []string {
-	if dir == "" {
+	return withBind(binds, dir, contract.ContainerResultsPath, "rw")
+}
+
+// withBind adds src at target with mode to binds; nothing without a src
+// or when a volume of the workflow targets that path already.
+func withBind(binds []string, src, target, mode string) []string {
+	if src == "" {
 		return binds
 	}
 	for _, b := range binds {
-		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == contract.ContainerResultsPath {
+		if parts := strings.Split(b, ":"); len(parts) > 1 && parts[1] == target {
 			return binds
 		}
 	}
-	return append(binds, dir+":"+contract.ContainerResultsPath+":rw")
+	return append(binds, src+":"+target+":"+mode)
 }
 
 // exposesSocket reports whether mounting src would give a container the

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -108,19 +107,7 @@ func (d *Docker) removeOrphanNetworks(ctx context.Context, live func(runID strin
 		held[n.name] = true
 	}
 	d.nets.mu.Unlock()
-	var errs []error
-	for _, n := range list {
-		if held[n.Name] || (live != nil && live(n.Labels[LabelRun])) {
-			continue
-		}
-		if err := d.removeNetwork(ctx, n.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	if len(errs) > 0 {
-		return removed, fmt.Errorf("removing orphaned networks: %w", errors.Join(errs...))
-	}
-	return removed, nil
+	return removeEach("networks", list,
+		func(n network.Summary) bool { return held[n.Name] || (live != nil && live(n.Labels[LabelRun])) },
+		func(n network.Summary) error { return d.removeNetwork(ctx, n.ID) })
 }

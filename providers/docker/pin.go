@@ -231,28 +231,16 @@ func (p *pinner) removeOrphans(live func(runID string) bool) (removed int, err e
 	if err != nil {
 		return 0, err
 	}
-	var errs []error
-	for _, de := range dirs {
+	return removeEach("volume stagings", dirs, func(de os.DirEntry) bool {
 		runID := de.Name()
 		if !de.IsDir() || strings.HasPrefix(runID, ".") {
-			continue
+			return true
 		}
 		p.mu.Lock()
 		held := p.held[runID] > 0
 		p.mu.Unlock()
-		if held || (live != nil && live(runID)) {
-			continue
-		}
-		if err := removeStagingTree(filepath.Join(p.base, runID), mounts); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	if len(errs) > 0 {
-		return removed, fmt.Errorf("removing orphaned volume stagings: %w", errors.Join(errs...))
-	}
-	return removed, nil
+		return held || (live != nil && live(runID))
+	}, func(de os.DirEntry) error { return removeStagingTree(filepath.Join(p.base, de.Name()), mounts) })
 }
 
 // removeStagingTree detaches every mount under dir, deepest first, then

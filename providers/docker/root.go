@@ -127,12 +127,7 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 	if req.Container != nil {
 		return s.d.Exec(ctx, req)
 	}
-	start := time.Now()
-	res := contract.ExecResult{ExitCode: -1}
-	done := func(err error) (contract.ExecResult, error) {
-		res.Duration = time.Since(start)
-		return res, err
-	}
+	res, done := contract.Timed()
 	if len(req.Argv) == 0 {
 		return done(fmt.Errorf("running step %s in the root container: empty command", req.StepID))
 	}
@@ -241,19 +236,11 @@ func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool
 	if err != nil {
 		return 0, fmt.Errorf("listing hookrun containers: %w", err)
 	}
-	var errs []error
-	for _, c := range list {
-		if live != nil && live(c.Labels[LabelRun]) {
-			continue
-		}
-		if err := d.removeContainer(ctx, c.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	if len(errs) > 0 {
-		return removed, fmt.Errorf("removing orphaned containers: %w", errors.Join(errs...))
+	removed, err = removeEach("containers", list,
+		func(c container.Summary) bool { return live != nil && live(c.Labels[LabelRun]) },
+		func(c container.Summary) error { return d.removeContainer(ctx, c.ID) })
+	if err != nil {
+		return removed, err
 	}
 	// The networks after the containers: a network with a container
 	// attached cannot be removed.
@@ -262,6 +249,27 @@ func (d *Docker) RemoveOrphans(ctx context.Context, live func(runID string) bool
 	// The volume stagings after the containers that mounted them.
 	n, serr := d.pins.removeOrphans(live)
 	return removed + n, errors.Join(err, serr)
+}
+
+// removeEach removes each of items that keep does not hold: how many it
+// removed, and every removal's error, joined as "removing orphaned
+// <what>: %w".
+func removeEach[T any](what string, items []T, keep func(T) bool, remove func(T) error) (removed int, err error) {
+	var errs []error
+	for _, it := range items {
+		if keep(it) {
+			continue
+		}
+		if err := remove(it); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("removing orphaned %s: %w", what, errors.Join(errs...))
+	}
+	return removed, nil
 }
 
 func randomID() string {

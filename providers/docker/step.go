@@ -18,12 +18,7 @@ import (
 // ctx ends first, the container gets SIGTERM, SIGKILL after the grace
 // period, and Exec returns an error wrapping ctx.Err() with ExitCode -1.
 func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
-	start := time.Now()
-	res := contract.ExecResult{ExitCode: -1}
-	done := func(err error) (contract.ExecResult, error) {
-		res.Duration = time.Since(start)
-		return res, err
-	}
+	res, done := contract.Timed()
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
@@ -34,26 +29,11 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	if len(req.Argv) == 0 {
 		return done(fmt.Errorf("running step %s in a container: empty command", req.StepID))
 	}
-	if err := d.ensureImage(ctx, c.Image, c.PullPolicy, nil); err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
-	}
-	if err := ctx.Err(); err != nil {
-		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
-	}
-	cfg, hc, releaseVolumes, err := d.stepConfig(req)
+	cfg, hc, release, err := d.prepare(ctx, req)
 	if err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
-	defer releaseVolumes() // after the container's removal below
-	netMode, releaseNet, err := d.acquireNetwork(ctx, req.RunID, c)
-	if err != nil {
-		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
-	}
-	defer releaseNet() // after the container's removal below
-	hc.NetworkMode = container.NetworkMode(netMode)
+	defer release() // after the container's removal below
 
 	// Create with a context that outlives ctx: a container created after
 	// ctx ended would otherwise be left behind without our knowing its id.
@@ -63,16 +43,49 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	if err != nil {
 		return done(fmt.Errorf("creating container for step %s from %s: %w", req.StepID, c.Image, err))
 	}
-	id := created.ID
-	defer d.removeContainer(ctx, id)
+	defer d.removeContainer(ctx, created.ID)
+	res.ExitCode, err = d.run(ctx, req, created.ID)
+	return done(err)
+}
 
-	actx, cancel = d.apiCtx(ctx)
+// prepare readies what req's container needs before it is created: its
+// image (pull policy), its configuration and volumes, its network. release
+// gives back the volumes and the network once the container is removed.
+func (d *Docker) prepare(ctx context.Context, req contract.ExecRequest) (*container.Config, *container.HostConfig, func(), error) {
+	c := req.Container
+	if err := d.ensureImage(ctx, c.Image, c.PullPolicy, nil); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, hc, releaseVolumes, err := d.stepConfig(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	netMode, releaseNet, err := d.acquireNetwork(ctx, req.RunID, c)
+	if err != nil {
+		releaseVolumes()
+		return nil, nil, nil, err
+	}
+	hc.NetworkMode = container.NetworkMode(netMode)
+	return cfg, hc, func() { releaseNet(); releaseVolumes() }, nil
+}
+
+// run attaches to the created container id, starts it and waits for its
+// exit code; when ctx ends first it stops the container (SIGTERM, SIGKILL
+// after the grace period) and answers -1 and an error wrapping ctx.Err().
+func (d *Docker) run(ctx context.Context, req contract.ExecRequest, id string) (int, error) {
+	actx, cancel := d.apiCtx(ctx)
 	hj, err := d.api(actx).ContainerAttach(actx, id, container.AttachOptions{
 		Stream: true, Stdin: req.Stdin != nil, Stdout: true, Stderr: true,
 	})
 	cancel()
 	if err != nil {
-		return done(fmt.Errorf("attaching to container of step %s: %w", req.StepID, err))
+		return -1, fmt.Errorf("attaching to container of step %s: %w", req.StepID, err)
 	}
 	defer hj.Close()
 
@@ -82,13 +95,13 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 	waitCh, waitErr := d.api(wctx).ContainerWait(wctx, id, container.WaitConditionNextExit)
 
 	if err := ctx.Err(); err != nil {
-		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
+		return -1, fmt.Errorf("running step %s: %w", req.StepID, err)
 	}
 	actx, cancel = d.apiCtx(ctx)
 	err = d.api(actx).ContainerStart(actx, id, container.StartOptions{})
 	cancel()
 	if err != nil {
-		return done(fmt.Errorf("starting container of step %s: %w", req.StepID, err))
+		return -1, fmt.Errorf("starting container of step %s: %w", req.StepID, err)
 	}
 	outDone := streams(hj, req.Stdin, req.Stdout, req.Stderr)
 
@@ -98,19 +111,18 @@ func (d *Docker) Exec(ctx context.Context, req contract.ExecRequest) (contract.E
 		// case a detached process kept one open.
 		waitDone(outDone, 10*time.Second)
 		if w.Error != nil {
-			return done(fmt.Errorf("waiting for container of step %s: %s", req.StepID, w.Error.Message))
+			return -1, fmt.Errorf("waiting for container of step %s: %s", req.StepID, w.Error.Message)
 		}
-		res.ExitCode = int(w.StatusCode)
-		return done(nil)
+		return int(w.StatusCode), nil
 	case err := <-waitErr:
-		return done(fmt.Errorf("waiting for container of step %s: %w", req.StepID, err))
+		return -1, fmt.Errorf("waiting for container of step %s: %w", req.StepID, err)
 	case <-ctx.Done():
 	}
 
 	// Stopped by ctx: SIGTERM, SIGKILL after the grace period.
 	d.stop(ctx, id, d.grace(req.Grace), waitCh)
 	waitDone(outDone, 5*time.Second)
-	return done(fmt.Errorf("running step %s: stopped: %w", req.StepID, ctx.Err()))
+	return -1, fmt.Errorf("running step %s: stopped: %w", req.StepID, ctx.Err())
 }
 
 // stop sends SIGTERM to the container, then SIGKILL when it has not exited

@@ -15,14 +15,14 @@ import (
 
 // Issue is the issue or pull (merge) request an action applies to.
 type Issue struct {
-	Repo   string // owner/name (GitLab: group/.../project)
-	Number int    // the issue's or pull request's number (GitLab: iid)
-	// MergeRequest: GitLab's merge request Number rather than its issue
-	// (GitHub and Gitea number both alike and act on both through their
-	// issues API).
-	MergeRequest bool
-	// InstallationID is the GitHub App installation of the event, 0
-	// otherwise; ProjectID GitLab's project id, 0 when unknown.
+	Repo   string // Event.Repo: owner/name, or group/.../project
+	Number int    // the issue's or pull request's number within the repository
+	// PullRequest: Number is the event's own pull or merge request's,
+	// rather than an issue's; a forge that numbers both alike and acts on
+	// both through its issues API ignores it.
+	PullRequest bool
+	// InstallationID and ProjectID are the event's (workflows.Event), for
+	// a forge whose API needs them; 0 otherwise.
 	InstallationID int64
 	ProjectID      int64
 }
@@ -49,7 +49,7 @@ type Actor interface {
 	RemoveAssignees(ctx context.Context, i Issue, logins []string) error
 	// SetState closes (state "closed") or reopens ("open") i; reason is
 	// "completed", "not_planned", "duplicate" or "", passed on where the
-	// forge records one (GitHub).
+	// forge records one.
 	SetState(ctx context.Context, i Issue, state, reason string) error
 	// Comment posts body on i unless a comment of hookrun's own on i
 	// already contains marker (an earlier attempt posted it): posted says
@@ -76,7 +76,7 @@ func EventIssue(e *workflows.Event) Issue {
 	i := Issue{Repo: e.Repo, InstallationID: e.InstallationID, ProjectID: e.ProjectID}
 	switch {
 	case e.PullRequest != nil:
-		i.Number, i.MergeRequest = e.PullRequest.Number, e.Forge == workflows.GitLab
+		i.Number, i.PullRequest = e.PullRequest.Number, true
 	case e.Issue != nil:
 		i.Number = e.Issue.Number
 	}
@@ -95,22 +95,7 @@ func ApplyActions(ctx context.Context, a Actor, r *contract.RunReport) (*contrac
 	}
 	ev := EventIssue(r.Event)
 	plan, out := contract.PlanActions(r.Results.Actions, r.Workflow.Permissions, ev.Number)
-	var errs []error
-	fail := func(what string, err error) {
-		out.Failed = append(out.Failed, contract.ActionNote{What: what, Reason: err.Error()})
-		if !slices.Contains(errs, err) {
-			errs = append(errs, err)
-		}
-	}
-	var repoLabels []string
-	labelsKnown := false
-	issue := func(n int) Issue {
-		i := ev
-		if n != ev.Number {
-			i.Number, i.MergeRequest = n, false // targets are issues, or pull requests through the issues API
-		}
-		return i
-	}
+	ap := &applier{a: a, wf: r.Workflow, out: out}
 	// Group by issue, keeping the plan's order of issues and of operations.
 	var numbers []int
 	for _, p := range plan {
@@ -119,74 +104,110 @@ func ApplyActions(ctx context.Context, a Actor, r *contract.RunReport) (*contrac
 		}
 	}
 	for _, n := range numbers {
-		i := issue(n)
+		i := ev
+		if n != ev.Number {
+			i.Number, i.PullRequest = n, false // targets are issues, or pull requests through the issues API
+		}
 		batch := map[string][]contract.PlannedAction{}
 		for _, p := range plan {
 			if p.Number == n {
 				batch[p.Op] = append(batch[p.Op], p)
 			}
 		}
-		if adds := batch[contract.OpAddLabel]; len(adds) > 0 {
-			if !labelsKnown {
-				ls, err := a.ListRepoLabels(ctx, i)
-				if err != nil {
-					err = fmt.Errorf("listing the labels of %s: %w", i.Repo, err)
-					for _, p := range adds {
-						fail(p.String(), err)
-					}
-					adds = nil
-				} else {
-					repoLabels, labelsKnown = ls, true
-				}
-			}
-			var names []string
-			var done []contract.PlannedAction
+		ap.issue(ctx, i, batch)
+	}
+	return out, errors.Join(ap.errs...)
+}
+
+// applier applies one report's planned actions, issue by issue, and
+// keeps what became of them.
+type applier struct {
+	a   Actor
+	wf  *workflows.Workflow
+	out *contract.ActionsOutcome
+	// errs are the forge's distinct errors.
+	errs []error
+	// repoLabels are the repository's labels once listed (labelsKnown).
+	repoLabels  []string
+	labelsKnown bool
+}
+
+// fail records what as failed with err.
+func (ap *applier) fail(what string, err error) {
+	ap.out.Failed = append(ap.out.Failed, contract.ActionNote{What: what, Reason: err.Error()})
+	if !slices.Contains(ap.errs, err) {
+		ap.errs = append(ap.errs, err)
+	}
+}
+
+// issue applies the actions batch (by operation) planned for i.
+func (ap *applier) issue(ctx context.Context, i Issue, batch map[string][]contract.PlannedAction) {
+	a, out, fail := ap.a, ap.out, ap.fail
+	if adds := batch[contract.OpAddLabel]; len(adds) > 0 {
+		ap.addLabels(ctx, i, adds)
+	}
+	if rm := batch[contract.OpRemoveLabel]; len(rm) > 0 {
+		apply(out, fail, rm, a.RemoveLabels(ctx, i, values(rm)), "removing labels from "+i.String())
+	}
+	if add := batch[contract.OpAddAssignee]; len(add) > 0 {
+		apply(out, fail, add, a.AddAssignees(ctx, i, values(add)), "assigning "+i.String())
+	}
+	if rm := batch[contract.OpRemoveAssignee]; len(rm) > 0 {
+		apply(out, fail, rm, a.RemoveAssignees(ctx, i, values(rm)), "unassigning "+i.String())
+	}
+	for _, p := range batch[contract.OpState] {
+		apply(out, fail, []contract.PlannedAction{p}, a.SetState(ctx, i, p.Value, p.Reason), "setting the state of "+i.String())
+	}
+	for _, p := range batch[contract.OpComment] {
+		marker := ActionMarker(ap.wf.Name, i.Number, p.Value)
+		posted, err := a.Comment(ctx, i, marker, p.Value+"\n\n"+marker)
+		if err != nil {
+			fail(p.String(), fmt.Errorf("commenting on %s: %w", i, err))
+			continue
+		}
+		note := contract.ActionNote{What: p.String()}
+		if !posted {
+			note.Reason = "posted by an earlier attempt"
+		}
+		out.Applied = append(out.Applied, note)
+	}
+}
+
+// addLabels adds the labels adds name to i, creating those the
+// repository lacks with permissions.create_labels and refusing them
+// otherwise.
+func (ap *applier) addLabels(ctx context.Context, i Issue, adds []contract.PlannedAction) {
+	if !ap.labelsKnown {
+		ls, err := ap.a.ListRepoLabels(ctx, i)
+		if err != nil {
+			err = fmt.Errorf("listing the labels of %s: %w", i.Repo, err)
 			for _, p := range adds {
-				if !slices.Contains(repoLabels, p.Value) {
-					if !r.Workflow.Permissions.CreateLabels {
-						out.Refuse(p.String(), fmt.Sprintf("label %q does not exist on %s and permissions.create_labels is not true", p.Value, i.Repo))
-						continue
-					}
-					if err := a.CreateLabel(ctx, i, p.Value); err != nil {
-						fail(p.String(), fmt.Errorf("creating label %q on %s: %w", p.Value, i.Repo, err))
-						continue
-					}
-					repoLabels = append(repoLabels, p.Value)
-				}
-				names = append(names, p.Value)
-				done = append(done, p)
+				ap.fail(p.String(), err)
 			}
-			if len(names) > 0 {
-				apply(out, fail, done, a.AddLabels(ctx, i, names), "adding labels to "+i.String())
-			}
+			return
 		}
-		if rm := batch[contract.OpRemoveLabel]; len(rm) > 0 {
-			apply(out, fail, rm, a.RemoveLabels(ctx, i, values(rm)), "removing labels from "+i.String())
-		}
-		if add := batch[contract.OpAddAssignee]; len(add) > 0 {
-			apply(out, fail, add, a.AddAssignees(ctx, i, values(add)), "assigning "+i.String())
-		}
-		if rm := batch[contract.OpRemoveAssignee]; len(rm) > 0 {
-			apply(out, fail, rm, a.RemoveAssignees(ctx, i, values(rm)), "unassigning "+i.String())
-		}
-		for _, p := range batch[contract.OpState] {
-			apply(out, fail, []contract.PlannedAction{p}, a.SetState(ctx, i, p.Value, p.Reason), "setting the state of "+i.String())
-		}
-		for _, p := range batch[contract.OpComment] {
-			marker := ActionMarker(r.Workflow.Name, n, p.Value)
-			posted, err := a.Comment(ctx, i, marker, p.Value+"\n\n"+marker)
-			if err != nil {
-				fail(p.String(), fmt.Errorf("commenting on %s: %w", i, err))
+		ap.repoLabels, ap.labelsKnown = ls, true
+	}
+	var names []string
+	var done []contract.PlannedAction
+	for _, p := range adds {
+		if !slices.Contains(ap.repoLabels, p.Value) {
+			if !ap.wf.Permissions.CreateLabels {
+				ap.out.Refuse(p.String(), fmt.Sprintf("label %q does not exist on %s and permissions.create_labels is not true", p.Value, i.Repo))
 				continue
 			}
-			note := contract.ActionNote{What: p.String()}
-			if !posted {
-				note.Reason = "posted by an earlier attempt"
+			if err := ap.a.CreateLabel(ctx, i, p.Value); err != nil {
+				ap.fail(p.String(), fmt.Errorf("creating label %q on %s: %w", p.Value, i.Repo, err))
+				continue
 			}
-			out.Applied = append(out.Applied, note)
+			ap.repoLabels = append(ap.repoLabels, p.Value)
 		}
+		names = append(names, p.Value)
+		done = append(done, p)
 	}
-	return out, errors.Join(errs...)
+	if len(names) > 0 {
+		apply(ap.out, ap.fail, done, ap.a.AddLabels(ctx, i, names), "adding labels to "+i.String())
+	}
 }
 
 // apply records the actions of one call as applied, or as failed with
@@ -231,73 +252,17 @@ func Report(ctx context.Context, f Forge, r *contract.RunReport) (contract.Repor
 	return ref, errors.Join(err, applyErr)
 }
 
-// GuardActor is the Actor of a forge whose API client may be missing: each
-// method asks check first (the forge's Credentials) and answers its error,
-// forge.ErrNoCredentials, without calling get; otherwise it calls the
-// Actor get returns. The forges' guard, written once.
-func GuardActor(check func() error, get func() Actor) Actor {
-	return guardedActor{check: check, get: get}
-}
+var _ Actor = Guarded{}
 
-type guardedActor struct {
-	check func() error
-	get   func() Actor
-}
-
-func (g guardedActor) ListRepoLabels(ctx context.Context, i Issue) ([]string, error) {
-	if err := g.check(); err != nil {
-		return nil, err
+// Toggle is list with v added (add, when it is not in it) or removed (its
+// first occurrence, when it is): an assignee list edited in place.
+func Toggle[T comparable](list []T, v T, add bool) []T {
+	k := slices.Index(list, v)
+	switch {
+	case add && k < 0:
+		return append(list, v)
+	case !add && k >= 0:
+		return slices.Delete(list, k, k+1)
 	}
-	return g.get().ListRepoLabels(ctx, i)
+	return list
 }
-
-func (g guardedActor) CreateLabel(ctx context.Context, i Issue, name string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().CreateLabel(ctx, i, name)
-}
-
-func (g guardedActor) AddLabels(ctx context.Context, i Issue, names []string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().AddLabels(ctx, i, names)
-}
-
-func (g guardedActor) RemoveLabels(ctx context.Context, i Issue, names []string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().RemoveLabels(ctx, i, names)
-}
-
-func (g guardedActor) AddAssignees(ctx context.Context, i Issue, logins []string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().AddAssignees(ctx, i, logins)
-}
-
-func (g guardedActor) RemoveAssignees(ctx context.Context, i Issue, logins []string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().RemoveAssignees(ctx, i, logins)
-}
-
-func (g guardedActor) SetState(ctx context.Context, i Issue, state, reason string) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.get().SetState(ctx, i, state, reason)
-}
-
-func (g guardedActor) Comment(ctx context.Context, i Issue, marker, body string) (bool, error) {
-	if err := g.check(); err != nil {
-		return false, err
-	}
-	return g.get().Comment(ctx, i, marker, body)
-}
-
-var _ Actor = guardedActor{}

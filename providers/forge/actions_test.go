@@ -64,7 +64,7 @@ func (a *recActor) Comment(_ context.Context, i forge.Issue, marker, body string
 func issueReport(p *workflows.Permissions, a *contract.Actions) *contract.RunReport {
 	return &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1",
 		Workflow: &workflows.Workflow{Name: "triage", Permissions: p},
-		Event:    &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindIssue, Repo: "o/r", Issue: &workflows.Issue{Number: 7}},
+		Event:    &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindIssue, Repo: "o/r", Issue: &workflows.Issue{Number: 7}},
 		Results:  &contract.Results{Actions: a}}
 }
 
@@ -142,7 +142,7 @@ func TestApplyActionsCreateLabelsTargetsIdempotent(t *testing.T) {
 	}}
 	act := &recActor{}
 	r := issueReport(p, a)
-	r.Event = &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "o/r"} // no issue of its own
+	r.Event = &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Repo: "o/r"} // no issue of its own
 	if _, err := forge.ApplyActions(context.Background(), act, r); err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,15 @@
 // thing asked (contract.ActionsOutcome); Report applies a final report's
 // actions and then reports it, listing them.
 //
+// What the forges share is written once here: Guard (guard.go) is the API
+// methods of a forge whose client may be missing, behind its credentials
+// check; Hook (webhook.go) the route switch, event header and secret or
+// token check of its webhooks; Client (client.go) its API client's
+// rate-limit waits, transport and logger; OpenDraft (drafts.go) the
+// outline of opening a draft. Links (links.go) is how a forge lays out
+// its web pages and names its pull requests, for the pages, the comment
+// and the checkout, so that nothing outside a forge's package names it.
+//
 // Adding a forge is a new package that implements Forge and Actor and
 // runs forgetest, and one Register line in internal/app.
 package forge

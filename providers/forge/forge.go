@@ -47,6 +47,9 @@ type Forge interface {
 	// Name is the forge's name: Event.Forge of its events, the
 	// configuration section, the webhook route /hooks/<name>.
 	Name() workflows.Forge
+	// Links is how the forge lays out its web pages and names its pull
+	// requests (links.go).
+	Links() Links
 	Webhooks
 	Lookups
 	Reporter

@@ -12,6 +12,11 @@ import (
 // findings not commented on inline.
 type ReviewSummary = review.Summary
 
+// Text is s shown as text in a comment's Markdown (review.Escape, the one
+// rule for it): no HTML (so no closing a hidden marker), no @mentions, no
+// code spans.
+func Text(s string) string { return review.Escape(s) }
+
 // Reviewer posts a run's findings on the lines its pull or merge request
 // changed. Each forge's Report calls it in the final phase, before it
 // writes the run's comment (which shows the summary), so a final report
@@ -32,6 +37,20 @@ type Reviewer interface {
 func Wants(r *contract.RunReport) bool {
 	return r != nil && r.Phase == contract.PhaseFinal && r.Workflow != nil && r.Workflow.Report.Review != nil &&
 		r.Event != nil && r.Event.PullRequest != nil && r.Event.PullRequest.Number > 0
+}
+
+// ReviewFirst runs rv's review of r when Wants(r), which a Report does
+// before it writes the run's comment: the summary for the comment (with
+// the review's error in it, if any) and that error.
+func ReviewFirst(ctx context.Context, rv Reviewer, r *contract.RunReport) (*ReviewSummary, error) {
+	if !Wants(r) {
+		return nil, nil
+	}
+	s, err := rv.Review(ctx, r)
+	if err != nil && s != nil {
+		s.Error = err.Error()
+	}
+	return s, err
 }
 
 // Review of a forge that is not configured posts nothing.

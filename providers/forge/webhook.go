@@ -1,6 +1,8 @@
 package forge
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -144,3 +146,176 @@ func (n notConfigured) Normalize(eventName string, _ []byte, _ string) (*workflo
 	return nil, fmt.Errorf("normalizing %q event: %w", eventName, n.err())
 }
 func (n notConfigured) PushFiles([]byte) ([]string, bool) { return nil, false }
+
+// HookSpec is how a forge's deliveries look, what its Hook reads them
+// with.
+type HookSpec struct {
+	// Name is the forge's; EventHeader the header naming a delivery's
+	// event; Tokens whether deliveries carry a token (else an HMAC
+	// signature).
+	Name        workflows.Forge
+	EventHeader string
+	Tokens      bool
+	// PingEvent is the name of the forge's ping event, "" when it has
+	// none; EventNames the event names the metrics name.
+	PingEvent  string
+	EventNames []string
+	// PushTotal is the key of a push payload that says how many commits
+	// the push had, "" when the payload has none (PushFiles).
+	PushTotal string
+	// Parse turns a body of an event type into an Event, without Forge,
+	// DeliveryID and Raw (Normalize sets them).
+	Parse func(eventName string, body []byte) (*workflows.Event, error)
+}
+
+// Ping reports whether eventName is the forge's ping.
+func (s HookSpec) Ping(eventName string) bool { return s.PingEvent != "" && eventName == s.PingEvent }
+
+// Events are the event names the metrics name.
+func (s HookSpec) Events() []string { return s.EventNames }
+
+// Normalize turns a delivery into an Event (Parse): Forge the forge's
+// name, DeliveryID deliveryID, Raw the body (not copied).
+func (s HookSpec) Normalize(eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
+	ev, err := s.Parse(eventName, body)
+	return Delivered(s.Name, ev, err, deliveryID, body)
+}
+
+// PushFiles reads a push payload's commits; the count under PushTotal
+// says whether they are all listed, else the list is taken as cut at
+// PushCommitCap. A payload that does not parse has none.
+func (s HookSpec) PushFiles(body []byte) ([]string, bool) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, false
+	}
+	var commits []PushCommit
+	var total *int
+	if err := unmarshalPresent(p["commits"], &commits); err != nil {
+		return nil, false
+	}
+	if s.PushTotal != "" {
+		if err := unmarshalPresent(p[s.PushTotal], &total); err != nil {
+			return nil, false
+		}
+	}
+	return PushFiles(commits, total)
+}
+
+// unmarshalPresent decodes raw into v; a missing value leaves v as it is.
+func unmarshalPresent(raw json.RawMessage, v any) error {
+	if raw == nil {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// Hook is what every forge's Webhooks share: whether the route is served,
+// the forge's HookSpec (Ping, Events, Normalize, PushFiles), and the
+// secrets its deliveries are signed with (HMAC) or the digests of the
+// tokens they carry. A forge embeds it and reads its own headers for the
+// rest (DeliveryID, Verify).
+type Hook struct {
+	HookSpec
+	enabled bool
+	secrets [][]byte
+	tokens  [][sha256.Size]byte
+}
+
+// Webhook is the webhook part of a forge's configuration: each forge's
+// Config embeds it.
+type Webhook struct {
+	// WebhookEnabled serves the forge's route, POST /hooks/<forge>
+	// (ingress); false: the route answers 404. The forge is registered
+	// either way (its git origin).
+	WebhookEnabled bool
+	// WebhookSecrets are what deliveries are verified against: the secrets
+	// of their signature, or with HookSpec.Tokens the tokens the forge
+	// sends. A delivery matching any of them is accepted (several allow
+	// rotation). Empty: the deliveries are accepted unverified only under
+	// --insecure-no-verify. Never logged.
+	WebhookSecrets []string
+}
+
+// WebhookConfig is w: a Config that embeds Webhook is Configured.
+func (w Webhook) WebhookConfig() Webhook { return w }
+
+// NewHook is the Hook of spec: enabled, and the configured secrets, or
+// with spec.Tokens the tokens (none may be empty).
+func NewHook(spec HookSpec, w Webhook) (Hook, error) {
+	enabled, secrets := w.WebhookEnabled, w.WebhookSecrets
+	what := "secrets"
+	if spec.Tokens {
+		what = "tokens"
+	}
+	for i, s := range secrets {
+		if s == "" {
+			return Hook{}, fmt.Errorf("checking %s webhook %s: entry %d is empty", spec.Name, what, i)
+		}
+	}
+	h := Hook{HookSpec: spec, enabled: enabled}
+	if spec.Tokens {
+		h.tokens = TokenDigests(secrets)
+	} else {
+		h.secrets = Secrets(secrets)
+	}
+	return h, nil
+}
+
+// HookEnabled reports whether POST /hooks/<name> is served.
+func (h Hook) HookEnabled() bool { return h.enabled }
+
+// EventName is the event header's value.
+func (h Hook) EventName(hd http.Header) string { return hd.Get(h.EventHeader) }
+
+// HeaderDeliveryID is the delivery id the header deliveryHeader carries;
+// an error wrapping ErrMissingHeader when it or the event header is
+// missing.
+func (h Hook) HeaderDeliveryID(hd http.Header, deliveryHeader string) (string, error) {
+	d := hd.Get(deliveryHeader)
+	if d == "" || hd.Get(h.EventHeader) == "" {
+		return "", MissingHeader("missing " + h.EventHeader + " or " + deliveryHeader + " header")
+	}
+	return d, nil
+}
+
+// errSignature and errToken are Verify's answers for a delivery no secret
+// or token matches (they name none).
+var (
+	errSignature = errors.New("signature check failed")
+	errToken     = errors.New("token check failed")
+)
+
+// VerifySignature checks hexSig, the hex HMAC-SHA256 of body, against
+// each secret (VerifyHMAC): Webhooks.Verify of a forge that signs.
+func (h Hook) VerifySignature(hexSig string, body []byte) error {
+	if len(h.secrets) == 0 {
+		return fmt.Errorf("enabled without a webhook secret: %w", ErrNoSecret)
+	}
+	if !VerifyHMAC(h.secrets, hexSig, body) {
+		return errSignature
+	}
+	return nil
+}
+
+// VerifyToken compares token with each configured token (VerifyToken):
+// Webhooks.Verify of a forge that sends a token.
+func (h Hook) VerifyToken(token string) error {
+	if len(h.tokens) == 0 {
+		return fmt.Errorf("enabled without a webhook token: %w", ErrNoSecret)
+	}
+	if !VerifyToken(h.tokens, token) {
+		return errToken
+	}
+	return nil
+}
+
+// Delivered completes the Event a normalizer made of a delivery of forge
+// name: Forge, DeliveryID and Raw (the body, not copied).
+func Delivered(name workflows.Forge, ev *workflows.Event, err error, deliveryID string, body []byte) (*workflows.Event, error) {
+	if err != nil {
+		return nil, err
+	}
+	ev.Forge, ev.DeliveryID, ev.Raw = name, deliveryID, body
+	return ev, nil
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -73,7 +74,7 @@ func (w *Workspaces) Deliver(ctx context.Context, req contract.DeliverRequest) (
 		return d, fmt.Errorf("delivering run %s: pushing branch %s: %w", req.RunID, d.Branch, redactURL(err, e.CloneURL))
 	}
 	d.Outcome, d.Head, d.Commits = workflows.DeliveryPushed, head, commits
-	d.BranchURL, d.CompareURL = webLinks(e, req.BaseSHA, d.Branch)
+	d.BranchURL, d.CompareURL = webLinks(e, w.links(e), req.BaseSHA, d.Branch)
 	if wf.Sandbox.Push == workflows.PushPullRequest {
 		d.PullRequest, d.Note = w.openDraft(ctx, req, d.Branch)
 	}
@@ -201,7 +202,7 @@ func (w *Workspaces) openDraft(ctx context.Context, req contract.DeliverRequest,
 		Base:  pr.HeadRef,
 		Title: fmt.Sprintf("hookrun/%s: the agent's commits for %s", req.Workflow.Name, pr.HeadRef),
 		Body: fmt.Sprintf("Commits the agent of workflow `%s` made on top of %s (run %s), for %s.\n\nhookrun force-pushes `%s` on the next run.",
-			req.Workflow.Name, req.BaseSHA, req.RunID, requestRef(e), branch),
+			req.Workflow.Name, req.BaseSHA, req.RunID, w.links(e).RequestText(pr.Number), branch),
 	})
 	if err != nil {
 		return nil, "opening the draft pull request failed: " + err.Error()
@@ -209,31 +210,17 @@ func (w *Workspaces) openDraft(ctx context.Context, req contract.DeliverRequest,
 	return &cr, ""
 }
 
-// requestRef is how the forge's text refers to the event's pull (#N) or
-// merge (!N) request.
-func requestRef(e *workflows.Event) string {
-	if e.Forge == workflows.GitLab {
-		return "!" + strconv.Itoa(e.PullRequest.Number)
-	}
-	return "#" + strconv.Itoa(e.PullRequest.Number)
-}
-
 // webLinks are the forge's web pages of a pushed branch and of its commits
-// after base: GitHub /tree/B and /compare/BASE...B, GitLab /-/tree/B and
-// /-/compare/BASE...B, under the repository's web URL (its clone URL
-// without .git).
-func webLinks(e *workflows.Event, base, branch string) (tree, compare string) {
+// after base (links' Tree and Compare), under the repository's web URL
+// (its clone URL without .git).
+func webLinks(e *workflows.Event, links forge.Links, base, branch string) (tree, compare string) {
 	u, err := url.Parse(stripUserinfo(e.CloneURL))
 	if err != nil || u.Host == "" {
 		return "", ""
 	}
 	u.RawQuery, u.Fragment = "", ""
 	web := strings.TrimSuffix(strings.TrimSuffix(u.String(), "/"), ".git")
-	sep := "/"
-	if e.Forge == workflows.GitLab {
-		sep = "/-/"
-	}
-	return web + sep + "tree/" + branch, web + sep + "compare/" + base + "..." + branch
+	return links.Tree(web, branch), links.Compare(web, base, branch)
 }
 
 // quoteConfig quotes a value for a git configuration file.

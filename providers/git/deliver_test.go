@@ -63,8 +63,8 @@ func (f *forge) cloneURL() string { return f.srv.URL + "/" + filepath.Base(f.u.b
 
 func (f *forge) workspaces(t *testing.T, drafts contract.DraftOpener) *git.Workspaces {
 	t.Helper()
-	w, err := git.New(git.Config{DataDir: t.TempDir(), Drafts: drafts,
-		Origins: git.Origins{workflows.GitHub: f.srv.URL, workflows.GitLab: f.srv.URL},
+	w, err := git.New(git.Config{DataDir: t.TempDir(), Drafts: drafts, Links: forgeLinks(t),
+		Origins: git.Origins{workflows.Forge("github"): f.srv.URL, workflows.Forge("gitlab"): f.srv.URL},
 		Auth: func(context.Context, *workflows.Event) (string, string, error) {
 			return "x-access-token", deliverToken, nil
 		}})
@@ -134,7 +134,7 @@ func TestDeliverPushesTheAgentsCommits(t *testing.T) {
 	f := newForge(t)
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
-	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
+	ev := prEvent(workflows.Forge("github"), f.cloneURL(), 1, f.u.p1)
 	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestDeliverNothingToPush(t *testing.T) {
 	f := newForge(t)
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
-	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
+	ev := prEvent(workflows.Forge("github"), f.cloneURL(), 1, f.u.p1)
 	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestDeliverNothingToPush(t *testing.T) {
 		t.Errorf("something reached the forge: %d requests, branch %q", after-before, f.ref(t, "refs/heads/hookrun/review/1"))
 	}
 
-	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: f.cloneURL(),
+	push := &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: f.cloneURL(),
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: f.u.c2}}
 	d, err = w.Deliver(ctx, contract.DeliverRequest{RunID: "r2", Workflow: reviewWorkflow(workflows.PushBranch),
 		Event: push, Workspace: ws.Dir, Branch: "hookrun/r1", BaseSHA: f.u.c2})
@@ -259,7 +259,7 @@ func TestDeliverRefuses(t *testing.T) {
 	f := newForge(t)
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
-	ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
+	ev := prEvent(workflows.Forge("github"), f.cloneURL(), 1, f.u.p1)
 	ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestDeliverDraftPullRequest(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dr := &drafts{err: c.apiErr}
 			w := f.workspaces(t, dr)
-			ev := prEvent(workflows.GitHub, f.cloneURL(), 1, f.u.p1)
+			ev := prEvent(workflows.Forge("github"), f.cloneURL(), 1, f.u.p1)
 			ev.PullRequest.Fork = c.fork
 			ws, err := w.Prepare(ctx, "r1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 			if err != nil {
@@ -397,7 +397,7 @@ func TestDeliverGitLab(t *testing.T) {
 	f := newForge(t)
 	w := f.workspaces(t, nil)
 	ctx := context.Background()
-	ev := prEvent(workflows.GitLab, f.cloneURL(), 2, f.u.p1)
+	ev := prEvent(workflows.Forge("gitlab"), f.cloneURL(), 2, f.u.p1)
 	ws, err := w.Prepare(ctx, "g1", ev, contract.PrepareOptions{Checkout: true, HostSteps: true})
 	if err != nil {
 		t.Fatal(err)

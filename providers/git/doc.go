@@ -1,7 +1,9 @@
 // Package git prepares a run's workspace: a bare mirror per repository
 // under the data dir, fetched on demand, and a checkout of the head SHA (or
 // the pull/merge request head ref) into <data>/workspaces/<run>; the run's
-// HOME, TMPDIR and event file directory lie under <data>/scratch/<run>.
+// HOME, TMPDIR, event file directory and results folder lie beside each
+// other in <data>/scratch, as <run>+home, <run>+tmp, <run>+event and
+// <run>+results.
 //
 // Clone URLs come from webhook payloads. In the servers, Config.Origins
 // confines them to their forge's host, so that the forge's credentials

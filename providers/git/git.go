@@ -12,20 +12,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // AuthFunc returns the HTTP credentials for fetching the repository of e, or
-// an empty token for anonymous access. GitHub takes user "x-access-token"
-// and an installation or personal token; GitLab takes user "oauth2" and a
-// token.
+// an empty token for anonymous access: the user and token e's forge takes
+// (forge.Git's GitCredentials).
 type AuthFunc func(ctx context.Context, e *workflows.Event) (user, token string, err error)
 
 // Config configures workspace preparation.
@@ -55,6 +54,10 @@ type Config struct {
 	// clients); nil: such a delivery pushes the branch and says why there
 	// is no draft.
 	Drafts contract.DraftOpener
+	// Links, when set, is how each forge names a pull request's head ref,
+	// its pull requests in text and its branch pages (forge.Registry's
+	// Links); nil: every forge the common way (the zero forge.Links).
+	Links func(workflows.Forge) forge.Links
 	// Owner, when set, is the user host steps run as: Prepare hands the
 	// workspace and the run's HOME and TMPDIR to it (the last two private
 	// to it, mode 0700); mirrors and everything else stay hookrun's.
@@ -97,11 +100,19 @@ type Workspaces struct {
 	cfg        Config
 	mirrors    string // <data>/mirrors
 	workspaces string // <data>/workspaces
-	scratch    string // <data>/scratch: <run>/home and <run>/tmp
+	scratch    string // <data>/scratch: <run>+home, +tmp, +event, +results (scratchDirs)
 	deliveries string // <data>/deliveries: <run>, the repository a delivery pushes from
 
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per mirror path; a buffered channel of 1 is a ctx-aware mutex
+}
+
+// links are e's forge's Links.
+func (w *Workspaces) links(e *workflows.Event) forge.Links {
+	if w.cfg.Links == nil {
+		return forge.Links{}
+	}
+	return w.cfg.Links(e.Forge)
 }
 
 // New returns Workspaces for cfg, creating the directories it needs.
@@ -139,14 +150,15 @@ func (w *Workspaces) Dir(runID string) (string, error) {
 }
 
 // Prepare creates <data>/workspaces/<runID>, replacing what an earlier
-// attempt of the run left there, and the run's HOME, TMPDIR and event file
-// directory under <data>/scratch/<runID>. With checkout the workspace holds a clone of the
+// attempt of the run left there, and the run's HOME, TMPDIR, event file
+// directory and results folder beside each other in <data>/scratch
+// (scratchDirs). With checkout the workspace holds a clone of the
 // event's repository with a detached HEAD at the head commit: the event's
 // head SHA, or, when the event carries none, the tip of the pull or merge
 // request's head ref; for an event with neither (issues) the repository's
-// default branch. With Config.Owner, HOME and TMPDIR belong to that user,
-// and so does the workspace when o.HostSteps; the event directory stays
-// hookrun's (mode 0755).
+// default branch. With Config.Owner, HOME, TMPDIR and the results folder
+// belong to that user, and so does the workspace when o.HostSteps; the
+// event directory stays hookrun's (mode 0755).
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
@@ -162,44 +174,57 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 	if err := w.Remove(runID); err != nil {
 		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
 	}
+	// What a hookrun before the flat scratch layout left of an attempt.
+	if err := removeAll(filepath.Join(w.scratch, runID)); err != nil {
+		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+	}
 	sha := ""
 	if checkout {
 		if sha, err = w.clone(ctx, runID, dir, e); err != nil {
 			return ws, err
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := mkdir(dir, 0o755); err != nil {
 		return ws, fmt.Errorf("creating workspace of run %s: %w", runID, err)
 	}
-	home, tmp := filepath.Join(w.scratch, runID, "home"), filepath.Join(w.scratch, runID, "tmp")
-	for _, d := range []string{home, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	s := w.scratchDirs(runID)
+	// The event file's directory stays hookrun's, readable by all: steps
+	// read the payload there and cannot change it. HOME, TMPDIR and the
+	// results folder ($HOOKRUN_RESULTS, which steps write and hookrun
+	// reads after each step) are the step user's, private.
+	for _, d := range []struct {
+		path string
+		perm os.FileMode
+	}{{s.home, 0o700}, {s.tmp, 0o700}, {s.event, 0o755}, {s.results, 0o700}} {
+		if err := mkdir(d.path, d.perm); err != nil {
 			_ = w.Remove(runID)
 			return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 		}
-	}
-	// The event file's directory stays hookrun's, readable by all: steps
-	// read the payload there and cannot change it.
-	event := filepath.Join(w.scratch, runID, "event")
-	if err := os.Mkdir(event, 0o755); err != nil {
-		_ = w.Remove(runID)
-		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
-	}
-	// The results folder ($HOOKRUN_RESULTS) is the step user's, private
-	// like HOME: steps write it, hookrun reads it after each step.
-	results := filepath.Join(w.scratch, runID, "results")
-	if err := os.Mkdir(results, 0o700); err != nil {
-		_ = w.Remove(runID)
-		return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 	}
 	tree := dir
 	if !o.HostSteps {
 		tree = "" // the workspace stays hookrun's; HOME and TMPDIR are still the step user's
 	}
-	if err := w.handOver(tree, home, tmp, results); err != nil {
+	if err := w.handOver(tree, checkout, s.home, s.tmp, s.results); err != nil {
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
 	}
-	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: home, TmpDir: tmp, EventDir: event, Results: results}, nil
+	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: s.home, TmpDir: s.tmp, EventDir: s.event, Results: s.results}, nil
+}
+
+// scratch are the run's directories outside its workspace.
+type scratch struct {
+	home, tmp, event, results string
+}
+
+// scratchDirs names the scratch directories of runID: <data>/scratch/<runID>+home,
+// +tmp, +event and +results, side by side rather than under a directory
+// of the run's own, which would be one more directory to make and remove
+// per run (ext4's mkdir and rmdir are most of a trivial run's directory
+// work: docs/performance.md, "hookrun's own cost per run"). A run id has
+// no "+" (checkRunID), so no run's names meet another's.
+func (w *Workspaces) scratchDirs(runID string) scratch {
+	base := filepath.Join(w.scratch, runID)
+	return scratch{home: base + "+home", tmp: base + "+tmp", event: base + "+event", results: base + "+results"}
 }
 
 // clone fills dir with a checkout of e's head and returns the SHA.
@@ -212,7 +237,7 @@ func (w *Workspaces) clone(ctx context.Context, runID, dir string, e *workflows.
 			return "", fmt.Errorf("preparing workspace of run %s: %w", runID, err)
 		}
 	}
-	plan, err := planFetch(e)
+	plan, err := planFetch(e, w.links(e))
 	if err != nil {
 		return "", fmt.Errorf("preparing workspace of run %s: %w", runID, err)
 	}
@@ -236,12 +261,20 @@ func (w *Workspaces) clone(ctx context.Context, runID, dir string, e *workflows.
 // directories to Config.Owner (nothing to do without one). The workspace keeps the modes
 // the checkout gave it, so that a container whose image runs as another
 // user can still read it; HOME and TMPDIR become private to the owner.
-func (w *Workspaces) handOver(dir string, private ...string) error {
+// Without a checkout the workspace is the empty directory Prepare just
+// made, so it is not walked.
+func (w *Workspaces) handOver(dir string, checkout bool, private ...string) error {
 	o := w.cfg.Owner
 	if o == nil {
 		return nil
 	}
-	if dir != "" {
+	switch {
+	case dir == "":
+	case !checkout:
+		if err := os.Lchown(dir, o.UID, o.GID); err != nil {
+			return err
+		}
+	default:
 		err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -270,12 +303,38 @@ func (w *Workspaces) Remove(runID string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{dir, filepath.Join(w.scratch, runID)} {
-		if err := removeAll(d); err != nil {
+	s := w.scratchDirs(runID)
+	for _, d := range []string{dir, s.home, s.tmp, s.event, s.results} {
+		if err := removeDir(d); err != nil {
 			return fmt.Errorf("removing workspace of run %s: %w", runID, err)
 		}
 	}
 	return nil
+}
+
+// mkdir makes directory dir with perm, and its parent (0755) should it be
+// gone (New made it; someone may have removed it since).
+func mkdir(dir string, perm os.FileMode) error {
+	err := os.Mkdir(dir, perm)
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	return os.Mkdir(dir, perm)
+}
+
+// removeDir removes the directory dir and what it holds; a missing one is
+// not an error. An empty directory, what a trivial run leaves, costs one
+// rmdir (os.RemoveAll tries an unlink first, and lists a directory that
+// is not empty before it removes it).
+func removeDir(dir string) error {
+	err := syscall.Rmdir(dir)
+	if err == nil || errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	return removeAll(dir)
 }
 
 // fetchPlan is what to fetch for an event and how to find the head in it.
@@ -285,7 +344,7 @@ type fetchPlan struct {
 	headRef  string   // mirror ref holding the head when sha is empty
 }
 
-func planFetch(e *workflows.Event) (fetchPlan, error) {
+func planFetch(e *workflows.Event, links forge.Links) (fetchPlan, error) {
 	var p fetchPlan
 	if err := checkCloneURL(e.CloneURL); err != nil {
 		return p, err
@@ -305,10 +364,7 @@ func planFetch(e *workflows.Event) (fetchPlan, error) {
 		if n <= 0 {
 			return p, fmt.Errorf("pull request number %d is invalid", n)
 		}
-		ref := "refs/pull/" + strconv.Itoa(n) + "/head"
-		if e.Forge == workflows.GitLab {
-			ref = "refs/merge-requests/" + strconv.Itoa(n) + "/head"
-		}
+		ref := links.RequestHead(n)
 		p.refspecs = append(p.refspecs, "+"+ref+":"+ref)
 		p.headRef = ref
 		// The base branch too, so that steps can diff against it.

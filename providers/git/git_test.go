@@ -139,7 +139,7 @@ func TestWorkspacesConformance(t *testing.T) {
 	u := sharedUpstream(t)
 	contracttest.RunWorkspaces(t, func(t *testing.T) contract.Workspaces { return newWorkspaces(t, t.TempDir()) }, contracttest.WorkspacesOptions{
 		Checkout: func(*testing.T) contracttest.Checkout {
-			return contracttest.Checkout{Event: prEvent(workflows.GitHub, u.bare, 1, u.p1), HeadSHA: u.p1,
+			return contracttest.Checkout{Event: prEvent(workflows.Forge("github"), u.bare, 1, u.p1), HeadSHA: u.p1,
 				Files: map[string]string{"README": "v1", "feature.txt": "pr1"}}
 		},
 	})
@@ -147,7 +147,7 @@ func TestWorkspacesConformance(t *testing.T) {
 
 func newWorkspaces(t *testing.T, data string) *git.Workspaces {
 	t.Helper()
-	w, err := git.New(git.Config{DataDir: data})
+	w, err := git.New(git.Config{DataDir: data, Links: forgeLinks(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +165,13 @@ func head(t *testing.T, dir string) (sha string, detached bool) {
 
 func TestPrepareCheckout(t *testing.T) {
 	u := sharedUpstream(t)
-	comment := prEvent(workflows.GitHub, u.bare, 1, "")
+	comment := prEvent(workflows.Forge("github"), u.bare, 1, "")
 	comment.Kind, comment.Action = workflows.KindComment, "created"
 	comment.Comment = &workflows.Comment{ID: 1, Body: "/review"}
-	issueComment := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindComment, Repo: "acme/widgets",
+	issueComment := &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindComment, Repo: "acme/widgets",
 		CloneURL: u.bare, Issue: &workflows.Issue{Number: 9}, Comment: &workflows.Comment{Body: "/triage"}}
 	push := func(ref, branch, after string) *workflows.Event {
-		return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: u.bare,
+		return &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: u.bare,
 			Push: &workflows.Push{Ref: ref, Branch: branch, After: after}}
 	}
 	tests := []struct {
@@ -181,10 +181,10 @@ func TestPrepareCheckout(t *testing.T) {
 		wantFiles map[string]string
 		wantErr   string
 	}{
-		{"github pull request", prEvent(workflows.GitHub, u.bare, 1, u.p1), u.p1, map[string]string{"README": "v1", "feature.txt": "pr1"}, ""},
-		{"github pull request, upper-case SHA", prEvent(workflows.GitHub, u.bare, 1, strings.ToUpper(u.p1)), u.p1, nil, ""},
-		{"gitlab merge request", prEvent(workflows.GitLab, u.bare, 2, u.p1), u.p1, map[string]string{"feature.txt": "pr1"}, ""},
-		{"gitlab merge request ref is not github's", prEvent(workflows.GitLab, u.bare, 1, ""), "", nil, "refs/merge-requests/1/head"},
+		{"github pull request", prEvent(workflows.Forge("github"), u.bare, 1, u.p1), u.p1, map[string]string{"README": "v1", "feature.txt": "pr1"}, ""},
+		{"github pull request, upper-case SHA", prEvent(workflows.Forge("github"), u.bare, 1, strings.ToUpper(u.p1)), u.p1, nil, ""},
+		{"gitlab merge request", prEvent(workflows.Forge("gitlab"), u.bare, 2, u.p1), u.p1, map[string]string{"feature.txt": "pr1"}, ""},
+		{"gitlab merge request ref is not github's", prEvent(workflows.Forge("gitlab"), u.bare, 1, ""), "", nil, "refs/merge-requests/1/head"},
 		{"push: the pushed SHA", push("refs/heads/main", "main", u.c2), u.c2, map[string]string{"README": "v2"}, ""},
 		{"push: an older SHA of the branch", push("refs/heads/main", "main", u.c1), u.c1, map[string]string{"README": "v1"}, ""},
 		{"push: branch only, no SHA", push("", "main", ""), u.c2, nil, ""},
@@ -192,10 +192,10 @@ func TestPrepareCheckout(t *testing.T) {
 		{"push: deleted branch", push("refs/heads/gone", "gone", strings.Repeat("0", 40)), "", nil, "all zeros"},
 		{"comment on a pull request without SHA: the head ref's tip", comment, u.p1, map[string]string{"feature.txt": "pr1"}, ""},
 		{"comment on an issue: the default branch", issueComment, u.c2, map[string]string{"README": "v2"}, ""},
-		{"unknown SHA", prEvent(workflows.GitHub, u.bare, 1, strings.Repeat("ab", 20)), "", nil, "not found"},
-		{"malformed SHA", prEvent(workflows.GitHub, u.bare, 1, "HEAD~1"), "", nil, "not a commit id"},
-		{"unknown pull request", prEvent(workflows.GitHub, u.bare, 77, ""), "", nil, "refs/pull/77/head"},
-		{"no clone URL", prEvent(workflows.GitHub, "", 1, u.p1), "", nil, "no clone URL"},
+		{"unknown SHA", prEvent(workflows.Forge("github"), u.bare, 1, strings.Repeat("ab", 20)), "", nil, "not found"},
+		{"malformed SHA", prEvent(workflows.Forge("github"), u.bare, 1, "HEAD~1"), "", nil, "not a commit id"},
+		{"unknown pull request", prEvent(workflows.Forge("github"), u.bare, 77, ""), "", nil, "refs/pull/77/head"},
+		{"no clone URL", prEvent(workflows.Forge("github"), "", 1, u.p1), "", nil, "no clone URL"},
 	}
 	w := newWorkspaces(t, t.TempDir())
 	for i, tt := range tests {
@@ -236,7 +236,7 @@ func TestPrepareCheckout(t *testing.T) {
 		})
 	}
 	t.Run("pull request base branch is there to diff against", func(t *testing.T) {
-		dir, _, err := prepare(w, context.Background(), "base", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
+		dir, _, err := prepare(w, context.Background(), "base", prEvent(workflows.Forge("github"), u.bare, 1, u.p1), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,13 +256,13 @@ func TestPrepareFollowsUpstream(t *testing.T) {
 	data := t.TempDir()
 	w := newWorkspaces(t, data)
 	ctx := context.Background()
-	if _, sha, err := prepare(w, ctx, "r1", prEvent(workflows.GitHub, u.bare, 1, ""), true); err != nil || sha != u.p1 {
+	if _, sha, err := prepare(w, ctx, "r1", prEvent(workflows.Forge("github"), u.bare, 1, ""), true); err != nil || sha != u.p1 {
 		t.Fatalf("first Prepare: %s, %v; want %s", sha, err, u.p1)
 	}
 	// The PR gets a new commit: a comment event (no SHA) sees it.
 	p2 := u.branchCommit("feature2", u.p1, "feature.txt", "pr2")
 	u.updateRef("refs/pull/1/head", p2)
-	dir, sha, err := prepare(w, ctx, "r2", prEvent(workflows.GitHub, u.bare, 1, ""), true)
+	dir, sha, err := prepare(w, ctx, "r2", prEvent(workflows.Forge("github"), u.bare, 1, ""), true)
 	if err != nil || sha != p2 {
 		t.Fatalf("second Prepare: %s, %v; want %s", sha, err, p2)
 	}
@@ -270,7 +270,7 @@ func TestPrepareFollowsUpstream(t *testing.T) {
 		t.Errorf("feature.txt = %q, want pr2", b)
 	}
 	// An event for the old head still checks it out (already in the mirror).
-	if _, sha, err := prepare(w, ctx, "r3", prEvent(workflows.GitHub, u.bare, 1, u.p1), true); err != nil || sha != u.p1 {
+	if _, sha, err := prepare(w, ctx, "r3", prEvent(workflows.Forge("github"), u.bare, 1, u.p1), true); err != nil || sha != u.p1 {
 		t.Errorf("Prepare of the old head: %s, %v; want %s", sha, err, u.p1)
 	}
 	mirrors, _ := filepath.Glob(filepath.Join(data, "mirrors", "*", "*.git"))
@@ -287,7 +287,7 @@ func TestPrepareForcePushedHead(t *testing.T) {
 	u.branchCommit("keep", u.p1, "keep.txt", "k") // keeps p1 reachable
 	u.updateRef("refs/pull/1/head", other)
 	w := newWorkspaces(t, t.TempDir())
-	dir, sha, err := prepare(w, context.Background(), "r", prEvent(workflows.GitHub, u.bare, 1, u.p1), true)
+	dir, sha, err := prepare(w, context.Background(), "r", prEvent(workflows.Forge("github"), u.bare, 1, u.p1), true)
 	if err != nil || sha != u.p1 {
 		t.Fatalf("Prepare: %s, %v; want %s", sha, err, u.p1)
 	}
@@ -306,9 +306,9 @@ func TestPrepareConcurrent(t *testing.T) {
 		e    *workflows.Event
 		want string
 	}{
-		{prEvent(workflows.GitHub, u.bare, 1, u.p1), u.p1},
-		{prEvent(workflows.GitHub, u.bare, 1, ""), u.p1},
-		{&workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: u.bare,
+		{prEvent(workflows.Forge("github"), u.bare, 1, u.p1), u.p1},
+		{prEvent(workflows.Forge("github"), u.bare, 1, ""), u.p1},
+		{&workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: u.bare,
 			Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: u.c2}}, u.c2},
 	}
 	const n = 8
@@ -392,7 +392,7 @@ func TestUntrustedInput(t *testing.T) {
 	w := newWorkspaces(t, data)
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	push := func(url, ref, branch string) *workflows.Event {
-		return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: url,
+		return &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindPush, Repo: "acme/widgets", CloneURL: url,
 			Push: &workflows.Push{Ref: ref, Branch: branch}}
 	}
 	tests := []struct {
@@ -400,16 +400,16 @@ func TestUntrustedInput(t *testing.T) {
 		runID string
 		event *workflows.Event
 	}{
-		{"run id escaping the workspaces dir", "../escape", prEvent(workflows.GitHub, u.bare, 1, u.p1)},
-		{"run id with a slash", "a/b", prEvent(workflows.GitHub, u.bare, 1, u.p1)},
-		{"empty run id", "", prEvent(workflows.GitHub, u.bare, 1, u.p1)},
-		{"clone URL as an option", "r", prEvent(workflows.GitHub, "--upload-pack=touch "+pwned, 1, u.p1)},
-		{"ext transport", "r", prEvent(workflows.GitHub, "ext::sh -c touch% "+pwned, 1, u.p1)},
+		{"run id escaping the workspaces dir", "../escape", prEvent(workflows.Forge("github"), u.bare, 1, u.p1)},
+		{"run id with a slash", "a/b", prEvent(workflows.Forge("github"), u.bare, 1, u.p1)},
+		{"empty run id", "", prEvent(workflows.Forge("github"), u.bare, 1, u.p1)},
+		{"clone URL as an option", "r", prEvent(workflows.Forge("github"), "--upload-pack=touch "+pwned, 1, u.p1)},
+		{"ext transport", "r", prEvent(workflows.Forge("github"), "ext::sh -c touch% "+pwned, 1, u.p1)},
 		{"ref as an option", "r", push(u.bare, "--upload-pack=touch "+pwned, "")},
 		{"branch as an option", "r", push(u.bare, "", "--upload-pack=touch "+pwned)},
 		{"ref with a refspec colon", "r", push(u.bare, "refs/heads/main:refs/heads/x", "")},
 		{"base branch with ..", "r", func() *workflows.Event {
-			e := prEvent(workflows.GitHub, u.bare, 1, u.p1)
+			e := prEvent(workflows.Forge("github"), u.bare, 1, u.p1)
 			e.PullRequest.BaseRef = "../../etc"
 			return e
 		}()},
@@ -428,7 +428,7 @@ func TestUntrustedInput(t *testing.T) {
 		t.Errorf("a workspace was created outside <data>/workspaces")
 	}
 	// A repository name full of path syntax stays one mirror under mirrors/.
-	e := prEvent(workflows.GitHub, u.bare, 1, u.p1)
+	e := prEvent(workflows.Forge("github"), u.bare, 1, u.p1)
 	e.Repo = "../../evil/.."
 	if _, _, err := prepare(w, context.Background(), "odd-name", e, true); err != nil {
 		t.Fatalf("Prepare with an odd repo name: %v", err)
@@ -448,7 +448,7 @@ func TestPrepareCancelled(t *testing.T) {
 	w := newWorkspaces(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := prepare(w, ctx, "r", prEvent(workflows.GitHub, "/nonexistent/upstream.git", 1, strings.Repeat("a", 40)), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
+	if _, _, err := prepare(w, ctx, "r", prEvent(workflows.Forge("github"), "/nonexistent/upstream.git", 1, strings.Repeat("a", 40)), true); err == nil || !strings.Contains(err.Error(), "context canceled") {
 		t.Errorf("Prepare with a cancelled context: %v, want a context error", err)
 	}
 }
@@ -494,7 +494,7 @@ func TestAuthOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, sha, err := prepare(w, context.Background(), "auth", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
+	dir, sha, err := prepare(w, context.Background(), "auth", prEvent(workflows.Forge("github"), cloneURL, 1, u.p1), true)
 	if err != nil || sha != u.p1 {
 		t.Fatalf("Prepare with a token: %s, %v; want %s", sha, err, u.p1)
 	}
@@ -512,13 +512,13 @@ func TestAuthOverHTTP(t *testing.T) {
 	// Without credentials the server refuses, and the error says so
 	// without any secret.
 	anon := newWorkspaces(t, t.TempDir())
-	_, _, err = prepare(anon, context.Background(), "anon", prEvent(workflows.GitHub, cloneURL, 1, u.p1), true)
+	_, _, err = prepare(anon, context.Background(), "anon", prEvent(workflows.Forge("github"), cloneURL, 1, u.p1), true)
 	if err == nil || refused.Load() == 0 {
 		t.Fatalf("Prepare without a token: err %v, refused %d; want a refusal", err, refused.Load())
 	}
 	// Credentials in the URL itself are kept out of errors too.
 	_, _, err = prepare(anon, context.Background(), "anon2",
-		prEvent(workflows.GitHub, strings.Replace(cloneURL, "://", "://user:"+token+"@", 1)+"-missing", 1, u.p1), true)
+		prEvent(workflows.Forge("github"), strings.Replace(cloneURL, "://", "://user:"+token+"@", 1)+"-missing", 1, u.p1), true)
 	if err == nil || strings.Contains(err.Error(), token) {
 		t.Errorf("error %v: want one without the token", err)
 	}
@@ -556,4 +556,28 @@ func TestConfigValidate(t *testing.T) {
 func prepare(w *git.Workspaces, ctx context.Context, runID string, e *workflows.Event, checkout bool) (string, string, error) {
 	ws, err := w.Prepare(ctx, runID, e, contract.PrepareOptions{Checkout: checkout, HostSteps: true})
 	return ws.Dir, ws.HeadSHA, err
+}
+
+// Prepare makes the workspaces and scratch directories again when they
+// went away after New (an operator's cleanup of data_dir).
+func TestPrepareRemakesItsParents(t *testing.T) {
+	data := t.TempDir()
+	w := newWorkspaces(t, data)
+	for _, d := range []string{"workspaces", "scratch"} {
+		if err := os.RemoveAll(filepath.Join(data, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := w.Prepare(context.Background(), "r1", nil, contract.PrepareOptions{HostSteps: true})
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.EventDir, ws.Results} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if err := w.Remove("r1"); err != nil {
+		t.Fatal(err)
+	}
 }

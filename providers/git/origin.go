@@ -11,9 +11,9 @@ import (
 )
 
 // Origins maps each forge to the origin, scheme://host[:port], that the
-// clone URLs of its events must have: "https://github.com", a GitHub
-// Enterprise Server's "https://ghe.example", "https://gitlab.com". The
-// forge's credentials go only there.
+// clone URLs of its events must have: "https://forge.example", a
+// self-hosted server's "https://git.example:8443" (forge.Git's
+// GitOrigin). The forge's credentials go only there.
 type Origins map[workflows.Forge]string
 
 // Validate reports an origin that is not an http(s) scheme://host[:port].

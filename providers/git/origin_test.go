@@ -18,33 +18,33 @@ import (
 )
 
 func TestOriginsCheck(t *testing.T) {
-	origins := git.Origins{workflows.GitHub: "https://github.com", workflows.GitLab: "https://gitlab.example:8443/"}
+	origins := git.Origins{workflows.Forge("github"): "https://github.com", workflows.Forge("gitlab"): "https://gitlab.example:8443/"}
 	const secret = "glpat-s3cr3t"
 	tests := []struct {
 		forge   workflows.Forge
 		url     string
 		wantErr string // "" = allowed
 	}{
-		{workflows.GitHub, "https://github.com/octo/demo.git", ""},
-		{workflows.GitHub, "HTTPS://GitHub.COM/octo/demo.git", ""},
-		{workflows.GitHub, "https://github.com:443/octo/demo.git", ""},
-		{workflows.GitLab, "https://gitlab.example:8443/group/sub/project.git", ""},
-		{workflows.GitHub, "https://evil.example/octo/demo.git", `host "evil.example" is not the github host (want https://github.com)`},
-		{workflows.GitHub, "https://github.com.evil.example/octo/demo.git", `host "github.com.evil.example" is not the github host`},
-		{workflows.GitHub, "https://github.com:8443/octo/demo.git", `host "github.com:8443" is not the github host`},
-		{workflows.GitHub, "http://github.com/octo/demo.git", `scheme "http" is not the github one (want https://github.com)`},
-		{workflows.GitLab, "https://gitlab.example/group/project.git", `host "gitlab.example" is not the gitlab host (want https://gitlab.example:8443/)`},
-		{workflows.GitLab, "https://github.com/octo/demo.git", `is not the gitlab host`},
-		{workflows.GitHub, "ssh://git@github.com/octo/demo.git", `scheme "ssh" is not allowed`},
-		{workflows.GitHub, "git://github.com/octo/demo.git", `scheme "git" is not allowed`},
-		{workflows.GitHub, "file:///srv/repos/demo.git", `not an http(s) URL`},
-		{workflows.GitHub, "/srv/repos/demo.git", `not an http(s) URL`},
-		{workflows.GitHub, "../demo.git", `not an http(s) URL`},
-		{workflows.GitHub, "git@github.com:octo/demo.git", `not an http(s) URL`},
-		{workflows.GitHub, "ext::sh -c touch% /tmp/pwned", `not an http(s) URL`},
-		{workflows.GitHub, "https://x:" + secret + "@github.com/octo/demo.git", "carries credentials"},
-		{workflows.GitHub, "https://github.com@evil.example/octo/demo.git", "carries credentials"},
-		{workflows.GitHub, "", "no clone URL"},
+		{workflows.Forge("github"), "https://github.com/octo/demo.git", ""},
+		{workflows.Forge("github"), "HTTPS://GitHub.COM/octo/demo.git", ""},
+		{workflows.Forge("github"), "https://github.com:443/octo/demo.git", ""},
+		{workflows.Forge("gitlab"), "https://gitlab.example:8443/group/sub/project.git", ""},
+		{workflows.Forge("github"), "https://evil.example/octo/demo.git", `host "evil.example" is not the github host (want https://github.com)`},
+		{workflows.Forge("github"), "https://github.com.evil.example/octo/demo.git", `host "github.com.evil.example" is not the github host`},
+		{workflows.Forge("github"), "https://github.com:8443/octo/demo.git", `host "github.com:8443" is not the github host`},
+		{workflows.Forge("github"), "http://github.com/octo/demo.git", `scheme "http" is not the github one (want https://github.com)`},
+		{workflows.Forge("gitlab"), "https://gitlab.example/group/project.git", `host "gitlab.example" is not the gitlab host (want https://gitlab.example:8443/)`},
+		{workflows.Forge("gitlab"), "https://github.com/octo/demo.git", `is not the gitlab host`},
+		{workflows.Forge("github"), "ssh://git@github.com/octo/demo.git", `scheme "ssh" is not allowed`},
+		{workflows.Forge("github"), "git://github.com/octo/demo.git", `scheme "git" is not allowed`},
+		{workflows.Forge("github"), "file:///srv/repos/demo.git", `not an http(s) URL`},
+		{workflows.Forge("github"), "/srv/repos/demo.git", `not an http(s) URL`},
+		{workflows.Forge("github"), "../demo.git", `not an http(s) URL`},
+		{workflows.Forge("github"), "git@github.com:octo/demo.git", `not an http(s) URL`},
+		{workflows.Forge("github"), "ext::sh -c touch% /tmp/pwned", `not an http(s) URL`},
+		{workflows.Forge("github"), "https://x:" + secret + "@github.com/octo/demo.git", "carries credentials"},
+		{workflows.Forge("github"), "https://github.com@evil.example/octo/demo.git", "carries credentials"},
+		{workflows.Forge("github"), "", "no clone URL"},
 		{"bitbucket", "https://bitbucket.org/a/b.git", `no origin is configured for forge "bitbucket"`},
 	}
 	for _, tt := range tests {
@@ -66,10 +66,10 @@ func TestOriginsCheck(t *testing.T) {
 			t.Errorf("error %q echoes the URL's credentials", err)
 		}
 	}
-	if err := (git.Origins{workflows.GitHub: "https://ghe.example/api/v3/"}).Validate(); err == nil {
+	if err := (git.Origins{workflows.Forge("github"): "https://ghe.example/api/v3/"}).Validate(); err == nil {
 		t.Error("an origin with a path was accepted")
 	}
-	if _, err := git.New(git.Config{DataDir: t.TempDir(), Origins: git.Origins{workflows.GitHub: "ssh://github.com"}}); err == nil {
+	if _, err := git.New(git.Config{DataDir: t.TempDir(), Origins: git.Origins{workflows.Forge("github"): "ssh://github.com"}}); err == nil {
 		t.Error("New accepted an ssh origin")
 	}
 }
@@ -98,7 +98,7 @@ func TestOriginsBeforeAnyNetworkCall(t *testing.T) {
 	forge, forgeRequests := gitServer(t, u)
 	other, otherRequests := gitServer(t, u)
 	var authCalls atomic.Int32
-	w, err := git.New(git.Config{DataDir: t.TempDir(), Origins: git.Origins{workflows.GitHub: forge.URL},
+	w, err := git.New(git.Config{DataDir: t.TempDir(), Origins: git.Origins{workflows.Forge("github"): forge.URL},
 		Auth: func(context.Context, *workflows.Event) (string, string, error) {
 			authCalls.Add(1)
 			return "x-access-token", "ghs_token", nil
@@ -108,7 +108,7 @@ func TestOriginsBeforeAnyNetworkCall(t *testing.T) {
 	}
 	repo := "/" + filepath.Base(u.bare)
 
-	_, _, err = prepare(w, context.Background(), "other", prEvent(workflows.GitHub, other.URL+repo, 1, u.p1), true)
+	_, _, err = prepare(w, context.Background(), "other", prEvent(workflows.Forge("github"), other.URL+repo, 1, u.p1), true)
 	otherHost := strings.TrimPrefix(other.URL, "http://")
 	want := `host "` + otherHost + `" is not the github host (want ` + forge.URL + `)`
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, contract.ErrRefused) {
@@ -124,13 +124,13 @@ func TestOriginsBeforeAnyNetworkCall(t *testing.T) {
 		t.Errorf("a refused Prepare left %s", dir)
 	}
 	for _, local := range []string{u.bare, "file://" + u.bare} {
-		if _, _, err := prepare(w, context.Background(), "local", prEvent(workflows.GitHub, local, 1, u.p1), true); !errors.Is(err, contract.ErrRefused) {
+		if _, _, err := prepare(w, context.Background(), "local", prEvent(workflows.Forge("github"), local, 1, u.p1), true); !errors.Is(err, contract.ErrRefused) {
 			t.Errorf("Prepare from local %q: %v, want a refusal", local, err)
 		}
 	}
 
 	// The forge's own host is allowed and gets the credentials.
-	dir, sha, err := prepare(w, context.Background(), "forge", prEvent(workflows.GitHub, forge.URL+repo, 1, u.p1), true)
+	dir, sha, err := prepare(w, context.Background(), "forge", prEvent(workflows.Forge("github"), forge.URL+repo, 1, u.p1), true)
 	if err != nil || sha != u.p1 || !exists(filepath.Join(dir, "feature.txt")) {
 		t.Fatalf("Prepare from the forge: %s, %v", sha, err)
 	}
@@ -138,7 +138,7 @@ func TestOriginsBeforeAnyNetworkCall(t *testing.T) {
 		t.Errorf("forge requests %d, auth calls %d; want both > 0", forgeRequests.Load(), authCalls.Load())
 	}
 	// Without checkout nothing is fetched, so nothing is checked.
-	if _, _, err := prepare(w, context.Background(), "empty", prEvent(workflows.GitHub, other.URL+repo, 1, u.p1), false); err != nil {
+	if _, _, err := prepare(w, context.Background(), "empty", prEvent(workflows.Forge("github"), other.URL+repo, 1, u.p1), false); err != nil {
 		t.Errorf("Prepare without checkout: %v", err)
 	}
 }

@@ -317,7 +317,9 @@ func (f *fakeGitea) issueAPI(w http.ResponseWriter, r *http.Request, body []byte
 		for _, a := range is.Assignees {
 			as = append(as, map[string]any{"id": 9, "login": a})
 		}
-		return map[string]any{"number": n, "state": is.State, "assignees": as}
+		// As Gitea 1.26 answers: the repository's owner is a login.
+		return map[string]any{"number": n, "state": is.State, "assignees": as,
+			"repository": map[string]any{"id": 1, "name": "demo", "owner": "alice", "full_name": "alice/demo"}}
 	}
 	m := reIssueLabel.FindStringSubmatch(p)
 	switch {

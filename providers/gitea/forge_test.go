@@ -55,7 +55,7 @@ func TestForgeConformance(t *testing.T) {
 				"base": map[string]any{"ref": "main", "sha": strings.Repeat("a", 40), "repo": map[string]any{"full_name": "alice/demo"}}}
 			f.files[1] = []string{"README.md", "pr-only.txt"}
 			f.permissions["bob"], f.members["bob"] = "write", true
-			cfg := Config{BaseURL: f.base(), RunURL: "https://hookrun.example/runs/{run}"}
+			cfg := Config{BaseURL: f.base(), API: testAPI}
 			if creds {
 				cfg.Token = f.token
 			}
@@ -74,12 +74,13 @@ func TestForgeConformance(t *testing.T) {
 		GitPass:     "gitea-token-7f3a",
 		FinalState:  "success",
 		Suggestion:  "```diff\n-\t\tlog.Fatal(\"no config\")\n+",
+		MarksGone:   true,
 		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
 			f := newFakeGitea(t)
 			// Someone else's review with a marker it copied: not hookrun's.
 			f.rv = &fakeReviews{valid: []int{10, 11, 12, 13, 14, 15, 39, 40, 41}, reviews: []*fakeReview{{ID: 1, Login: "mallory",
 				Comments: []fakeReviewComment{{ID: 2, Path: "main.go", Line: 13, Body: "<!-- hookrun:finding:0123456789abcdef0123456789abcdef -->"}}}}}
-			fg, err := NewForge(Config{BaseURL: f.base(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}"})
+			fg, err := NewForge(Config{BaseURL: f.base(), Token: f.token, API: testAPI})
 			if err != nil {
 				t.Fatal(err)
 			}

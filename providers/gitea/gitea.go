@@ -1,15 +1,13 @@
 package gitea
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/hookrun/hookrun/providers/github"
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/dialect"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -24,23 +22,47 @@ type Config struct {
 	// token". Reading other users' permissions needs the account to be an
 	// admin of the repository. Never logged.
 	Token string
-	// RunURL links the run from the comment and the commit status; "{run}"
-	// is replaced by the run id. "" = no link.
-	RunURL string
-	// Transport sends the HTTP requests; nil = the github package's default.
-	Transport http.RoundTripper
-	// WrapTransport, when set, wraps Transport once (trace spans).
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// WebhookEnabled serves POST /hooks/gitea (ingress); false: the route
-	// answers 404. The forge is registered either way (its git origin).
-	WebhookEnabled bool
-	// WebhookSecrets are the webhook secrets X-Gitea-Signature is checked
-	// against: a delivery signed with any of them is accepted (several
-	// allow rotation). Empty: the deliveries are accepted unverified only
-	// under --insecure-no-verify. Never logged.
-	WebhookSecrets []string
-	// Logger receives retries and fallbacks (never tokens); nil = slog.Default().
-	Logger *slog.Logger
+	// API builds the REST client of the server's API root with Token
+	// (Dialect's client: the composition root gives it, with the run link,
+	// logger and transport it configures). Required with a token.
+	API NewAPI
+	// Webhook serves POST /hooks/gitea; X-Gitea-Signature is checked
+	// against its WebhookSecrets.
+	forge.Webhook
+	// Labels remembers the labels last seen on each issue and pull
+	// request, to tell a label_updated delivery that added a label
+	// (labeled) from one that removed one (unlabeled). Optional: without
+	// it such a delivery is labeled with LabelActionUnknown.
+	Labels LabelMemory
+}
+
+// API is the REST client the forge reports, reviews, acts and looks up
+// through: the client of the API Gitea's answers for everything hookrun
+// calls (issue comments, commit statuses, comment reactions, pull requests
+// and their files and reviews, labels, the current user), speaking it as
+// Dialect says.
+type API interface {
+	forge.API
+	// CollaboratorAssociation is a user's permission on a repository as
+	// an author association (owner → OWNER, admin and write → MEMBER,
+	// read → COLLABORATOR for a collaborator, else NONE).
+	workflows.CollaboratorLookup
+}
+
+// NewAPI builds the API client of the REST root apiURL with token.
+type NewAPI func(apiURL, token string) (API, error)
+
+// Dialect is how Gitea's and Forgejo's API differs from the one it is
+// modeled on, for the client the composition root builds (Config.API):
+// "Authorization: token", no apps, label colors with '#', labels by id,
+// assignees by editing the issue, no close reason, a compare answer per
+// commit, and pull reviews read and posted review by review (the diff from
+// pulls/{n}.diff, comments at new_position, suggestions as a fenced diff,
+// a gone finding's comment edited through PATCH
+// /repos/{o}/{r}/issues/comments/{id} to say "Fixed in <sha>").
+func Dialect() *dialect.Dialect {
+	return &dialect.Dialect{TokenScheme: "token", TokenOnly: true, LabelColorHash: true, LabelsByID: true,
+		AssigneesByEdit: true, NoStateReason: true, NoCompareFiles: true, PullReviews: true}
 }
 
 // Validate reports what is wrong with c. Errors never include the token.
@@ -51,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("gitea: set a token"))
+	}
+	if c.API == nil {
+		errs = append(errs, errors.New("gitea: no API client to report through (Config.API)"))
 	}
 	return errors.Join(errs...)
 }
@@ -71,7 +96,7 @@ func GitOrigin(baseURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil
+	return forge.OriginOf(u), nil
 }
 
 func parseBase(baseURL string) (*url.URL, error) {
@@ -89,7 +114,7 @@ func parseBase(baseURL string) (*url.URL, error) {
 // ingress asks: pull request heads, changed files, authors' permissions.
 // It is safe for concurrent use.
 type Reporter struct {
-	*github.Reporter
+	API
 }
 
 // New checks cfg and returns a Reporter. No request is made yet.
@@ -98,49 +123,14 @@ func New(cfg Config) (*Reporter, error) {
 		return nil, err
 	}
 	api, _ := APIURL(cfg.BaseURL)
-	r, err := github.New(github.Config{Forge: workflows.Gitea, APIURL: api, Token: cfg.Token, RunURL: cfg.RunURL,
-		Transport: cfg.Transport, WrapTransport: cfg.WrapTransport, Logger: cfg.Logger})
+	c, err := cfg.API(api, cfg.Token)
 	if err != nil {
 		return nil, err
 	}
-	return &Reporter{Reporter: r}, nil
+	return &Reporter{API: c}, nil
 }
 
-// Association maps a Gitea permission to an author association: owner →
-// OWNER; admin and write → MEMBER; read → COLLABORATOR for a collaborator
-// of the repository; anything else NONE.
-func Association(permission string, collaborator bool) string {
-	switch permission {
-	case "owner":
-		return "OWNER"
-	case "admin", "write":
-		return "MEMBER"
-	case "read":
-		if collaborator {
-			return "COLLABORATOR"
-		}
-	}
-	return "NONE"
-}
-
-// CollaboratorAssociation implements workflows.CollaboratorLookup: login's
-// permission on repo (GET /repos/{owner}/{repo}/collaborators/{login}/permission)
-// mapped by Association. Read is what every signed-in user has on a public
-// repository, so for read Gitea is also asked whether login is a
-// collaborator (GET /repos/{owner}/{repo}/collaborators/{login}): a
-// stranger stays NONE.
-func (r *Reporter) CollaboratorAssociation(ctx context.Context, repo, login string) (string, error) {
-	p, err := r.Permission(ctx, repo, login)
-	if err != nil {
-		return "", err
-	}
-	collaborator := false
-	if p == "read" {
-		if collaborator, err = r.IsCollaborator(ctx, repo, login); err != nil {
-			return "", err
-		}
-	}
-	return Association(p, collaborator), nil
-}
-
+// CollaboratorAssociation (workflows.CollaboratorLookup) is the API's:
+// the permission a Gitea user has on a repository, as an author
+// association.
 var _ workflows.CollaboratorLookup = (*Reporter)(nil)

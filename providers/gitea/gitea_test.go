@@ -16,7 +16,7 @@ const headSHA = "4ac6328925c3c9834bab00ce315e67cced788966"
 
 func newReporter(t *testing.T, f *fakeGitea) *Reporter {
 	t.Helper()
-	r, err := New(Config{BaseURL: f.base(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}"})
+	r, err := New(Config{BaseURL: f.base(), Token: f.token, API: testAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func newReporter(t *testing.T, f *fakeGitea) *Reporter {
 }
 
 func commentEvent() *workflows.Event {
-	return &workflows.Event{Forge: workflows.Gitea, Kind: workflows.KindComment, Action: "created", Repo: "alice/demo",
+	return &workflows.Event{Forge: Name, Kind: workflows.KindComment, Action: "created", Repo: "alice/demo",
 		Sender: "alice", PullRequest: &workflows.PullRequest{Number: 1, Title: "Add pr-only.txt", HeadSHA: headSHA, HeadRef: "feature", BaseRef: "main"},
 		Comment: &workflows.Comment{ID: 3, Body: "/review"}}
 }
@@ -110,7 +110,7 @@ func TestReportOnGitea(t *testing.T) {
 func TestReportRefusesOtherForges(t *testing.T) {
 	f := newFakeGitea(t)
 	ev := commentEvent()
-	ev.Forge = workflows.GitHub
+	ev.Forge = workflows.Forge("github")
 	_, err := newReporter(t, f).Report(context.Background(), &contract.RunReport{RunID: "r", Workflow: reviewWorkflow, Event: ev, Phase: contract.PhaseStart})
 	if err == nil || !strings.Contains(err.Error(), "event comes from github") {
 		t.Fatalf("err = %v", err)
@@ -172,11 +172,12 @@ func TestConfig(t *testing.T) {
 		cfg     Config
 		wantErr string
 	}{
-		{Config{BaseURL: "https://gitea.example/", Token: "t"}, ""},
-		{Config{BaseURL: "https://codeberg.org", Token: "t"}, ""},
-		{Config{BaseURL: "https://gitea.example/api/v1/", Token: "t"}, "without api/v1"},
-		{Config{BaseURL: "gitea.example", Token: "t"}, "want the server's http(s) root"},
-		{Config{BaseURL: "https://gitea.example/"}, "set a token"},
+		{Config{BaseURL: "https://gitea.example/", Token: "t", API: testAPI}, ""},
+		{Config{BaseURL: "https://codeberg.org", Token: "t", API: testAPI}, ""},
+		{Config{BaseURL: "https://gitea.example/api/v1/", Token: "t", API: testAPI}, "without api/v1"},
+		{Config{BaseURL: "gitea.example", Token: "t", API: testAPI}, "want the server's http(s) root"},
+		{Config{BaseURL: "https://gitea.example/", API: testAPI}, "set a token"},
+		{Config{BaseURL: "https://gitea.example/", Token: "t"}, "no API client"},
 	} {
 		err := tc.cfg.Validate()
 		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {

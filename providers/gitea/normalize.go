@@ -2,11 +2,11 @@ package gitea
 
 import (
 	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/providers/internal/ghpayload"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// giteaActions maps Gitea's actions onto hookrun's (GitHub's) names where
+// giteaActions maps Gitea's actions onto hookrun's names (workflows.Actions) where
 // they differ; every other action is kept as Gitea sends it (opened,
 // closed, reopened, edited, assigned, review_requested, ...).
 var giteaActions = map[string]string{
@@ -26,13 +26,14 @@ func giteaAction(a string) string {
 // Event (without Forge, DeliveryID and Raw, which Normalize sets).
 //
 //   - pull_request: actions through giteaActions (label_updated is labeled
-//     with the pull request's labels after the change: Gitea does not say
-//     which one was added); head, refs, Fork (head.repo != base.repo) as
-//     for GitHub; Author is the pull request's author.
+//     here: Gitea sends the labels after the change, not which one was
+//     added or removed; rememberLabels then tells which from the labels
+//     seen before); head, refs, Fork (head.repo != base.repo) as hookbody
+//     maps them; Author is the pull request's author.
 //   - issue_comment on a pull request: the delivery's top-level
 //     pull_request gives head SHA, refs and Fork, so such a comment needs
 //     no pinning; without it (an older server) Fork is true and the head is
-//     pinned as for GitHub. Author is the commenter.
+//     pinned as for any comment without a head. Author is the commenter.
 //   - pull_request_approved, pull_request_rejected, pull_request_comment
 //     (a review, or a comment on a line of the diff): comment events on
 //     the pull request, action created, with the review's text as the
@@ -41,16 +42,19 @@ func giteaAction(a string) string {
 //   - push: COLLABORATOR, as on the other forges.
 //
 // Gitea payloads carry no author_association: every event but a push is
-// NONE until ingress asks the API for Author's permission (trust.go).
+// NONE until ingress asks the API for Author's permission (decide/trust.go).
 func normalizeGitea(eventName string, body []byte) (*workflows.Event, error) {
-	payload, err := decodeGitea(eventName, body)
+	payload, err := projections.Decode(Name, eventName, body)
 	if err != nil {
 		return nil, err
+	}
+	if err := giteaLacks(eventName, payload); err != nil {
+		return nil, forge.Malformed(Name, eventName, err)
 	}
 	var ev *workflows.Event
 	switch p := payload.(type) {
 	case *gtPullRequestEvent:
-		if eventName == ghpayload.EventPullRequest {
+		if eventName == hookbody.EventPullRequest {
 			ev, err = giteaPullRequest(p)
 		} else {
 			ev, err = giteaReview(eventName, p)
@@ -59,11 +63,8 @@ func normalizeGitea(eventName string, body []byte) (*workflows.Event, error) {
 		ev, err = giteaIssueComment(p)
 	case *gtIssuesEvent:
 		ev, err = giteaIssues(p)
-	case *ghpayload.PushEvent:
-		if p.Repo == nil {
-			return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoRepository)
-		}
-		return ghpayload.PushOf(Name, p)
+	case *hookbody.PushEvent:
+		return hookbody.PushOf(Name, p)
 	}
 	if err != nil {
 		return nil, err
@@ -72,91 +73,82 @@ func normalizeGitea(eventName string, body []byte) (*workflows.Event, error) {
 	return ev, nil
 }
 
+// giteaLacks is the first part payload (decoded for eventName) must have
+// and lacks, nil for none: every kind needs its repository.
+func giteaLacks(eventName string, payload any) error {
+	need := func(missing bool, err error) hookbody.Need { return hookbody.Need{Missing: missing, Err: err} }
+	switch p := payload.(type) {
+	case *gtPullRequestEvent:
+		review := eventName != hookbody.EventPullRequest
+		return hookbody.FirstLacking(need(p.PullRequest == nil, hookbody.ErrNoPullRequest),
+			need(review && p.Review == nil, hookbody.ErrNoReview), need(p.Repo == nil, hookbody.ErrNoRepository))
+	case *gtIssueCommentEvent:
+		return hookbody.FirstLacking(need(p.Issue == nil, hookbody.ErrNoIssue),
+			need(p.Comment == nil, hookbody.ErrNoComment), need(p.Repo == nil, hookbody.ErrNoRepository))
+	case *gtIssuesEvent:
+		return hookbody.FirstLacking(need(p.Issue == nil, hookbody.ErrNoIssue), need(p.Repo == nil, hookbody.ErrNoRepository))
+	case *hookbody.PushEvent:
+		return hookbody.FirstLacking(need(p.Repo == nil, hookbody.ErrNoRepository))
+	}
+	return nil
+}
+
 func giteaPullRequest(p *gtPullRequestEvent) (*workflows.Event, error) {
 	pr := p.PullRequest
-	switch {
-	case pr == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventPullRequest, ghpayload.ErrNoPullRequest)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventPullRequest, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindPullRequest
 	ev.AuthorAssociation, ev.Author = forge.AssociationNone, pr.User.Login
-	ev.PullRequest = ghpayload.PullOf(&pr.Pull, p.Repo)
+	ev.PullRequest = hookbody.PullOf(&pr.Pull, p.Repo)
 	if ev.PullRequest.Number == 0 {
 		ev.PullRequest.Number = p.Number
 	}
-	ev.Labels = ghpayload.Labels(pr.Labels)
+	ev.Labels = hookbody.Labels(pr.Labels)
 	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(nil, nil), pr.UpdatedAt.String()
 	return ev, nil
 }
 
 func giteaReview(eventName string, p *gtPullRequestEvent) (*workflows.Event, error) {
 	pr := p.PullRequest
-	switch {
-	case pr == nil:
-		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoPullRequest)
-	case p.Review == nil:
-		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoReview)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, eventName, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindComment
 	ev.Action = "created" // Gitea says "reviewed"; a review is never edited in place
 	ev.AuthorAssociation, ev.Author = forge.AssociationNone, p.Sender.Login
-	ev.PullRequest = ghpayload.PullOf(&pr.Pull, p.Repo)
+	ev.PullRequest = hookbody.PullOf(&pr.Pull, p.Repo)
 	ev.Comment = &workflows.Comment{Body: p.Review.Content, URL: pr.HTMLURL}
-	ev.Labels = ghpayload.Labels(pr.Labels)
+	ev.Labels = hookbody.Labels(pr.Labels)
 	ev.UpdatedAt = pr.UpdatedAt.String() // a review delivery has no time of its own
 	return ev, nil
 }
 
 func giteaIssueComment(p *gtIssueCommentEvent) (*workflows.Event, error) {
 	issue, comment := p.Issue, p.Comment
-	switch {
-	case issue == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoIssue)
-	case comment == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoComment)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventIssueComment, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindComment
 	ev.AuthorAssociation, ev.Author = forge.AssociationNone, comment.User.Login
 	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL}
 	ev.UpdatedAt = comment.UpdatedAt.String()
 	switch {
 	case p.PullRequest != nil:
-		ev.PullRequest = ghpayload.PullOf(&p.PullRequest.Pull, p.Repo)
+		ev.PullRequest = hookbody.PullOf(&p.PullRequest.Pull, p.Repo)
 		if ev.PullRequest.Number == 0 {
 			ev.PullRequest.Number = issue.Number
 		}
 	case p.IsPull || issue.PullRequestLinks != nil:
-		ev.PullRequest = &workflows.PullRequest{Number: issue.Number, Title: issue.Title, URL: issue.HTMLURL,
-			Fork: true} // unknown from this payload: assume the untrusted case
+		ev.PullRequest = hookbody.PullOfIssue(&issue.Issue)
 	default:
-		ev.Issue = ghpayload.IssueOf(&issue.Issue)
+		ev.Issue = hookbody.IssueOf(&issue.Issue)
 	}
-	ev.Labels = ghpayload.Labels(issue.Labels)
+	ev.Labels = hookbody.Labels(issue.Labels)
 	return ev, nil
 }
 
 func giteaIssues(p *gtIssuesEvent) (*workflows.Event, error) {
 	issue := p.Issue
-	switch {
-	case issue == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventIssues, ghpayload.ErrNoIssue)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghpayload.EventIssues, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindIssue
 	ev.AuthorAssociation, ev.Author = forge.AssociationNone, issue.User.Login
-	ev.Issue = ghpayload.IssueOf(&issue.Issue)
-	ev.Labels = ghpayload.Labels(issue.Labels)
+	ev.Issue = hookbody.IssueOf(&issue.Issue)
+	ev.Labels = hookbody.Labels(issue.Labels)
 	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(nil, nil), issue.UpdatedAt.String()
 	return ev, nil
 }

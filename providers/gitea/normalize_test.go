@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -164,4 +166,24 @@ func TestNormalizeGitea(t *testing.T) {
 			t.Errorf("%s: %v", event, err)
 		}
 	}
+}
+
+// Each kind's payload without one of the parts it needs is malformed, and
+// the error says which part (giteaLacks, checked before the kind's mapping
+// reads the part).
+func TestNormalizeNamesTheMissingPart(t *testing.T) {
+	const repo = `"repository":{"full_name":"a/b"}`
+	forgetest.CheckMissingParts(t, Normalize,
+		forgetest.Missing("pull_request", `{"action":"opened",`+repo+`}`, hookbody.ErrNoPullRequest),
+		forgetest.Missing("pull_request", `{"action":"opened","pull_request":{"number":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("pull_request_approved", `{"review":{"content":"ok"},`+repo+`}`, hookbody.ErrNoPullRequest),
+		forgetest.Missing("pull_request_approved", `{"pull_request":{"number":1},`+repo+`}`, hookbody.ErrNoReview),
+		forgetest.Missing("pull_request_comment", `{"pull_request":{"number":1},"review":{"content":"ok"}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("issue_comment", `{"comment":{"id":1},`+repo+`}`, hookbody.ErrNoIssue),
+		forgetest.Missing("issue_comment", `{"issue":{"number":1},`+repo+`}`, hookbody.ErrNoComment),
+		forgetest.Missing("issue_comment", `{"issue":{"number":1},"comment":{"id":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("issues", `{"action":"opened",`+repo+`}`, hookbody.ErrNoIssue),
+		forgetest.Missing("issues", `{"action":"opened","issue":{"number":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("push", `{"ref":"refs/heads/main"}`, hookbody.ErrNoRepository),
+	)
 }

@@ -1,33 +1,32 @@
 package gitea
 
 import (
-	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/providers/internal/ghpayload"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 )
 
 // Gitea (and Forgejo, which sends the same) webhook bodies of type
-// "gitea" are GitHub-shaped: the GitHub projections (github_payload.go)
-// read them, with what Gitea adds that normalization needs: the logins
-// of authors (Gitea sends no author_association; ingress asks its API),
-// the full pull request of a comment delivery, and a review's verdict.
-// Decoded with GitHub's lenient options.
+// "gitea" have the shape providers/internal/hookbody's projections read,
+// with what Gitea adds that normalization needs: the logins of authors
+// (Gitea sends no author_association; ingress asks its API), the full pull
+// request of a comment delivery, and a review's verdict. Decoded with
+// hookbody's lenient options.
 
-// gtPull is a Gitea pull request: GitHub's fields and its author.
+// gtPull is a Gitea pull request: the shared fields and its author.
 type gtPull struct {
-	ghpayload.Pull
-	User ghpayload.User `json:"user"`
+	hookbody.Pull
+	User hookbody.User `json:"user"`
 }
 
-// gtIssue is a Gitea issue: GitHub's fields and its author.
+// gtIssue is a Gitea issue: the shared fields and its author.
 type gtIssue struct {
-	ghpayload.Issue
-	User ghpayload.User `json:"user"`
+	hookbody.Issue
+	User hookbody.User `json:"user"`
 }
 
-// gtComment is a Gitea comment: GitHub's fields and its author.
+// gtComment is a Gitea comment: the shared fields and its author.
 type gtComment struct {
-	ghpayload.Comment
-	User ghpayload.User `json:"user"`
+	hookbody.Comment
+	User hookbody.User `json:"user"`
 }
 
 // gtReview is what a review delivery says of the review: its type
@@ -41,17 +40,17 @@ type gtReview struct {
 // gtPullRequestEvent is Gitea's PullRequestPayload: pull_request events
 // and, with Review set, the review events.
 type gtPullRequestEvent struct {
-	ghpayload.Common
+	hookbody.Common
 	Number      int       `json:"number"`
 	PullRequest *gtPull   `json:"pull_request"`
 	Review      *gtReview `json:"review"`
-	ghpayload.Target
+	hookbody.Target
 }
 
 // gtIssueCommentEvent is Gitea's IssueCommentPayload; a comment on a pull
 // request carries the whole pull request beside the issue.
 type gtIssueCommentEvent struct {
-	ghpayload.Common
+	hookbody.Common
 	Issue       *gtIssue   `json:"issue"`
 	PullRequest *gtPull    `json:"pull_request"`
 	Comment     *gtComment `json:"comment"`
@@ -59,12 +58,12 @@ type gtIssueCommentEvent struct {
 }
 
 type gtIssuesEvent struct {
-	ghpayload.Common
+	hookbody.Common
 	Issue *gtIssue `json:"issue"`
-	ghpayload.Target
+	hookbody.Target
 }
 
-// Gitea event names (X-Gitea-Event) that ingress handles beside GitHub's
+// Gitea event names (X-Gitea-Event) that ingress handles beside the shared
 // pull_request, issue_comment, issues and push.
 const (
 	gtReviewApproved = "pull_request_approved"
@@ -72,21 +71,14 @@ const (
 	gtReviewComment  = "pull_request_comment" // a comment on a line of the diff
 )
 
-// decodeGitea decodes a Gitea webhook body into its event's projection, or
-// returns an error wrapping ErrUnhandledEvent.
-func decodeGitea(eventName string, body []byte) (any, error) {
-	var p any
-	switch eventName {
-	case ghpayload.EventPullRequest, gtReviewApproved, gtReviewRejected, gtReviewComment:
-		p = new(gtPullRequestEvent)
-	case ghpayload.EventIssueComment:
-		p = new(gtIssueCommentEvent)
-	case ghpayload.EventIssues:
-		p = new(gtIssuesEvent)
-	case ghpayload.EventPush:
-		p = new(ghpayload.PushEvent)
-	default:
-		return nil, forge.Unhandled(Name, eventName)
-	}
-	return ghpayload.Decode(Name, eventName, body, p)
+// projections are what each Gitea event the forge handles decodes into;
+// another event is unhandled.
+var projections = hookbody.Projections{
+	hookbody.EventPullRequest:  hookbody.New[gtPullRequestEvent],
+	gtReviewApproved:           hookbody.New[gtPullRequestEvent],
+	gtReviewRejected:           hookbody.New[gtPullRequestEvent],
+	gtReviewComment:            hookbody.New[gtPullRequestEvent],
+	hookbody.EventIssueComment: hookbody.New[gtIssueCommentEvent],
+	hookbody.EventIssues:       hookbody.New[gtIssuesEvent],
+	hookbody.EventPush:         hookbody.New[hookbody.PushEvent],
 }

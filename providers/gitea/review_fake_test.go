@@ -17,6 +17,7 @@ import (
 type fakeReviews struct {
 	valid   []int // main.go's new lines a comment may be on
 	reviews []*fakeReview
+	marked  []string // bodies review comments were edited to (PATCH .../issues/comments/{id})
 }
 
 type fakeReview struct {
@@ -36,6 +37,7 @@ var (
 	rePullDiff      = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/1\.diff$`)
 	rePullReviews   = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/1/reviews$`)
 	reReviewComment = regexp.MustCompile(`^/api/v1/repos/alice/demo/pulls/1/reviews/(\d+)/comments$`)
+	reEditComment   = regexp.MustCompile(`^/api/v1/repos/alice/demo/issues/comments/(\d+)$`)
 )
 
 // serveReview answers the review endpoints (f.mu held); false: not one
@@ -110,10 +112,45 @@ func (f *fakeGitea) serveReview(w http.ResponseWriter, r *http.Request, p string
 		}
 		rv.reviews = append(rv.reviews, x)
 		f.json(w, http.StatusOK, map[string]any{"id": x.ID, "state": "COMMENT", "body": in.Body, "comments_count": len(x.Comments)})
+	case m == http.MethodPatch && reEditComment.MatchString(p):
+		// Review comments are issue comments of type code: edited
+		// through the issue comments endpoint, by their poster or a
+		// writer (the bot's token is its poster here).
+		id := int64(atoi(reEditComment.FindStringSubmatch(p)[1]))
+		c, login := rv.comment(id)
+		if c == nil {
+			return false // an issue comment (the sticky one)
+		}
+		var in struct {
+			Body string `json:"body"`
+		}
+		if !f.decode(w, body, &in) {
+			return true
+		}
+		if login != f.login {
+			w.WriteHeader(http.StatusForbidden)
+			return true
+		}
+		c.Body = in.Body
+		rv.marked = append(rv.marked, in.Body)
+		f.json(w, http.StatusOK, map[string]any{"id": c.ID, "body": c.Body, "user": map[string]any{"id": 2, "login": login},
+			"pull_request_url": f.srv.URL + "/alice/demo/pulls/1"})
 	default:
 		return false
 	}
 	return true
+}
+
+// comment is the review comment id and its poster; nil if none.
+func (rv *fakeReviews) comment(id int64) (*fakeReviewComment, string) {
+	for _, x := range rv.reviews {
+		for i := range x.Comments {
+			if x.Comments[i].ID == id {
+				return &x.Comments[i], x.Login
+			}
+		}
+	}
+	return nil, ""
 }
 
 // reviewView is the conformance suite's view of fakeReviews.
@@ -134,7 +171,12 @@ func (v reviewView) Inline() map[string]string {
 	return out
 }
 
-// Marked is none: Gitea's gone findings are counted only.
-func (v reviewView) Marked() []string { return nil }
+// Marked are the bodies the review comments of gone findings were
+// edited to.
+func (v reviewView) Marked() []string {
+	v.f.mu.Lock()
+	defer v.f.mu.Unlock()
+	return slices.Clone(v.f.rv.marked)
+}
 
 func (v reviewView) ReviewRequests() int { return v.f.reqs.Count("POST", `.*/pulls/\d+/reviews`) }

@@ -28,7 +28,7 @@ func giteaSign(secret string, body []byte) string {
 // is header, with secrets.
 func verifyGitea(t *testing.T, secrets []string, header string, body []byte) bool {
 	t.Helper()
-	f, err := NewForge(Config{BaseURL: "https://gitea.example/", WebhookEnabled: true, WebhookSecrets: secrets})
+	f, err := NewForge(Config{BaseURL: "https://gitea.example/", Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: secrets}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWebhookConformance(t *testing.T) {
 	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
 		Name: Name,
 		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
-			f, err := NewForge(Config{BaseURL: "https://gitea.example/", WebhookEnabled: enabled, WebhookSecrets: secrets})
+			f, err := NewForge(Config{BaseURL: "https://gitea.example/", Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,12 +11,11 @@ import (
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/workflows"
 )
 
-// This file is the forge.Actor of GitHub and, where Gitea's API differs
-// (labels by id, assignees and state through PATCH of the issue, no
-// state_reason), of Gitea, whose Reporter is this one with Forge gitea.
+// This file is the forge.Actor of GitHub and, where a Dialect says its API
+// differs (labels by id, assignees through PATCH of the issue, no
+// state_reason), of a forge modeled on it.
 
 // issueClient is the client, owner and name of i's repository.
 func (r *Reporter) issueClient(i forge.Issue) (*gh.Client, string, string, error) {
@@ -30,9 +29,6 @@ func (r *Reporter) issueClient(i forge.Issue) (*gh.Client, string, string, error
 	}
 	return c, owner, repo, nil
 }
-
-// gitea reports whether this reporter talks to Gitea.
-func (r *Reporter) gitea() bool { return r.cfg.Forge == workflows.Gitea }
 
 // do sends one request built on c with body, decoding the answer into out.
 func (r *Reporter) do(ctx context.Context, c *gh.Client, method, path string, body, out any) (*gh.Response, error) {
@@ -94,14 +90,14 @@ func (r *Reporter) CreateLabel(ctx context.Context, i forge.Issue, name string) 
 		return err
 	}
 	color := "ededed"
-	if r.gitea() {
+	if r.dialect().LabelColorHash {
 		color = "#ededed"
 	}
 	_, err = r.do(ctx, c, "POST", fmt.Sprintf("repos/%s/%s/labels", owner, repo), map[string]string{"name": name, "color": color}, nil)
 	return err
 }
 
-// labelIDs are Gitea's ids of the labels names.
+// labelIDs are the ids of the labels names on i's repository.
 func (r *Reporter) labelIDs(ctx context.Context, i forge.Issue, names []string) ([]int64, error) {
 	ls, err := r.repoLabels(ctx, i)
 	if err != nil {
@@ -119,7 +115,7 @@ func (r *Reporter) labelIDs(ctx context.Context, i forge.Issue, names []string) 
 }
 
 // AddLabels implements forge.Actor: POST /repos/{o}/{r}/issues/{n}/labels
-// with the names (GitHub) or the ids (Gitea).
+// with the names, or the ids (Dialect.LabelsByID).
 func (r *Reporter) AddLabels(ctx context.Context, i forge.Issue, names []string) error {
 	c, owner, repo, err := r.issueClient(i)
 	if err != nil {
@@ -127,7 +123,7 @@ func (r *Reporter) AddLabels(ctx context.Context, i forge.Issue, names []string)
 	}
 	path := fmt.Sprintf("repos/%s/%s/issues/%d/labels", owner, repo, i.Number)
 	var body any = map[string][]string{"labels": names}
-	if r.gitea() {
+	if r.dialect().LabelsByID {
 		ids, err := r.labelIDs(ctx, i, names)
 		if err != nil {
 			return err
@@ -139,7 +135,7 @@ func (r *Reporter) AddLabels(ctx context.Context, i forge.Issue, names []string)
 }
 
 // RemoveLabels implements forge.Actor: DELETE
-// /repos/{o}/{r}/issues/{n}/labels/{name} (Gitea: {id}) for each; a label
+// /repos/{o}/{r}/issues/{n}/labels/{name} ({id}: Dialect.LabelsByID) for each; a label
 // the issue does not carry (404) is fine.
 func (r *Reporter) RemoveLabels(ctx context.Context, i forge.Issue, names []string) error {
 	c, owner, repo, err := r.issueClient(i)
@@ -147,7 +143,7 @@ func (r *Reporter) RemoveLabels(ctx context.Context, i forge.Issue, names []stri
 		return err
 	}
 	keys := names
-	if r.gitea() {
+	if r.dialect().LabelsByID {
 		ids, err := r.labelIDs(ctx, i, names)
 		if err != nil {
 			return err
@@ -166,28 +162,35 @@ func (r *Reporter) RemoveLabels(ctx context.Context, i forge.Issue, names []stri
 	return nil
 }
 
-// giteaAssignees are the logins assigned to i (GET the issue).
-func (r *Reporter) giteaAssignees(ctx context.Context, c *gh.Client, owner, repo string, n int) ([]string, error) {
-	var is gh.Issue
+// assignees are the logins assigned to i (GET the issue). Only the
+// assignees are decoded: with AssigneesByEdit's dialect the rest of the
+// issue has another shape (its repository's owner is a login, not a
+// user).
+func (r *Reporter) assignees(ctx context.Context, c *gh.Client, owner, repo string, n int) ([]string, error) {
+	var is struct {
+		Assignees []struct {
+			Login string `json:"login"`
+		} `json:"assignees"`
+	}
 	if _, err := r.do(ctx, c, "GET", fmt.Sprintf("repos/%s/%s/issues/%d", owner, repo, n), nil, &is); err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, u := range is.Assignees {
-		out = append(out, u.GetLogin())
+		out = append(out, u.Login)
 	}
 	return out, nil
 }
 
 // assign adds (or removes) logins: POST (DELETE)
-// /repos/{o}/{r}/issues/{n}/assignees on GitHub; Gitea's issue PATCH with
-// the whole new list.
+// /repos/{o}/{r}/issues/{n}/assignees; with Dialect.AssigneesByEdit, the
+// issue's PATCH with the whole new list.
 func (r *Reporter) assign(ctx context.Context, i forge.Issue, logins []string, add bool) error {
 	c, owner, repo, err := r.issueClient(i)
 	if err != nil {
 		return err
 	}
-	if !r.gitea() {
+	if !r.dialect().AssigneesByEdit {
 		method := "POST"
 		if !add {
 			method = "DELETE"
@@ -196,19 +199,13 @@ func (r *Reporter) assign(ctx context.Context, i forge.Issue, logins []string, a
 			map[string][]string{"assignees": logins}, nil)
 		return err
 	}
-	have, err := r.giteaAssignees(ctx, c, owner, repo, i.Number)
+	have, err := r.assignees(ctx, c, owner, repo, i.Number)
 	if err != nil {
 		return err
 	}
 	want := slices.Clone(have)
 	for _, l := range logins {
-		k := slices.Index(want, l)
-		switch {
-		case add && k < 0:
-			want = append(want, l)
-		case !add && k >= 0:
-			want = slices.Delete(want, k, k+1)
-		}
+		want = forge.Toggle(want, l, add)
 	}
 	if slices.Equal(want, have) {
 		return nil
@@ -231,16 +228,16 @@ func (r *Reporter) RemoveAssignees(ctx context.Context, i forge.Issue, logins []
 }
 
 // SetState implements forge.Actor: PATCH /repos/{o}/{r}/issues/{n} with
-// state and, on GitHub, state_reason (GitHub knows completed and
-// not_planned: duplicate is sent as not_planned; reopening sends
-// reopened). Gitea records no reason.
+// state and state_reason (GitHub knows completed and not_planned:
+// duplicate is sent as not_planned; reopening sends reopened), unless
+// Dialect.NoStateReason.
 func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, reason string) error {
 	c, owner, repo, err := r.issueClient(i)
 	if err != nil {
 		return err
 	}
 	body := map[string]string{"state": state}
-	if !r.gitea() {
+	if !r.dialect().NoStateReason {
 		switch {
 		case state == "open":
 			body["state_reason"] = "reopened"

@@ -14,7 +14,7 @@ import (
 // comment; hookrun's own does, on the second try.
 func TestActionCommentIgnoresForeignMarker(t *testing.T) {
 	f := newFakeGitHub(t)
-	r, err := New(Config{APIURL: f.url(), Token: f.token, MaxWait: 5 * time.Second})
+	r, err := New(Config{APIURL: f.url(), Token: f.token, Client: forge.Client{MaxWait: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

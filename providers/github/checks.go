@@ -29,7 +29,7 @@ const (
 
 // checks reports whether runs are shown as check runs rather than commit
 // statuses: on GitHub with an App (a token cannot write check runs).
-func (r *Reporter) checks() bool { return r.app != nil && r.cfg.Forge == workflows.GitHub }
+func (r *Reporter) checks() bool { return r.app != nil && r.cfg.Dialect == nil }
 
 // checkName is the check run of a workflow: hookrun/<workflow>, as the
 // commit status's context.
@@ -67,7 +67,7 @@ func (r *Reporter) checkRun(ctx context.Context, c *gh.Client, owner, repo, sha 
 		notes = annotations(rep.Results.Findings)
 	}
 	first := min(len(notes), AnnotationsPerRequest)
-	upd := checkUpdate{Status: "completed", Conclusion: conclusion(rep.Status), DetailsURL: details,
+	upd := checkUpdate{Status: "completed", Conclusion: conclusion(rep.Status, rep.TimedOut), DetailsURL: details,
 		Output: &checkOutput{Title: title, Summary: summary, Annotations: notes[:first]}}
 	if err := r.patchCheckRun(ctx, c, owner, repo, id, upd); err != nil {
 		return err
@@ -138,8 +138,12 @@ func annotations(fs []contract.Finding) []checkAnnotation {
 	return out
 }
 
-// conclusion maps a run's final status to a check run conclusion.
-func conclusion(s workflows.Status) string {
+// conclusion maps a run's final status to a check run conclusion; a run
+// that failed at its timeout is timed_out.
+func conclusion(s workflows.Status, timedOut bool) string {
+	if timedOut && s == workflows.StatusFailed {
+		return "timed_out"
+	}
 	switch s {
 	case workflows.StatusSucceeded:
 		return "success"

@@ -53,7 +53,7 @@ func TestCheckRunLifecycle(t *testing.T) {
 	}
 	f.mu.Lock()
 	if len(f.rv.checks) != 1 || f.rv.checks[0].Status != "in_progress" || f.rv.checks[0].Name != "hookrun/lint" ||
-		f.rv.checks[0].HeadSHA != sha || f.rv.checks[0].DetailsURL != "https://hookrun.example/api/v1/runs/01JDQ4V6RZ3M8W1K9T2XGQY7PA" {
+		f.rv.checks[0].HeadSHA != sha || f.rv.checks[0].ExternalID != r.RunID || f.rv.checks[0].DetailsURL != "https://hookrun.example/api/v1/runs/01JDQ4V6RZ3M8W1K9T2XGQY7PA" {
 		t.Errorf("check runs after start: %+v", f.rv.checks)
 	}
 	f.mu.Unlock()
@@ -93,13 +93,37 @@ func TestCheckRunLifecycle(t *testing.T) {
 	f.mu.Unlock()
 }
 
-// TestCheckConclusion: each final status's conclusion.
+// TestCheckConclusion: each final status's conclusion; a run that failed
+// at its timeout is timed_out.
 func TestCheckConclusion(t *testing.T) {
 	for s, want := range map[workflows.Status]string{workflows.StatusSucceeded: "success", workflows.StatusFailed: "failure",
 		workflows.StatusPartiallySucceeded: "neutral", workflows.StatusCancelled: "cancelled", workflows.StatusSkipped: "skipped"} {
-		if got := conclusion(s); got != want {
+		if got := conclusion(s, false); got != want {
 			t.Errorf("%s: %s, want %s", s, got, want)
 		}
+	}
+	if got := conclusion(workflows.StatusFailed, true); got != "timed_out" {
+		t.Errorf("failed at the timeout: %s, want timed_out", got)
+	}
+}
+
+// TestCheckRunTimedOut: the final report of a run that failed at its
+// timeout completes its check run with the conclusion timed_out (the
+// fake checks the PATCH's method, path, installation token and body).
+func TestCheckRunTimedOut(t *testing.T) {
+	f, rep := appFake(t)
+	ev := prEvent(1)
+	ev.InstallationID = 777
+	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Comment: workflows.CommentNone, Status: true}}
+	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "01JDQ4V6RZ3M8W1K9T2XGQY7PB", Attempt: 1, Workflow: wf, Event: ev,
+		HeadSHA: sha, Status: workflows.StatusFailed, TimedOut: true, Error: "run timed out after 10m0s"}
+	if _, err := rep.Report(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := []string{"completed/timed_out/0"}; len(f.rv.checks) != 1 || f.rv.checks[0].Conclusion != "timed_out" || !slices.Equal(f.rv.patches, want) {
+		t.Errorf("check runs %d, PATCHes %v, want one completed timed_out", len(f.rv.checks), f.rv.patches)
 	}
 }
 

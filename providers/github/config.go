@@ -6,13 +6,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
-	"github.com/hookrun/hookrun/providers/internal/ratelimit"
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/dialect"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -23,10 +20,12 @@ const DefaultAPIURL = "https://api.github.com/"
 // and PrivateKey.
 type Config struct {
 	// Forge is the forge whose events this client reports on: github
-	// (default), or gitea for providers/gitea (Gitea and Forgejo answer
-	// GitHub's REST API for what hookrun uses, under /api/v1/, with
-	// "Authorization: token" and no Apps).
+	// (default), or a forge whose API answers GitHub's REST calls for what
+	// hookrun uses, with the differences its Dialect lists.
 	Forge workflows.Forge
+	// Dialect, for another Forge, is how its API differs (from its own
+	// package; the composition root passes it); nil for GitHub.
+	Dialect *dialect.Dialect
 	// APIURL is the REST API root, with a trailing slash: "" = github.com;
 	// for GitHub Enterprise Server "https://ghe.example/api/v3/".
 	APIURL string
@@ -45,36 +44,17 @@ type Config struct {
 	// RunURL links the run from the comment and the commit status
 	// (target_url); "{run}" is replaced by the run id. "" = no link.
 	RunURL string
-	// MaxWait bounds the total rate-limit wait of one request of a start or
-	// progress report (those are superseded soon anyway); the final report
-	// waits for as long as its context allows. Default 1m; negative = never
-	// wait outside the final report.
-	MaxWait time.Duration
-	// Backoff is the first wait after a rate-limit answer that does not say
-	// when to retry (GitHub asks for at least a minute); it doubles on each
-	// further answer. Default 1m.
-	Backoff time.Duration
-	// Transport sends the HTTP requests; nil = a clone of
-	// http.DefaultTransport that waits at most 30 s for response headers.
-	Transport http.RoundTripper
-	// WrapTransport, when set, wraps Transport (its default included)
-	// once: internal/app gives each API call a trace span with it.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// WebhookEnabled serves POST /hooks/github (ingress); false: the route
-	// answers 404. The forge is registered either way (its git origin).
-	WebhookEnabled bool
-	// WebhookSecrets are the webhook secrets X-Hub-Signature-256 is checked against: a delivery
-	// matching any of them is accepted (several allow rotation). Empty: the
-	// deliveries are accepted unverified only under --insecure-no-verify.
-	// Never logged.
-	WebhookSecrets []string
-	// Logger receives retries and fallbacks (never tokens); nil = slog.Default().
-	Logger *slog.Logger
+	// Client is how requests are sent: rate-limit waits, transport,
+	// logger.
+	forge.Client
+	// Webhook serves POST /hooks/github; X-Hub-Signature-256 is checked
+	// against its WebhookSecrets.
+	forge.Webhook
 }
 
 func (c *Config) setDefaults() {
 	if c.Forge == "" {
-		c.Forge = workflows.GitHub
+		c.Forge = Name
 	}
 	if c.APIURL == "" {
 		c.APIURL = DefaultAPIURL
@@ -82,26 +62,22 @@ func (c *Config) setDefaults() {
 	if !strings.HasSuffix(c.APIURL, "/") {
 		c.APIURL += "/"
 	}
-	ratelimit.ConfigDefaults(&c.MaxWait, &c.Backoff, &c.Transport, &c.Logger)
-	if c.WrapTransport != nil {
-		c.Transport, c.WrapTransport = c.WrapTransport(c.Transport), nil
-	}
+	c.Client.SetDefaults()
 }
 
 // Validate reports what is wrong with c (after defaults are set). Errors
 // never include the token or key.
 func (c *Config) Validate() error {
 	var errs []error
-	u, err := url.Parse(c.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("github api_url %q: want an http(s) URL such as %s", c.APIURL, DefaultAPIURL))
+	if _, err := GitOrigin(c.APIURL); err != nil {
+		errs = append(errs, err)
 	}
 	app := c.AppID != 0 || len(c.PrivateKey) > 0
 	switch {
-	case c.Forge != workflows.GitHub && c.Forge != workflows.Gitea:
-		errs = append(errs, fmt.Errorf("github client: forge %q is neither github nor gitea", c.Forge))
-	case c.Forge == workflows.Gitea && (c.Token == "" || app):
-		errs = append(errs, errors.New("gitea: set a token (Gitea has no apps)"))
+	case c.Forge != Name && c.Dialect == nil:
+		errs = append(errs, fmt.Errorf("github client: forge %q is not github and has no dialect", c.Forge))
+	case c.Dialect != nil && c.Dialect.TokenOnly && (c.Token == "" || app):
+		errs = append(errs, fmt.Errorf("%s: set a token (it has no apps)", c.Forge))
 	case c.Token == "" && !app:
 		errs = append(errs, errors.New("github: set a token, or an app id and private key"))
 	case c.Token != "" && app:

@@ -7,9 +7,11 @@
 // installation clients.
 //
 // With report.review, the final report first posts the run's findings as
-// one pull request review (review.go, forge.Reviewer; on Gitea, whose
-// Reporter this is too, as a Gitea pull review), and with an App the run is
-// the check run hookrun/<workflow> instead of a commit status (checks.go).
+// one pull request review (review.go, forge.Reviewer; on a forge modeled on
+// GitHub's API, whose Reporter this is too, as its Dialect says), and with
+// an App the run is the check run hookrun/<workflow> instead of a commit
+// status (checks.go; its external_id is the run's id, which a rerequest
+// names).
 //
 // The comment is found again by the id the run record keeps
 // (RunReport.Ref.CommentID), else by its hidden marker
@@ -29,10 +31,15 @@
 //     ingress pins the runs to a known head.
 //   - issues: the issue author's author_association.
 //   - push: COLLABORATOR, since pushing needs write access.
+//   - check_run and check_suite rerequested (the Re-run buttons; rerequest.go):
+//     workflows.KindRerequest, whose payload names no role: the sender's
+//     permission on the repository is looked up (Forge.Association, as the
+//     App's installation; collaborators.go).
 //
 // Parsing: bodies are decoded into projections of go-github's event
 // types, only the fields normalization reads, by the encoding/json v2
-// engine (providers/internal/ghpayload, shared with Gitea;
+// engine (providers/internal/hookbody, shared with forges that send the
+// same shape;
 // FuzzGitHubProjection holds them equal to go-github's ParseWebHook, which
 // decoding the whole payload made 80 % of the handler's CPU).
 package github

@@ -8,6 +8,7 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -32,22 +33,30 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (wo
 	if err != nil {
 		return cr, fmt.Errorf("opening draft pull request in %s: %w", ev.Repo, err)
 	}
-	pr, resp, err := c.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
-		Title: gh.String(req.Title), Head: gh.String(req.Head), Base: gh.String(req.Base),
-		Body: gh.String(req.Body), Draft: gh.Bool(true),
-	})
-	if err == nil {
-		return workflows.ChangeRequest{Number: pr.GetNumber(), URL: pr.GetHTMLURL()}, nil
+	return forge.OpenDraft(fmt.Sprintf("draft pull request %s → %s in %s", req.Head, req.Base, ev.Repo), http.StatusUnprocessableEntity,
+		func(pr *gh.PullRequest) workflows.ChangeRequest {
+			return workflows.ChangeRequest{Number: pr.GetNumber(), URL: pr.GetHTMLURL()}
+		},
+		func() (*gh.PullRequest, int, error) {
+			pr, resp, err := c.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+				Title: gh.String(req.Title), Head: gh.String(req.Head), Base: gh.String(req.Base),
+				Body: gh.String(req.Body), Draft: gh.Bool(true),
+			})
+			return pr, statusOf(resp), err
+		},
+		func() ([]*gh.PullRequest, error) {
+			open, _, err := c.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{
+				State: "open", Head: owner + ":" + req.Head, Base: req.Base})
+			return open, err
+		})
+}
+
+// statusOf is the HTTP status of an API answer; 0 without one.
+func statusOf(resp *gh.Response) int {
+	if resp == nil || resp.Response == nil {
+		return 0
 	}
-	if resp == nil || resp.StatusCode != http.StatusUnprocessableEntity {
-		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
-	}
-	open, _, lerr := c.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{
-		State: "open", Head: owner + ":" + req.Head, Base: req.Base})
-	if lerr != nil || len(open) == 0 {
-		return cr, fmt.Errorf("opening draft pull request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
-	}
-	return workflows.ChangeRequest{Number: open[0].GetNumber(), URL: open[0].GetHTMLURL()}, nil
+	return resp.StatusCode
 }
 
 var _ contract.DraftOpener = (*Reporter)(nil)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -81,11 +82,11 @@ func TestOpenDraft(t *testing.T) {
 	api := &pullsAPI{t: t, open: map[string]int{"hookrun/fix/3": 9}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	r, err := New(Config{APIURL: srv.URL + "/", Token: "gh-draft-token", MaxWait: time.Second})
+	r, err := New(Config{APIURL: srv.URL + "/", Token: "gh-draft-token", Client: forge.Client{MaxWait: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &workflows.Event{Forge: workflows.GitHub, Repo: "Codertocat/Hello-World"}
+	ev := &workflows.Event{Forge: Name, Repo: "Codertocat/Hello-World"}
 	ctx := context.Background()
 
 	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "changes", Title: "the agent's commits", Body: "see"})
@@ -109,7 +110,7 @@ func TestOpenDraft(t *testing.T) {
 		t.Errorf("list queries %v, want one for the open pull request of Codertocat:hookrun/fix/3", api.lists)
 	}
 
-	if _, err := r.OpenDraft(ctx, contract.DraftRequest{Event: &workflows.Event{Forge: workflows.GitLab, Repo: "a/b"}}); err == nil {
+	if _, err := r.OpenDraft(ctx, contract.DraftRequest{Event: &workflows.Event{Forge: workflows.Forge("gitlab"), Repo: "a/b"}}); err == nil {
 		t.Error("OpenDraft took a GitLab event")
 	}
 }

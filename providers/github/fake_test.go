@@ -61,6 +61,9 @@ type fakeGitHub struct {
 	issues     map[int]*fakeIssue // issues the actions API changes
 	users      map[string]bool    // logins that can be assigned
 
+	permissions   map[string]string // login → permission on the repository (collaborators API); missing: 404
+	collaborators map[string]bool   // logins that are collaborators of the repository
+
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered with a secondary rate limit
 
@@ -219,6 +222,7 @@ var (
 	reIssue          = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/issues/(\d+)$`)
 	rePullFiles      = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/pulls/(\d+)/files$`)
 	reCompare        = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/compare/([0-9a-f]+\.\.\.[0-9a-f]+)$`)
+	reCollaborator   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)(/permission)?$`)
 )
 
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
@@ -300,6 +304,26 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == "/user" && r.Method == "GET":
 		f.json(w, 200, map[string]any{"login": f.bot, "id": 4242, "type": "User"})
+
+	case reCollaborator.MatchString(path) && r.Method == "GET" && len(body) == 0:
+		// GET .../collaborators/{login}/permission: the permission;
+		// GET .../collaborators/{login}: 204 for a collaborator.
+		m := reCollaborator.FindStringSubmatch(path)
+		if !repoOK(m) {
+			return
+		}
+		f.mu.Lock()
+		p, known := f.permissions[m[3]]
+		collaborator := f.collaborators[m[3]]
+		f.mu.Unlock()
+		switch {
+		case m[4] != "" && known:
+			f.json(w, 200, map[string]any{"permission": p, "role_name": p, "user": map[string]any{"login": m[3], "type": "User"}})
+		case m[4] == "" && collaborator:
+			w.WriteHeader(204)
+		default:
+			f.fail(w, 404, "Not Found", "")
+		}
 
 	case reIssueComments.MatchString(path):
 		m := reIssueComments.FindStringSubmatch(path)

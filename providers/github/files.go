@@ -43,10 +43,10 @@ func (r *Reporter) ChangedFiles(ctx context.Context, e *workflows.Event) (workfl
 	switch {
 	case e.PullRequest != nil && e.PullRequest.Number > 0:
 		return pullFiles(ctx, c, owner, repo, e.PullRequest.Number)
-	case r.cfg.Forge == workflows.Gitea:
-		// Gitea's compare answer lists files per commit, not GitHub's
-		// files of the whole range.
-		return workflows.ChangedFiles{}, fmt.Errorf("listing changed files of %s on gitea: only a pull request's files can be listed", e.Repo)
+	case r.dialect().NoCompareFiles:
+		// Its compare answer lists files per commit, not those of the
+		// whole range.
+		return workflows.ChangedFiles{}, fmt.Errorf("listing changed files of %s on %s: only a pull request's files can be listed", e.Repo, r.cfg.Forge)
 	case e.Push != nil && e.Push.Before != "" && e.Push.After != "":
 		cmp, _, err := c.Repositories.CompareCommits(ctx, owner, repo, e.Push.Before, e.Push.After, nil)
 		if err != nil {

@@ -32,7 +32,7 @@ func TestChangedFiles(t *testing.T) {
 	defer cancel()
 
 	pr := func(n int) *workflows.Event {
-		return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPullRequest, Repo: f.repo, PullRequest: &workflows.PullRequest{Number: n}}
+		return &workflows.Event{Forge: Name, Kind: workflows.KindPullRequest, Repo: f.repo, PullRequest: &workflows.PullRequest{Number: n}}
 	}
 	got, err := rep.ChangedFiles(ctx, pr(1))
 	if err != nil || got.Truncated || len(got.Paths) != 203 || !slices.Contains(got.Paths, "docs/a.md") || !slices.Contains(got.Paths, "docs/b.md") || !slices.Contains(got.Paths, "pkg/x199.go") {
@@ -51,7 +51,7 @@ func TestChangedFiles(t *testing.T) {
 	if _, err := rep.ChangedFiles(ctx, pr(3)); err == nil {
 		t.Error("a pull request the API does not know: no error")
 	}
-	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: f.repo, Push: &workflows.Push{Before: before, After: after}}
+	push := &workflows.Event{Forge: Name, Kind: workflows.KindPush, Repo: f.repo, Push: &workflows.Push{Before: before, After: after}}
 	got, err = rep.ChangedFiles(ctx, push)
 	if err != nil || got.Truncated || !slices.Equal(got.Paths, []string{"main.go", "docs/c.md"}) {
 		t.Fatalf("push: %+v %v", got, err)

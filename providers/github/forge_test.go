@@ -43,7 +43,7 @@ func TestForgeConformance(t *testing.T) {
 			f := newFakeGitHub(t)
 			f.pulls[1] = fakePull{HeadSHA: sha, HeadRef: "changes", BaseRef: "main", HeadRepo: "Codertocat/Hello-World"}
 			f.files[1] = []string{"README.md", "docs/a.md"}
-			cfg := Config{APIURL: f.url(), RunURL: "https://hookrun.example/api/v1/runs/{run}", MaxWait: 5 * time.Second}
+			cfg := Config{APIURL: f.url(), RunURL: "https://hookrun.example/api/v1/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}}
 			if creds {
 				cfg.Token = f.token
 			}
@@ -67,7 +67,7 @@ func TestForgeConformance(t *testing.T) {
 			// Someone else's comment with a marker it copied: not hookrun's.
 			rv.comments = append(rv.comments, &fakeReviewComment{ID: 1, Path: "main.go", Line: 13, Login: "mallory",
 				Body: "<!-- hookrun:finding:0123456789abcdef0123456789abcdef -->"})
-			fg, err := NewForge(Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}", MaxWait: 5 * time.Second})
+			fg, err := NewForge(Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestForgeConformance(t *testing.T) {
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&pullsAPI{t: t, open: map[string]int{}})
 			t.Cleanup(srv.Close)
-			fg, err := NewForge(Config{APIURL: srv.URL + "/", Token: "gh-draft-token", MaxWait: time.Second})
+			fg, err := NewForge(Config{APIURL: srv.URL + "/", Token: "gh-draft-token", Client: forge.Client{MaxWait: time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -17,12 +17,9 @@ import (
 // (GitHub Enterprise Cloud with data residency), and the API's own host for
 // GitHub Enterprise Server (https://HOST/api/v3/ → https://HOST).
 func GitOrigin(apiURL string) (string, error) {
-	if apiURL == "" {
-		apiURL = DefaultAPIURL
-	}
-	u, err := url.Parse(apiURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("github api_url %q: want an http(s) URL such as %s", apiURL, DefaultAPIURL)
+	u, err := forge.HTTPURL("github api_url", apiURL, DefaultAPIURL)
+	if err != nil {
+		return "", err
 	}
 	host := strings.ToLower(u.Host)
 	switch {

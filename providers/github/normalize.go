@@ -2,19 +2,21 @@ package github
 
 import (
 	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/providers/internal/ghpayload"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // GitHub event names (X-GitHub-Event) that ingress handles.
 const (
-	ghPing              = ghpayload.EventPing
-	ghPullRequest       = ghpayload.EventPullRequest
-	ghIssueComment      = ghpayload.EventIssueComment
-	ghIssues            = ghpayload.EventIssues
-	ghPullReviewComment = ghpayload.EventPullReviewComment
-	ghPullReview        = ghpayload.EventPullReview
-	ghPush              = ghpayload.EventPush
+	ghPing              = hookbody.EventPing
+	ghPullRequest       = hookbody.EventPullRequest
+	ghIssueComment      = hookbody.EventIssueComment
+	ghIssues            = hookbody.EventIssues
+	ghPullReviewComment = hookbody.EventPullReviewComment
+	ghPullReview        = hookbody.EventPullReview
+	ghPush              = hookbody.EventPush
+	ghCheckRun          = "check_run"   // rerequested only (rerequest.go)
+	ghCheckSuite        = "check_suite" // rerequested only
 )
 
 // normalizeGitHub decodes a GitHub payload (github_payload.go) and maps it onto an
@@ -28,7 +30,7 @@ const (
 //     payload does not say where a pull request's head lives, so a comment on
 //     a pull request is conservatively marked Fork = true; with the default
 //     `allow_forks: false` only a trusted commenter triggers. HeadSHA is
-//     empty here; the server pins it once a workflow matched (trust.go).
+//     empty here; the server pins it once a workflow matched (decide/trust.go).
 //   - pull_request_review_comment (a comment on a line of the diff) and
 //     pull_request_review (a review's summary): comment events on the pull
 //     request, with the commenter's or reviewer's author_association; their
@@ -41,109 +43,94 @@ const (
 //   - push: COLLABORATOR (pushing needs write access to the repository).
 //     A push that deletes its branch (deleted: true, or after all zeros)
 //     is Push.Deleted.
+//   - check_run and check_suite rerequested (rerequest.go): KindRerequest,
+//     the sender's role looked up by Author.
 func normalizeGitHub(eventName string, body []byte) (*workflows.Event, error) {
-	payload, err := decodeGitHub(eventName, body)
+	payload, err := projections.Decode(Name, eventName, body)
 	if err != nil {
 		return nil, err
 	}
+	// What each kind's payload must have is hookbody's (Lacks).
+	if l, ok := payload.(interface{ Lacks() error }); ok {
+		if err := l.Lacks(); err != nil {
+			return nil, forge.Malformed(Name, eventName, err)
+		}
+	}
 	switch p := payload.(type) {
-	case *ghpayload.PullRequestEvent:
+	case *hookbody.PullRequestEvent:
 		return githubPullRequest(p)
-	case *ghpayload.IssueCommentEvent:
+	case *hookbody.IssueCommentEvent:
 		return githubIssueComment(p)
-	case *ghpayload.ReviewCommentEvent:
+	case *hookbody.ReviewCommentEvent:
 		return githubReviewComment(p)
-	case *ghpayload.ReviewEvent:
+	case *hookbody.ReviewEvent:
 		return githubReview(p)
-	case *ghpayload.IssuesEvent:
+	case *hookbody.IssuesEvent:
 		return githubIssues(p)
-	case *ghpayload.PushEvent:
-		return ghpayload.PushOf(Name, p)
+	case *hookbody.PushEvent:
+		return hookbody.PushOf(Name, p)
+	case *checkRunEvent:
+		return githubCheckRun(p)
+	case *checkSuiteEvent:
+		return githubCheckSuite(p)
 	}
 	return nil, forge.Unhandled(Name, eventName)
 }
 
-func githubPullRequest(p *ghpayload.PullRequestEvent) (*workflows.Event, error) {
+func githubPullRequest(p *hookbody.PullRequestEvent) (*workflows.Event, error) {
 	pr := p.PullRequest
-	if pr == nil {
-		return nil, forge.Malformed(Name, ghPullRequest, ghpayload.ErrNoPullRequest)
-	}
-	if p.Repo == nil {
-		return nil, forge.Malformed(Name, ghPullRequest, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindPullRequest
 	ev.AuthorAssociation = pr.AuthorAssociation
-	ev.PullRequest = ghpayload.PullOf(pr, p.Repo)
+	ev.PullRequest = hookbody.PullOf(pr, p.Repo)
 	if ev.PullRequest.Number == 0 {
 		ev.PullRequest.Number = p.Number
 	}
-	ev.Labels = ghpayload.Labels(pr.Labels)
+	ev.Labels = hookbody.Labels(pr.Labels)
 	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(p.RequestedReviewer, p.RequestedTeam), pr.UpdatedAt.String()
 	return ev, nil
 }
 
-func githubReviewComment(p *ghpayload.ReviewCommentEvent) (*workflows.Event, error) {
-	pr, comment := p.PullRequest, p.Comment
-	switch {
-	case pr == nil:
-		return nil, forge.Malformed(Name, ghPullReviewComment, ghpayload.ErrNoPullRequest)
-	case comment == nil:
-		return nil, forge.Malformed(Name, ghPullReviewComment, ghpayload.ErrNoComment)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghPullReviewComment, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
-	ev.Kind = workflows.KindComment
-	ev.AuthorAssociation = comment.AuthorAssociation
-	ev.PullRequest = ghpayload.PullOf(pr, p.Repo)
+func githubReviewComment(p *hookbody.ReviewCommentEvent) (*workflows.Event, error) {
+	comment := p.Comment
 	line := comment.Line
 	if line == 0 {
 		line = comment.OriginalLine
 	}
-	ev.Comment = &workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL, Path: comment.Path, Line: line}
-	ev.Labels = ghpayload.Labels(pr.Labels)
-	ev.UpdatedAt = comment.UpdatedAt.String()
-	return ev, nil
+	return pullComment(&p.Common, p.PullRequest, comment.AuthorAssociation, comment.UpdatedAt,
+		&workflows.Comment{ID: comment.ID, Body: comment.Body, URL: comment.HTMLURL, Path: comment.Path, Line: line}), nil
 }
 
 // reviewActions maps pull_request_review actions onto comment actions.
 var reviewActions = map[string]string{"submitted": "created", "edited": "edited", "dismissed": "deleted"}
 
-func githubReview(p *ghpayload.ReviewEvent) (*workflows.Event, error) {
-	pr, review := p.PullRequest, p.Review
-	switch {
-	case pr == nil:
-		return nil, forge.Malformed(Name, ghPullReview, ghpayload.ErrNoPullRequest)
-	case review == nil:
-		return nil, forge.Malformed(Name, ghPullReview, ghpayload.ErrNoReview)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghPullReview, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
-	ev.Kind = workflows.KindComment
+func githubReview(p *hookbody.ReviewEvent) (*workflows.Event, error) {
+	review := p.Review
+	ev := pullComment(&p.Common, p.PullRequest, review.AuthorAssociation, review.SubmittedAt,
+		&workflows.Comment{ID: review.ID, Body: review.Body, URL: review.HTMLURL})
 	if a, ok := reviewActions[p.Action]; ok {
 		ev.Action = a
 	}
-	ev.AuthorAssociation = review.AuthorAssociation
-	ev.PullRequest = ghpayload.PullOf(pr, p.Repo)
-	ev.Comment = &workflows.Comment{ID: review.ID, Body: review.Body, URL: review.HTMLURL}
-	ev.Labels = ghpayload.Labels(pr.Labels)
-	ev.UpdatedAt = review.SubmittedAt.String()
 	return ev, nil
 }
 
-func githubIssueComment(p *ghpayload.IssueCommentEvent) (*workflows.Event, error) {
+// pullComment is the comment event of comment on pr (a review or a review
+// comment), written by someone with the association assoc, changed last
+// at updated.
+func pullComment(c *hookbody.Common, pr *hookbody.Pull, assoc string, updated hookbody.Time, comment *workflows.Comment) *workflows.Event {
+	ev := hookbody.Base(c)
+	ev.Kind = workflows.KindComment
+	ev.AuthorAssociation = assoc
+	ev.PullRequest = hookbody.PullOf(pr, c.Repo)
+	ev.Comment = comment
+	ev.Labels = hookbody.Labels(pr.Labels)
+	ev.UpdatedAt = updated.String()
+	return ev
+}
+
+func githubIssueComment(p *hookbody.IssueCommentEvent) (*workflows.Event, error) {
 	issue, comment := p.Issue, p.Comment
-	switch {
-	case issue == nil:
-		return nil, forge.Malformed(Name, ghIssueComment, ghpayload.ErrNoIssue)
-	case comment == nil:
-		return nil, forge.Malformed(Name, ghIssueComment, ghpayload.ErrNoComment)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghIssueComment, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindComment
 	ev.AuthorAssociation = comment.AuthorAssociation
 	ev.Comment = &workflows.Comment{
@@ -153,55 +140,34 @@ func githubIssueComment(p *ghpayload.IssueCommentEvent) (*workflows.Event, error
 	}
 	ev.UpdatedAt = comment.UpdatedAt.String()
 	if issue.PullRequestLinks != nil {
-		ev.PullRequest = &workflows.PullRequest{
-			Number: issue.Number,
-			Title:  issue.Title,
-			URL:    issue.HTMLURL,
-			Fork:   true, // unknown from this payload: assume the untrusted case
-		}
+		ev.PullRequest = hookbody.PullOfIssue(issue)
 	} else {
-		ev.Issue = ghpayload.IssueOf(issue)
+		ev.Issue = hookbody.IssueOf(issue)
 	}
-	ev.Labels = ghpayload.Labels(issue.Labels)
+	ev.Labels = hookbody.Labels(issue.Labels)
 	return ev, nil
 }
 
-func githubIssues(p *ghpayload.IssuesEvent) (*workflows.Event, error) {
+func githubIssues(p *hookbody.IssuesEvent) (*workflows.Event, error) {
 	issue := p.Issue
-	switch {
-	case issue == nil:
-		return nil, forge.Malformed(Name, ghIssues, ghpayload.ErrNoIssue)
-	case p.Repo == nil:
-		return nil, forge.Malformed(Name, ghIssues, ghpayload.ErrNoRepository)
-	}
-	ev := ghpayload.Base(&p.Common)
+	ev := hookbody.Base(&p.Common)
 	ev.Kind = workflows.KindIssue
 	ev.AuthorAssociation = issue.AuthorAssociation
-	ev.Issue = ghpayload.IssueOf(issue)
-	ev.Labels = ghpayload.Labels(issue.Labels)
+	ev.Issue = hookbody.IssueOf(issue)
+	ev.Labels = hookbody.Labels(issue.Labels)
 	ev.Label, ev.Target, ev.UpdatedAt = p.LabelName(), p.TargetName(nil, nil), issue.UpdatedAt.String()
 	return ev, nil
 }
 
-// decodeGitHub decodes a GitHub webhook body into its event's projection:
-// one of the *ghpayload...Event types, or an error wrapping ErrUnhandledEvent.
-func decodeGitHub(eventName string, body []byte) (any, error) {
-	var p any
-	switch eventName {
-	case ghPullRequest:
-		p = new(ghpayload.PullRequestEvent)
-	case ghIssueComment:
-		p = new(ghpayload.IssueCommentEvent)
-	case ghPullReviewComment:
-		p = new(ghpayload.ReviewCommentEvent)
-	case ghPullReview:
-		p = new(ghpayload.ReviewEvent)
-	case ghIssues:
-		p = new(ghpayload.IssuesEvent)
-	case ghPush:
-		p = new(ghpayload.PushEvent)
-	default:
-		return nil, forge.Unhandled(Name, eventName)
-	}
-	return ghpayload.Decode(Name, eventName, body, p)
+// projections are what each GitHub event the forge handles decodes into:
+// one of the hookbody...Event types; another event is unhandled.
+var projections = hookbody.Projections{
+	ghPullRequest:       hookbody.New[hookbody.PullRequestEvent],
+	ghIssueComment:      hookbody.New[hookbody.IssueCommentEvent],
+	ghPullReviewComment: hookbody.New[hookbody.ReviewCommentEvent],
+	ghPullReview:        hookbody.New[hookbody.ReviewEvent],
+	ghIssues:            hookbody.New[hookbody.IssuesEvent],
+	ghPush:              hookbody.New[hookbody.PushEvent],
+	ghCheckRun:          hookbody.New[checkRunEvent],
+	ghCheckSuite:        hookbody.New[checkSuiteEvent],
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -217,6 +219,13 @@ func TestNormalizeErrors(t *testing.T) {
 		{"github no pull request", "pull_request", `{"action":"opened","repository":{"full_name":"a/b"}}`, false},
 		{"github issue comment without comment", "issue_comment", `{"issue":{"number":1},"repository":{"full_name":"a/b"}}`, false},
 		{"github unhandled", "check_run", `{}`, true},
+		{"github check run completed", "check_run", `{"action":"completed","check_run":{"head_sha":"abc","external_id":"r"},"repository":{"full_name":"a/b"}}`, true},
+		{"github check run of another app", "check_run", `{"action":"rerequested","check_run":{"head_sha":"abc","external_id":""},"repository":{"full_name":"a/b"}}`, true},
+		{"github check suite requested", "check_suite", `{"action":"requested","check_suite":{"head_sha":"abc"},"repository":{"full_name":"a/b"}}`, true},
+		{"github rerequest without check run", "check_run", `{"action":"rerequested","repository":{"full_name":"a/b"}}`, false},
+		{"github rerequest without check suite", "check_suite", `{"action":"rerequested","repository":{"full_name":"a/b"}}`, false},
+		{"github rerequest without head", "check_suite", `{"action":"rerequested","check_suite":{},"repository":{"full_name":"a/b"}}`, false},
+		{"github rerequest without repository", "check_run", `{"action":"rerequested","check_run":{"head_sha":"abc","external_id":"r"}}`, false},
 		{"github ping", "ping", `{"zen":"x"}`, true},
 	}
 	for _, tt := range tests {
@@ -314,4 +323,26 @@ func BenchmarkNormalizeGitHubPullRequest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Each kind's payload without one of the parts it needs is malformed, and
+// the error says which part (hookbody's Lacks, checked before the kind's
+// mapping reads the part).
+func TestNormalizeNamesTheMissingPart(t *testing.T) {
+	const repo = `"repository":{"full_name":"a/b"}`
+	forgetest.CheckMissingParts(t, Normalize,
+		forgetest.Missing("pull_request", `{"action":"opened",`+repo+`}`, hookbody.ErrNoPullRequest),
+		forgetest.Missing("pull_request", `{"action":"opened","pull_request":{"number":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("issue_comment", `{"comment":{"id":1},`+repo+`}`, hookbody.ErrNoIssue),
+		forgetest.Missing("issue_comment", `{"issue":{"number":1},`+repo+`}`, hookbody.ErrNoComment),
+		forgetest.Missing("issue_comment", `{"issue":{"number":1},"comment":{"id":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("pull_request_review_comment", `{"comment":{"id":1},`+repo+`}`, hookbody.ErrNoPullRequest),
+		forgetest.Missing("pull_request_review_comment", `{"pull_request":{"number":1},`+repo+`}`, hookbody.ErrNoComment),
+		forgetest.Missing("pull_request_review_comment", `{"pull_request":{"number":1},"comment":{"id":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("pull_request_review", `{"review":{"id":1},`+repo+`}`, hookbody.ErrNoPullRequest),
+		forgetest.Missing("pull_request_review", `{"pull_request":{"number":1},`+repo+`}`, hookbody.ErrNoReview),
+		forgetest.Missing("pull_request_review", `{"pull_request":{"number":1},"review":{"id":1}}`, hookbody.ErrNoRepository),
+		forgetest.Missing("issues", `{"action":"opened",`+repo+`}`, hookbody.ErrNoIssue),
+		forgetest.Missing("issues", `{"action":"opened","issue":{"number":1}}`, hookbody.ErrNoRepository),
+	)
 }

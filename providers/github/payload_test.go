@@ -38,7 +38,7 @@ func referenceGitHub(t *testing.T, event string, body []byte) (*workflows.Event,
 // FuzzGitHubProjection: the projections decode every body go-github's
 // ParseWebHook accepts, and to the same Event.
 func FuzzGitHubProjection(f *testing.F) {
-	events := []string{ghPullRequest, ghIssueComment, ghIssues, ghPush, ghPullReviewComment, ghPullReview}
+	events := []string{ghPullRequest, ghIssueComment, ghIssues, ghPush, ghPullReviewComment, ghPullReview, ghCheckRun, ghCheckSuite}
 	for _, fx := range fixtures(f) {
 		for i, ev := range events {
 			if ev == fx.event {
@@ -58,6 +58,8 @@ func FuzzGitHubProjection(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"issue":{"updated_at":1557933633000},"assignee":{"login":"a"},"label":null,"repository":{}}`))
 	f.Add(uint8(1), []byte(`{"issue":{},"comment":{"updated_at":"2019-05-15T17:20:33+02:00"},"repository":{}}`))
 	f.Add(uint8(5), []byte(`{"pull_request":{},"review":{"submitted_at":"2019-05-15T15:20:33.5Z"},"repository":{}}`))
+	f.Add(uint8(6), []byte(`{"action":"rerequested","check_run":{"head_sha":"a","external_id":"r","pull_requests":[null,{"number":3}]},"repository":{}}`))
+	f.Add(uint8(7), []byte(`{"action":"rerequested","check_suite":{"head_sha":"a","pull_requests":[{"number":0}]},"repository":{},"sender":{"login":"o"}}`))
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		event := events[int(which)%len(events)]
 		want, ok := referenceGitHub(t, event, body)

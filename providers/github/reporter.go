@@ -14,6 +14,7 @@ import (
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/dialect"
 	"github.com/hookrun/hookrun/providers/internal/ratelimit"
 	"github.com/hookrun/hookrun/providers/internal/render"
 	"github.com/hookrun/hookrun/providers/internal/review"
@@ -24,6 +25,10 @@ import (
 
 // statusDescriptionLimit is the longest description the statuses API takes.
 const statusDescriptionLimit = 140
+
+// commentLimit is the size limit of an issue or pull request comment, in
+// characters.
+const commentLimit = 65536
 
 // Reporter shows runs on GitHub: a comment per workflow on the pull request
 // or issue, a commit status hookrun/<workflow> on the head SHA, and an
@@ -60,9 +65,8 @@ func New(cfg Config) (*Reporter, error) {
 		installs: map[int64]*gh.Client{}, tokens: map[int64]*installationToken{}, repoApps: map[string]int64{}, login: cfg.BotLogin,
 		comments: sticky.Writer{Log: cfg.Logger, Forge: string(cfg.Forge), Noun: "comment"}}
 	switch {
-	case cfg.Forge == workflows.Gitea:
-		// Gitea's own scheme, "token", which Forgejo takes too.
-		r.token = r.newClient(&schemeAuth{base: rl, value: "token " + cfg.Token})
+	case cfg.Dialect != nil && cfg.Dialect.TokenScheme != "":
+		r.token = r.newClient(&schemeAuth{base: rl, value: cfg.Dialect.TokenScheme + " " + cfg.Token})
 		return r, nil
 	case cfg.Token != "":
 		r.token = r.newClient(rl).WithAuthToken(cfg.Token)
@@ -77,9 +81,18 @@ func New(cfg Config) (*Reporter, error) {
 	return r, nil
 }
 
+// dialect is how this reporter's forge differs from GitHub (the zero
+// Dialect for GitHub).
+func (r *Reporter) dialect() dialect.Dialect {
+	if r.cfg.Dialect == nil {
+		return dialect.Dialect{}
+	}
+	return *r.cfg.Dialect
+}
+
 // takes reports whether ev is an event of this reporter's forge.
 func (r *Reporter) takes(ev *workflows.Event) bool {
-	return ev.Forge == r.cfg.Forge || ev.Forge == "" && r.cfg.Forge == workflows.GitHub
+	return ev.Forge == r.cfg.Forge || ev.Forge == "" && r.cfg.Forge == Name
 }
 
 // schemeAuth sets the Authorization header of every request to value.
@@ -146,17 +159,10 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	}
 
 	var errs []error
-	var sum *review.Summary
-	if forge.Wants(rep) {
-		// Before the comment, which shows what the review did.
-		s, err := r.Review(ctx, rep)
-		if err != nil {
-			errs = append(errs, err)
-			if s != nil {
-				s.Error = err.Error()
-			}
-		}
-		sum = s
+	// Before the comment, which shows what the review did.
+	sum, err := forge.ReviewFirst(ctx, r, rep)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if mode := commentMode(rep.Workflow); mode != workflows.CommentNone && ev.Number() > 0 {
 		id, err := r.comment(ctx, c, owner, repo, mode, rep, sum)
@@ -209,7 +215,7 @@ func headSHA(rep *contract.RunReport) string {
 // comment writes the run's comment (see sticky.Writer.Write) and returns its
 // id.
 func (r *Reporter) comment(ctx context.Context, c *gh.Client, owner, repo, mode string, rep *contract.RunReport, sum *review.Summary) (int64, error) {
-	body := render.Comment(rep, render.Options{Limit: render.GitHubCommentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
+	body := render.Comment(rep, render.Options{Limit: commentLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
 	return r.comments.Write(ctx, &thread{r: r, c: c, owner: owner, repo: repo, number: rep.Event.Number()}, rep, mode, body)
 }
 
@@ -258,12 +264,10 @@ func (t *thread) List(ctx context.Context, page int) ([]sticky.Comment, int, err
 		t.login, t.learned = t.r.botLogin(ctx), true
 	}
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100, Page: page}}
-	var list []*gh.IssueComment
-	var resp *gh.Response
-	if err := t.r.call(ctx, func() (err error) {
-		list, resp, err = t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
-		return err
-	}); err != nil {
+	list, resp, err := callPage(ctx, t.r, func() ([]*gh.IssueComment, *gh.Response, error) {
+		return t.c.Issues.ListComments(ctx, t.owner, t.repo, t.number, opts)
+	})
+	if err != nil {
 		return nil, 0, fmt.Errorf("listing comments of %s: %w", t, err)
 	}
 	out := make([]sticky.Comment, len(list))
@@ -335,6 +339,15 @@ func statusState(rep *contract.RunReport) string {
 	default:
 		return "failure"
 	}
+}
+
+// callPage is call for one page of a list endpoint.
+func callPage[T any](ctx context.Context, r *Reporter, list func() ([]T, *gh.Response, error)) (page []T, resp *gh.Response, err error) {
+	err = r.call(ctx, func() (err error) {
+		page, resp, err = list()
+		return err
+	})
+	return page, resp, err
 }
 
 // call runs one API call. The rate-limit transport has already waited out

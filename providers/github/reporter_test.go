@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/render"
 	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 	"github.com/hookrun/hookrun/runner/contract"
@@ -29,7 +30,7 @@ const sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 
 func newReporter(t *testing.T, f *fakeGitHub, mutate func(*Config)) *Reporter {
 	t.Helper()
-	cfg := Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/api/v1/runs/{run}", MaxWait: 5 * time.Second}
+	cfg := Config{APIURL: f.url(), Token: f.token, RunURL: "https://hookrun.example/api/v1/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -45,7 +46,7 @@ func workflow(name, comment string, status bool) *workflows.Workflow {
 }
 
 func prEvent(number int) *workflows.Event {
-	return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPullRequest, Action: "opened", Repo: "Codertocat/Hello-World",
+	return &workflows.Event{Forge: Name, Kind: workflows.KindPullRequest, Action: "opened", Repo: "Codertocat/Hello-World",
 		PullRequest: &workflows.PullRequest{Number: number, Title: "Update the README", HeadSHA: sha, HeadRef: "changes", BaseRef: "main"}}
 }
 
@@ -73,7 +74,7 @@ func commentEvent(t *testing.T) *workflows.Event {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Fatal(err)
 	}
-	return &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindComment, Action: "created", Repo: p.Repository.FullName,
+	return &workflows.Event{Forge: Name, Kind: workflows.KindComment, Action: "created", Repo: p.Repository.FullName,
 		Issue: &workflows.Issue{Number: p.Issue.Number, Title: p.Issue.Title}, Comment: &workflows.Comment{ID: p.Comment.ID, Body: p.Comment.Body}}
 }
 
@@ -336,14 +337,14 @@ func TestModeNew(t *testing.T) {
 func TestIssueAndPush(t *testing.T) {
 	f := newFakeGitHub(t)
 	rep := newReporter(t, f, nil)
-	issue := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindIssue, Action: "opened", Repo: "Codertocat/Hello-World",
+	issue := &workflows.Event{Forge: Name, Kind: workflows.KindIssue, Action: "opened", Repo: "Codertocat/Hello-World",
 		Issue: &workflows.Issue{Number: 12, Title: "Spelling error in the README file"}}
 	x := newRun(t, rep, "run-issue", workflow("triage", "sticky", true), issue)
 	x.Must(contract.PhaseStart)
 	if n := f.count("POST", `/repos/Codertocat/Hello-World/issues/12/comments`); n != 1 {
 		t.Errorf("issue comment created %d times", n)
 	}
-	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
+	push := &workflows.Event{Forge: Name, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: sha}}
 	y := newRun(t, rep, "run-push", workflow("build", "sticky", true), push)
 	y.Must(contract.PhaseStart)
@@ -519,7 +520,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	other := prEvent(1)
-	other.Forge = workflows.GitLab
+	other.Forge = workflows.Forge("gitlab")
 	if _, err := newReporter(t, f, nil).Report(context.Background(), &contract.RunReport{RunID: "r", Workflow: workflow("x", "", true), Event: other}); err == nil {
 		t.Error("gitlab event accepted")
 	}
@@ -571,7 +572,7 @@ func TestConfigValidate(t *testing.T) {
 func TestPartialSuccessStatus(t *testing.T) {
 	f := newFakeGitHub(t)
 	rep := newReporter(t, f, nil)
-	push := &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
+	push := &workflows.Event{Forge: Name, Kind: workflows.KindPush, Repo: "Codertocat/Hello-World",
 		Push: &workflows.Push{Ref: "refs/heads/main", Branch: "main", After: sha}}
 	x := newRun(t, rep, "run-partial", workflow("build", "none", true), push)
 	x.Must(contract.PhaseStart)

@@ -14,23 +14,25 @@ import (
 	"github.com/hookrun/hookrun/providers/internal/render"
 	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
-	"github.com/hookrun/hookrun/workflows"
 )
 
-// maxReviewDiff bounds the Gitea diff read for a review.
+// maxReviewDiff bounds the whole diff read for a review (Dialect.PullReviews).
 const maxReviewDiff = 20 << 20
 
-// Review implements forge.Reviewer on GitHub and Gitea. GitHub: the diff
+// Review implements forge.Reviewer on GitHub and on a forge with
+// Dialect.PullReviews. GitHub: the diff
 // from GET /repos/{o}/{r}/pulls/{n}/files (every page, each file's
 // patch), the earlier comments from GET .../pulls/{n}/comments (every
 // page, the bot's), one POST .../pulls/{n}/reviews of event COMMENT with
 // comments (path, line, side RIGHT, start_line and start_side for a
 // range), and each gone finding's comment edited (PATCH
-// .../pulls/comments/{id}) to say "Fixed in <sha>". Gitea: the diff from
+// .../pulls/comments/{id}) to say "Fixed in <sha>". PullReviews: the diff from
 // GET .../pulls/{n}.diff, the earlier comments from the bot's reviews
 // (GET .../pulls/{n}/reviews, .../reviews/{id}/comments), one POST
 // .../pulls/{n}/reviews of event COMMENT with comments (path,
-// new_position); gone findings are counted only.
+// new_position), and each gone finding's comment edited (PATCH
+// .../issues/comments/{id}: such a forge keeps review comments with the
+// issue's, and edits them there) to say "Fixed in <sha>".
 func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review.Summary, error) {
 	if !forge.Wants(rep) {
 		return nil, nil
@@ -46,29 +48,11 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 		return nil, fmt.Errorf("reviewing on %s: %w", r.cfg.Forge, err)
 	}
 	pr := &pullReview{r: r, c: c, owner: owner, repo: repo, number: ev.PullRequest.Number}
-	opts := *rep.Workflow.Report.Review
-	var findings []contract.Finding
-	if rep.Results != nil {
-		findings = rep.Results.Findings
-	}
-	sum := &review.Summary{Filter: opts.Filter, Findings: len(findings)}
-
-	diff, err := pr.diff(ctx)
+	p, err := review.Prepare(ctx, rep, pr.diff, pr.earlier)
+	sum, plan, gone, earlier := p.Sum, p.Plan, p.Gone, p.Earlier
 	if err != nil {
 		return sum, err
 	}
-	earlier, err := pr.earlier(ctx)
-	if err != nil {
-		return sum, err
-	}
-	previous := map[string]bool{}
-	for fp := range earlier {
-		previous[fp] = true
-	}
-	plan := review.Build(findings, diff, opts, previous)
-	still, gone := review.Tally(plan, previous)
-	sum.New, sum.Still, sum.Gone = len(plan.Comments), len(still), len(gone)
-	sum.Kept, sum.Dropped = plan.Kept, plan.Dropped
 	if len(plan.Comments) > 0 {
 		if err := pr.post(ctx, headSHA(rep), rep, plan); err != nil {
 			if isStatus(err, http.StatusUnprocessableEntity) {
@@ -82,7 +66,7 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 		}
 		sum.Posted = len(plan.Comments)
 	}
-	if r.cfg.Forge == workflows.GitHub && review.MarksGone(rep.Status) {
+	if review.MarksGone(rep.Status) {
 		for _, fp := range gone {
 			cm := earlier[fp]
 			if err := pr.editComment(ctx, cm.ID, cm.Body+review.Fixed(headSHA(rep))); err != nil {
@@ -105,7 +89,7 @@ func (p *pullReview) String() string { return fmt.Sprintf("%s/%s#%d", p.owner, p
 
 // diff is the pull request's diff.
 func (p *pullReview) diff(ctx context.Context) (review.Diff, error) {
-	if p.r.cfg.Forge == workflows.Gitea {
+	if p.r.dialect().PullReviews {
 		u := fmt.Sprintf("repos/%s/%s/pulls/%d.diff", p.owner, p.repo, p.number)
 		var text string
 		if err := p.r.call(ctx, func() error {
@@ -127,12 +111,10 @@ func (p *pullReview) diff(ctx context.Context) (review.Diff, error) {
 	d := review.Diff{}
 	opt := &gh.ListOptions{PerPage: filesPerPage, Page: 1}
 	for count := 0; ; {
-		var files []*gh.CommitFile
-		var resp *gh.Response
-		if err := p.r.call(ctx, func() (err error) {
-			files, resp, err = p.c.PullRequests.ListFiles(ctx, p.owner, p.repo, p.number, opt)
-			return err
-		}); err != nil {
+		files, resp, err := callPage(ctx, p.r, func() ([]*gh.CommitFile, *gh.Response, error) {
+			return p.c.PullRequests.ListFiles(ctx, p.owner, p.repo, p.number, opt)
+		})
+		if err != nil {
 			return nil, fmt.Errorf("listing the files of %s: %w", p, err)
 		}
 		for _, f := range files {
@@ -185,17 +167,15 @@ func (p *pullReview) earlier(ctx context.Context) (map[string]earlierComment, er
 			out[fp] = earlierComment{ID: id, Body: body}
 		}
 	}
-	if p.r.cfg.Forge == workflows.Gitea {
-		return out, p.giteaEarlier(ctx, login, add)
+	if p.r.dialect().PullReviews {
+		return out, p.reviewsEarlier(ctx, login, add)
 	}
 	opt := &gh.PullRequestListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100, Page: 1}}
 	for {
-		var list []*gh.PullRequestComment
-		var resp *gh.Response
-		if err := p.r.call(ctx, func() (err error) {
-			list, resp, err = p.c.PullRequests.ListComments(ctx, p.owner, p.repo, p.number, opt)
-			return err
-		}); err != nil {
+		list, resp, err := callPage(ctx, p.r, func() ([]*gh.PullRequestComment, *gh.Response, error) {
+			return p.c.PullRequests.ListComments(ctx, p.owner, p.repo, p.number, opt)
+		})
+		if err != nil {
 			return nil, fmt.Errorf("listing the review comments of %s: %w", p, err)
 		}
 		for _, cm := range list {
@@ -208,8 +188,9 @@ func (p *pullReview) earlier(ctx context.Context) (map[string]earlierComment, er
 	}
 }
 
-// giteaReview is what hookrun reads of a Gitea pull review.
-type giteaReview struct {
+// listedReview is what hookrun reads of a pull review listed review by
+// review (Dialect.PullReviews).
+type listedReview struct {
 	ID   int64 `json:"id"`
 	User struct {
 		Login string `json:"login"`
@@ -217,8 +198,8 @@ type giteaReview struct {
 	CommentsCount int `json:"comments_count"`
 }
 
-// giteaReviewComment is what hookrun reads of a Gitea review comment.
-type giteaReviewComment struct {
+// listedReviewComment is what hookrun reads of a listed review's comment.
+type listedReviewComment struct {
 	ID   int64  `json:"id"`
 	Body string `json:"body"`
 	User struct {
@@ -226,9 +207,11 @@ type giteaReviewComment struct {
 	} `json:"user"`
 }
 
-func (p *pullReview) giteaEarlier(ctx context.Context, login string, add func(int64, string, string)) error {
+// reviewsEarlier adds the comments of the bot's earlier reviews, read
+// review by review.
+func (p *pullReview) reviewsEarlier(ctx context.Context, login string, add func(int64, string, string)) error {
 	for page := 1; page > 0; {
-		var list []giteaReview
+		var list []listedReview
 		next, err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews?limit=50&page=%d", p.owner, p.repo, p.number, page), &list)
 		if err != nil {
 			return fmt.Errorf("listing the reviews of %s: %w", p, err)
@@ -237,7 +220,7 @@ func (p *pullReview) giteaEarlier(ctx context.Context, login string, add func(in
 			if login != "" && !strings.EqualFold(rv.User.Login, login) || rv.CommentsCount == 0 {
 				continue
 			}
-			var cms []giteaReviewComment
+			var cms []listedReviewComment
 			if _, err := p.get(ctx, fmt.Sprintf("repos/%s/%s/pulls/%d/reviews/%d/comments", p.owner, p.repo, p.number, rv.ID), &cms); err != nil {
 				return fmt.Errorf("listing the comments of review %d of %s: %w", rv.ID, p, err)
 			}
@@ -277,8 +260,9 @@ type reviewComment struct {
 	Body      string `json:"body"`
 }
 
-// giteaComment is one comment of a Gitea review request.
-type giteaComment struct {
+// positionComment is one comment of a review request placed by its new
+// position (Dialect.PullReviews).
+type positionComment struct {
 	Path        string `json:"path"`
 	NewPosition int    `json:"new_position"`
 	Body        string `json:"body"`
@@ -300,16 +284,16 @@ func (p *pullReview) post(ctx context.Context, sha string, rep *contract.RunRepo
 		body += " · [run](" + u + ")"
 	}
 	in := reviewRequest{CommitID: sha, Body: body, Event: "COMMENT"}
-	if p.r.cfg.Forge == workflows.Gitea {
-		var cms []giteaComment
+	if p.r.dialect().PullReviews {
+		var cms []positionComment
 		for _, c := range plan.Comments {
-			cms = append(cms, giteaComment{Path: c.Finding.Path, NewPosition: c.Line, Body: review.Body(c, review.FencedDiff)})
+			cms = append(cms, positionComment{Path: c.Finding.Path, NewPosition: c.Line, Body: review.Body(c, review.FencedDiff)})
 		}
 		in.Comments = cms
 	} else {
 		var cms []reviewComment
 		for _, c := range plan.Comments {
-			rc := reviewComment{Path: c.Finding.Path, Line: c.Line, Side: "RIGHT", Body: review.Body(c, review.GitHubSuggestion)}
+			rc := reviewComment{Path: c.Finding.Path, Line: c.Line, Side: "RIGHT", Body: review.Body(c, review.Suggestion)}
 			if c.StartLine < c.Line {
 				rc.StartLine, rc.StartSide = c.StartLine, "RIGHT"
 			}
@@ -331,21 +315,26 @@ func (p *pullReview) post(ctx context.Context, sha string, rep *contract.RunRepo
 	return nil
 }
 
-// editComment rewrites a review comment's body.
+// editComment rewrites a review comment's body: GitHub's pulls/comments
+// endpoint, or with Dialect.PullReviews the issues/comments one.
 func (p *pullReview) editComment(ctx context.Context, id int64, body string) error {
 	if err := p.r.call(ctx, func() error {
+		if p.r.dialect().PullReviews {
+			req, err := p.c.NewRequest(http.MethodPatch, fmt.Sprintf("repos/%s/%s/issues/comments/%d", p.owner, p.repo, id), map[string]string{"body": body})
+			if err != nil {
+				return err
+			}
+			resp, err := p.c.Do(ctx, req, nil)
+			if err == nil && resp.StatusCode == http.StatusNoContent {
+				// The forge's answer for a comment it keeps no text of.
+				return fmt.Errorf("%s answered 204: the comment was not edited", p.r.cfg.Forge)
+			}
+			return err
+		}
 		_, _, err := p.c.PullRequests.EditComment(ctx, p.owner, p.repo, id, &gh.PullRequestComment{Body: gh.String(body)})
 		return err
 	}); err != nil {
 		return fmt.Errorf("editing review comment %d of %s: %w", id, p, err)
 	}
 	return nil
-}
-
-// Review posts r's findings as a review (Reporter.Review).
-func (f *Forge) Review(ctx context.Context, r *contract.RunReport) (*forge.ReviewSummary, error) {
-	if err := f.Credentials(); err != nil {
-		return nil, fmt.Errorf("reviewing: %w", err)
-	}
-	return f.rep.Review(ctx, r)
 }

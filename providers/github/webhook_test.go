@@ -45,12 +45,14 @@ func TestVerifyGitHub(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var secrets [][]byte
-			for _, s := range tt.secrets {
-				secrets = append(secrets, []byte(s))
+			f, err := NewForge(Config{Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: tt.secrets}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if got := verifySignature(secrets, tt.header, tt.body); got != tt.ok {
-				t.Errorf("verifySignature = %v, want %v", got, tt.ok)
+			h := http.Header{}
+			h.Set(headerSignature, tt.header)
+			if err := f.Verify(h, tt.body); (err == nil) != tt.ok {
+				t.Errorf("Verify = %v, want ok %v", err, tt.ok)
 			}
 		})
 	}
@@ -59,7 +61,7 @@ func TestVerifyGitHub(t *testing.T) {
 // A webhook secret's empty entry is refused when the forge is built; the
 // error names the entry, never a secret.
 func TestNewForgeRefusesEmptySecret(t *testing.T) {
-	_, err := NewForge(Config{WebhookEnabled: true, WebhookSecrets: []string{"hunter2-secret", ""}})
+	_, err := NewForge(Config{Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: []string{"hunter2-secret", ""}}})
 	if err == nil || !strings.Contains(err.Error(), "entry 1 is empty") || strings.Contains(err.Error(), "hunter2-secret") {
 		t.Fatalf("NewForge = %v, want a refusal naming entry 1 and no secret", err)
 	}
@@ -75,7 +77,7 @@ func TestWebhookConformance(t *testing.T) {
 	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
 		Name: Name,
 		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
-			f, err := NewForge(Config{WebhookEnabled: enabled, WebhookSecrets: secrets})
+			f, err := NewForge(Config{Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,14 +29,14 @@ func project(i forge.Issue) any {
 // merge request's).
 func (r *Reporter) update(ctx context.Context, i forge.Issue, opt *gl.UpdateIssueOptions) error {
 	var err error
-	if i.MergeRequest {
+	if i.PullRequest {
 		_, _, err = r.api.MergeRequests.UpdateMergeRequest(project(i), int64(i.Number), &gl.UpdateMergeRequestOptions{
 			AddLabels: opt.AddLabels, RemoveLabels: opt.RemoveLabels, AssigneeIDs: opt.AssigneeIDs, StateEvent: opt.StateEvent}, gl.WithContext(ctx))
 	} else {
 		_, _, err = r.api.Issues.UpdateIssue(project(i), int64(i.Number), opt, gl.WithContext(ctx))
 	}
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", noteable{project: i.Repo, mr: i.MergeRequest, iid: int64(i.Number)}, err)
+		return fmt.Errorf("updating %s: %w", noteable{project: i.Repo, mr: i.PullRequest, iid: int64(i.Number)}, err)
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func (r *Reporter) RemoveLabels(ctx context.Context, i forge.Issue, names []stri
 // assignees are the ids of i's assignees.
 func (r *Reporter) assignees(ctx context.Context, i forge.Issue) ([]int64, error) {
 	var ids []int64
-	if i.MergeRequest {
+	if i.PullRequest {
 		mr, _, err := r.api.MergeRequests.GetMergeRequest(project(i), int64(i.Number), nil, gl.WithContext(ctx))
 		if err != nil {
 			return nil, err
@@ -144,13 +144,7 @@ func (r *Reporter) assign(ctx context.Context, i forge.Issue, logins []string, a
 		if err != nil {
 			return err
 		}
-		k := slices.Index(want, id)
-		switch {
-		case add && k < 0:
-			want = append(want, id)
-		case !add && k >= 0:
-			want = slices.Delete(want, k, k+1)
-		}
+		want = forge.Toggle(want, id, add)
 	}
 	if slices.Equal(want, have) {
 		return nil
@@ -184,7 +178,7 @@ func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, _ string)
 // Comment implements forge.Actor: a note, unless one of hookrun's own
 // notes on i (any user's, when the bot cannot be learned) contains marker.
 func (r *Reporter) Comment(ctx context.Context, i forge.Issue, marker, body string) (bool, error) {
-	t := &thread{r: r, n: noteable{project: i.Repo, mr: i.MergeRequest, iid: int64(i.Number)}}
+	t := &thread{r: r, n: noteable{project: i.Repo, mr: i.PullRequest, iid: int64(i.Number)}}
 	for page := 1; page != 0; {
 		list, next, err := t.List(ctx, page)
 		if err != nil {

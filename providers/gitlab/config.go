@@ -2,13 +2,8 @@ package gitlab
 
 import (
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http"
-	"net/url"
-	"time"
 
-	"github.com/hookrun/hookrun/providers/internal/ratelimit"
+	"github.com/hookrun/hookrun/providers/forge"
 )
 
 // DefaultBaseURL is gitlab.com.
@@ -29,48 +24,27 @@ type Config struct {
 	// RunURL links the run from the note and the commit status (target_url);
 	// "{run}" is replaced by the run id. "" = no link.
 	RunURL string
-	// MaxWait bounds the total rate-limit wait of one request of a start or
-	// progress report; the final report waits for as long as its context
-	// allows. Default 1m; negative = never wait outside the final report.
-	MaxWait time.Duration
-	// Backoff is the first wait after a 429 that does not say when to retry;
-	// it doubles on each further one. Default 1m.
-	Backoff time.Duration
-	// Transport sends the HTTP requests; nil = a clone of
-	// http.DefaultTransport that waits at most 30 s for response headers.
-	Transport http.RoundTripper
-	// WrapTransport, when set, wraps Transport (its default included)
-	// once: internal/app gives each API call a trace span with it.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// WebhookEnabled serves POST /hooks/gitlab (ingress); false: the route
-	// answers 404. The forge is registered either way (its git origin).
-	WebhookEnabled bool
-	// WebhookTokens are the accepted X-Gitlab-Token values: a delivery
-	// matching any of them is accepted (several allow rotation). Empty: the
-	// deliveries are accepted unverified only under --insecure-no-verify.
-	// Never logged.
-	WebhookTokens []string
-	// Logger receives retries and fallbacks (never the token); nil = slog.Default().
-	Logger *slog.Logger
+	// Client is how requests are sent: rate-limit waits, transport,
+	// logger.
+	forge.Client
+	// Webhook serves POST /hooks/gitlab; its WebhookSecrets are the
+	// accepted X-Gitlab-Token values.
+	forge.Webhook
 }
 
 func (c *Config) setDefaults() {
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL
 	}
-	ratelimit.ConfigDefaults(&c.MaxWait, &c.Backoff, &c.Transport, &c.Logger)
-	if c.WrapTransport != nil {
-		c.Transport, c.WrapTransport = c.WrapTransport(c.Transport), nil
-	}
+	c.Client.SetDefaults()
 }
 
 // Validate reports what is wrong with c (after defaults are set). Errors
 // never include the token.
 func (c *Config) Validate() error {
 	var errs []error
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("gitlab base_url %q: want an http(s) URL such as %s", c.BaseURL, DefaultBaseURL))
+	if _, err := GitOrigin(c.BaseURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("gitlab: set a token"))

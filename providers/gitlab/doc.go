@@ -17,7 +17,7 @@
 //
 // Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/gitlab,
 // X-Gitlab-Event, X-Gitlab-Token compared in constant time with every
-// configured token's digest (Config.WebhookTokens; forge.VerifyToken).
+// configured token's digest (Config.WebhookSecrets; forge.VerifyToken).
 // The dedupe key is Idempotency-Key, else X-Gitlab-Event-UUID, else
 // "sha256-" and the body's digest. Bodies go through client-go's
 // ParseWebhook. GitLab sends nothing like author_association: merge
@@ -26,8 +26,8 @@
 // Maintainer and Developer → MEMBER, Reporter → COLLABORATOR, anything else
 // → NONE); the author is the merge request's (its code is what runs), the
 // note's or the issue's. Pushes are COLLABORATOR. Fork:
-// source_project_id != target_project_id. Actions are mapped to GitHub's
-// names: open → opened, reopen → reopened, close → closed, merge → closed
+// source_project_id != target_project_id. Actions are mapped to hookrun's
+// (workflows.Actions): open → opened, reopen → reopened, close → closed, merge → closed
 // with Merged, update → synchronize when commits changed (oldrev set) else
 // edited; approved/unapproved and others pass through. Confidential issue
 // and note hooks are not handled.

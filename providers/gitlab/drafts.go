@@ -8,6 +8,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -20,25 +21,36 @@ import (
 func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
 	var cr workflows.ChangeRequest
 	ev := req.Event
-	if ev == nil || (ev.Forge != "" && ev.Forge != workflows.GitLab) || ev.Repo == "" {
+	if ev == nil || (ev.Forge != "" && ev.Forge != Name) || ev.Repo == "" {
 		return cr, errors.New("opening draft merge request on gitlab: not a gitlab event")
 	}
-	mr, resp, err := r.api.MergeRequests.CreateMergeRequest(ev.Repo, &gl.CreateMergeRequestOptions{
-		Title: gl.Ptr("Draft: " + req.Title), Description: gl.Ptr(req.Body),
-		SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base),
-	}, gl.WithContext(ctx))
-	if err == nil {
-		return workflows.ChangeRequest{Number: int(mr.IID), URL: mr.WebURL}, nil
+	return forge.OpenDraft(fmt.Sprintf("draft merge request %s → %s in %s", req.Head, req.Base, ev.Repo), http.StatusConflict,
+		func(mr *gl.BasicMergeRequest) workflows.ChangeRequest {
+			return workflows.ChangeRequest{Number: int(mr.IID), URL: mr.WebURL}
+		},
+		func() (*gl.BasicMergeRequest, int, error) {
+			mr, resp, err := r.api.MergeRequests.CreateMergeRequest(ev.Repo, &gl.CreateMergeRequestOptions{
+				Title: gl.Ptr("Draft: " + req.Title), Description: gl.Ptr(req.Body),
+				SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base),
+			}, gl.WithContext(ctx))
+			if mr == nil {
+				return nil, statusOf(resp), err
+			}
+			return &mr.BasicMergeRequest, statusOf(resp), err
+		},
+		func() ([]*gl.BasicMergeRequest, error) {
+			open, _, err := r.api.MergeRequests.ListProjectMergeRequests(ev.Repo, &gl.ListProjectMergeRequestsOptions{
+				State: gl.Ptr("opened"), SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base)}, gl.WithContext(ctx))
+			return open, err
+		})
+}
+
+// statusOf is the HTTP status of an API answer; 0 without one.
+func statusOf(resp *gl.Response) int {
+	if resp == nil || resp.Response == nil {
+		return 0
 	}
-	if resp == nil || resp.StatusCode != http.StatusConflict {
-		return cr, fmt.Errorf("opening draft merge request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
-	}
-	open, _, lerr := r.api.MergeRequests.ListProjectMergeRequests(ev.Repo, &gl.ListProjectMergeRequestsOptions{
-		State: gl.Ptr("opened"), SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base)}, gl.WithContext(ctx))
-	if lerr != nil || len(open) == 0 {
-		return cr, fmt.Errorf("opening draft merge request %s → %s in %s: %w", req.Head, req.Base, ev.Repo, err)
-	}
-	return workflows.ChangeRequest{Number: int(open[0].IID), URL: open[0].WebURL}, nil
+	return resp.StatusCode
 }
 
 var _ contract.DraftOpener = (*Reporter)(nil)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -75,11 +76,11 @@ func TestOpenDraft(t *testing.T) {
 	api := &mrAPI{open: map[string]int{"hookrun/fix/3": 4}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	r, err := New(Config{BaseURL: srv.URL, Token: "gl-draft-token", MaxWait: time.Second})
+	r, err := New(Config{BaseURL: srv.URL, Token: "gl-draft-token", Client: forge.Client{MaxWait: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &workflows.Event{Forge: workflows.GitLab, Repo: "group/project"}
+	ev := &workflows.Event{Forge: Name, Repo: "group/project"}
 	ctx := context.Background()
 	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "feature", Title: "the agent's commits", Body: "see"})
 	if err != nil || cr != (workflows.ChangeRequest{Number: 21, URL: "https://gitlab.example/group/project/-/merge_requests/21"}) {

@@ -10,7 +10,7 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Bounds on listing changed files, as GitHub's: a merge request's diffs are
+// Bounds on listing changed files, as other forges': a merge request's diffs are
 // read up to MaxMergeRequestFiles, past which the list is Truncated.
 const (
 	MaxMergeRequestFiles = 3000

@@ -31,7 +31,7 @@ func TestChangedFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	mr := func(iid int) *workflows.Event {
-		return &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindPullRequest, Repo: f.project, ProjectID: f.projID,
+		return &workflows.Event{Forge: Name, Kind: workflows.KindPullRequest, Repo: f.project, ProjectID: f.projID,
 			PullRequest: &workflows.PullRequest{Number: iid}}
 	}
 	got, err := rep.ChangedFiles(ctx, mr(1))
@@ -42,7 +42,7 @@ func TestChangedFiles(t *testing.T) {
 	if err != nil || !got.Truncated || len(got.Paths) != 3000 {
 		t.Fatalf("MR 2: %d paths truncated %v err %v, want 3000 and truncated", len(got.Paths), got.Truncated, err)
 	}
-	push := &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindPush, Repo: f.project, ProjectID: f.projID, Push: &workflows.Push{Before: before, After: after}}
+	push := &workflows.Event{Forge: Name, Kind: workflows.KindPush, Repo: f.project, ProjectID: f.projID, Push: &workflows.Push{Before: before, After: after}}
 	got, err = rep.ChangedFiles(ctx, push)
 	if err != nil || got.Truncated || !slices.Equal(got.Paths, []string{"Gemfile", "lib/y.rb"}) {
 		t.Fatalf("push: %+v %v", got, err)

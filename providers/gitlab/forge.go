@@ -5,52 +5,67 @@ import (
 	"fmt"
 
 	"github.com/hookrun/hookrun/providers/forge"
-	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
 // Name is the forge this package implements: Event.Forge of GitLab's
 // events, the gitlab configuration section, POST /hooks/gitlab.
-const Name = workflows.GitLab
+const Name workflows.Forge = "gitlab"
+
+// A chat trigger's repository may live on gitlab.
+func init() { workflows.RegisterChatForge(Name, false) }
 
 // Forge is GitLab as hookrun uses it (providers/forge.Forge): its API
 // client when it has a token, and the git origin of its base_url, which
 // it has either way.
 type Forge struct {
-	// Actor is the Reporter's, guarded: forge.ErrNoCredentials without
-	// credentials (actions.go).
-	forge.Actor
+	// Base is the API methods (lookups, Report, OpenDraft, Review and the
+	// Actor, forge.ErrNoCredentials without credentials), the webhook
+	// configuration (webhook.go) and the git origin.
+	forge.Base
 
-	rep    *Reporter // nil without a token
-	token  string
-	origin string
-	hook   hook // webhook.go
+	rep *Reporter // nil without a token
 }
+
+// parts are how NewForge builds the Base.
+var parts = forge.Parts[Config, *Reporter]{Name: Name, Request: "merge request",
+	Origin: func(c Config) (string, error) { return GitOrigin(c.BaseURL) },
+	Hook:   hookSpec,
+	Token:  func(c Config) string { return c.Token }, New: New,
+	GitUser: "oauth2"}
 
 // NewForge builds GitLab from cfg. Without a token its API methods answer
 // forge.ErrNoCredentials and Report does nothing.
 func NewForge(cfg Config) (*Forge, error) {
-	origin, err := GitOrigin(cfg.BaseURL)
-	if err != nil {
+	f := &Forge{}
+	if err := forge.Build(&f.Base, &f.rep, cfg, parts, f.Credentials); err != nil {
 		return nil, err
-	}
-	h, err := newHook(cfg.WebhookEnabled, cfg.WebhookTokens)
-	if err != nil {
-		return nil, err
-	}
-	f := &Forge{origin: origin, token: cfg.Token, hook: h}
-	f.Actor = forge.GuardActor(f.Credentials, func() forge.Actor { return f.rep })
-	if cfg.Token == "" {
-		return f, nil
-	}
-	if f.rep, err = New(cfg); err != nil {
-		return nil, fmt.Errorf("configuring gitlab: %w", err)
 	}
 	return f, nil
 }
 
-// Name is gitlab.
-func (f *Forge) Name() workflows.Forge { return Name }
+// Association is the author's access level in the project
+// (Reporter.AuthorAssociation): GitLab's payloads carry no association.
+// The error says what could not be looked up, for the skip reason.
+func (f *Forge) Association(ctx context.Context, e *workflows.Event) (string, error) {
+	missing := ""
+	if e.ProjectID <= 0 || e.AuthorID <= 0 {
+		missing = "the payload names no project or author id to look up the author's membership with"
+	}
+	return forge.LookUpAssociation(f.Credentials(), "no gitlab API token is configured to look up the author's membership", missing,
+		"the author's gitlab membership", func() (string, error) { return f.rep.AuthorAssociation(ctx, e.ProjectID, e.AuthorID) })
+}
+
+// Links are a merge request's and an issue's pages under /-/, a note's
+// anchor #note_<id>, "!N" in text and refs/merge-requests/N/head; the web
+// origin is the git origin.
+func (f *Forge) Links() forge.Links { return links(f.Origin()) }
+
+// links are GitLab's Links under web.
+func links(web string) forge.Links {
+	return forge.Links{Web: web, Pages: "/-/", Request: "merge request", RequestPath: "merge_requests",
+		Mark: "!", CommentAnchor: "#note_", HeadRef: "refs/merge-requests/%d/head"}
+}
 
 // Credentials is nil with a token.
 func (f *Forge) Credentials() error {
@@ -58,67 +73,6 @@ func (f *Forge) Credentials() error {
 		return fmt.Errorf("no gitlab API token is configured: set gitlab.token: %w", forge.ErrNoCredentials)
 	}
 	return nil
-}
-
-// PullRequestHead asks the merge requests API (Reporter.PullRequestHead).
-func (f *Forge) PullRequestHead(ctx context.Context, e *workflows.Event) (workflows.Head, error) {
-	if err := f.Credentials(); err != nil {
-		return workflows.Head{}, err
-	}
-	return f.rep.PullRequestHead(ctx, e)
-}
-
-// ChangedFiles asks the merge request diffs or compare API
-// (Reporter.ChangedFiles).
-func (f *Forge) ChangedFiles(ctx context.Context, e *workflows.Event) (workflows.ChangedFiles, error) {
-	if err := f.Credentials(); err != nil {
-		return workflows.ChangedFiles{}, err
-	}
-	return f.rep.ChangedFiles(ctx, e)
-}
-
-// Association is the author's access level in the project
-// (Reporter.AuthorAssociation): GitLab's payloads carry no association.
-// The error says what could not be looked up, for the skip reason.
-func (f *Forge) Association(ctx context.Context, e *workflows.Event) (string, error) {
-	switch {
-	case f.rep == nil:
-		return "", fmt.Errorf("no gitlab API token is configured to look up the author's membership: %w", forge.ErrNoCredentials)
-	case e.ProjectID <= 0 || e.AuthorID <= 0:
-		return "", fmt.Errorf("the payload names no project or author id to look up the author's membership with")
-	}
-	a, err := f.rep.AuthorAssociation(ctx, e.ProjectID, e.AuthorID)
-	if err != nil {
-		return "", fmt.Errorf("looking up the author's gitlab membership failed: %w", err)
-	}
-	return a, nil
-}
-
-// Report reports r (Reporter.Report); without a token it does nothing.
-func (f *Forge) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
-	if f.rep == nil {
-		return r.Ref, nil
-	}
-	return f.rep.Report(ctx, r)
-}
-
-// OpenDraft opens a draft merge request (Reporter.OpenDraft).
-func (f *Forge) OpenDraft(ctx context.Context, req contract.DraftRequest) (workflows.ChangeRequest, error) {
-	if err := f.Credentials(); err != nil {
-		return workflows.ChangeRequest{}, fmt.Errorf("opening a draft merge request: %w", err)
-	}
-	return f.rep.OpenDraft(ctx, req)
-}
-
-// GitOrigin is the origin of base_url (GitOrigin).
-func (f *Forge) GitOrigin() (string, error) { return f.origin, nil }
-
-// GitCredentials are "oauth2" and the token; none without one.
-func (f *Forge) GitCredentials(context.Context, *workflows.Event) (string, string, error) {
-	if f.token == "" {
-		return "", "", nil
-	}
-	return "oauth2", f.token, nil
 }
 
 var _ forge.Forge = (*Forge)(nil)

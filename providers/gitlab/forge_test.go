@@ -48,7 +48,7 @@ func TestForgeConformance(t *testing.T) {
 			f.mrs[1] = fakeMR{SHA: sha, Source: "feature", Target: "main"}
 			f.diffs[1] = []string{"README.md", "lib/x.rb"}
 			f.members[40] = fakeMember{Username: "maintainer", AccessLevel: 40}
-			cfg := Config{BaseURL: f.srv.URL, RunURL: "https://hookrun.example/api/v1/runs/{run}", MaxWait: 5 * time.Second}
+			cfg := Config{BaseURL: f.srv.URL, RunURL: "https://hookrun.example/api/v1/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}}
 			if creds {
 				cfg.Token = f.token
 			}
@@ -71,7 +71,7 @@ func TestForgeConformance(t *testing.T) {
 		Review: func(t *testing.T) (forge.Forge, forgetest.ReviewFake) {
 			f := newFakeGitLab(t)
 			newDiscussionsFake(f)
-			fg, err := NewForge(Config{BaseURL: f.srv.URL, Token: f.token, MaxWait: 5 * time.Second})
+			fg, err := NewForge(Config{BaseURL: f.srv.URL, Token: f.token, Client: forge.Client{MaxWait: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestForgeConformance(t *testing.T) {
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&mrAPI{open: map[string]int{}})
 			t.Cleanup(srv.Close)
-			fg, err := NewForge(Config{BaseURL: srv.URL, Token: "gl-draft-token", MaxWait: time.Second})
+			fg, err := NewForge(Config{BaseURL: srv.URL, Token: "gl-draft-token", Client: forge.Client{MaxWait: time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,21 +1,14 @@
 package gitlab
 
-import (
-	"fmt"
-	"net/url"
-	"strings"
-)
+import "github.com/hookrun/hookrun/providers/forge"
 
 // GitOrigin is the origin, scheme://host[:port], that git clones from for
 // the instance at baseURL ("" = gitlab.com): the instance's own host,
 // whether baseURL is its root or its API root (.../api/v4/).
 func GitOrigin(baseURL string) (string, error) {
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
+	u, err := forge.HTTPURL("gitlab base_url", baseURL, DefaultBaseURL)
+	if err != nil {
+		return "", err
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("gitlab base_url %q: want an http(s) URL such as %s", baseURL, DefaultBaseURL)
-	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host), nil
+	return forge.OriginOf(u), nil
 }

@@ -13,7 +13,7 @@ import (
 
 // AuthorAssociation implements workflows.AssociationLookup with GET
 // /projects/:id/members/all/:user_id (direct, inherited and shared
-// memberships), mapping the access level the way GitHub's association reads:
+// memberships), mapping the access level the way an author association reads:
 // Owner (50) → OWNER; Maintainer (40) and Developer (30) → MEMBER; Reporter
 // (20) → COLLABORATOR; anything lower (Planner, Guest, Minimal access), a
 // user who is not a member (404), a blocked user or an expired membership →

@@ -1,11 +1,10 @@
 package gitlab
 
 import (
-	"strings"
-
 	gl "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/hookbody"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -23,13 +22,13 @@ const (
 // normalizeGitLab parses a GitLab payload with client-go and maps it onto an
 // Event (without Forge, DeliveryID and Raw, which Normalize sets).
 //
-// GitLab payloads carry nothing like GitHub's author_association, so merge
+// GitLab payloads carry no author association, so merge
 // request, note and issue events leave here with AuthorAssociation "NONE"
 // and the numeric ids the association is looked up with: ProjectID (the
 // project the hook belongs to, a merge request's target project) and
 // AuthorID (the merge request's author, whose code a run checks out; the
 // note's author; the issue's author). Once a workflow matches, the server
-// replaces NONE with the member's role from the GitLab API (trust.go). Push
+// replaces NONE with the member's role from the GitLab API (decide/trust.go). Push
 // and tag push events get "COLLABORATOR", since pushing needs at least the
 // Developer role. Fork is source_project_id != target_project_id.
 func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
@@ -60,7 +59,7 @@ func normalizeGitLab(eventName string, body []byte) (*workflows.Event, error) {
 	return nil, forge.Unhandled(Name, eventName)
 }
 
-// gitlabMergeAction maps a merge request hook's action to the GitHub name
+// gitlabMergeAction maps a merge request hook's action to hookrun's name
 // where they mean the same. update becomes synchronize only when commits
 // changed (oldrev is set), edited otherwise.
 func gitlabMergeAction(action, oldrev string) (normalized string, merged bool) {
@@ -113,7 +112,7 @@ func gitlabMerge(p *gl.MergeEvent) *workflows.Event {
 }
 
 // gitlabNoteAction maps a note's action (create, update; absent on older
-// GitLab versions) to the GitHub comment action names.
+// GitLab versions) to hookrun's comment action names.
 func gitlabNoteAction(a gl.CommentEventAction) string {
 	switch a {
 	case "update":
@@ -190,7 +189,7 @@ func gitlabIssueComment(p *gl.IssueCommentEvent) *workflows.Event {
 	}
 }
 
-// gitlabIssueAction maps an issue hook's action to the GitHub name.
+// gitlabIssueAction maps an issue hook's action to hookrun's name.
 func gitlabIssueAction(action string) string {
 	switch action {
 	case "open":
@@ -233,10 +232,10 @@ func gitlabPush(ref, before, after, user, repo, cloneURL string, projectID int64
 		AuthorAssociation: forge.AssociationPusher,
 		Push: &workflows.Push{
 			Ref:     ref,
-			Branch:  branchOf(ref),
+			Branch:  hookbody.BranchOf(ref),
 			Before:  before,
 			After:   after,
-			Deleted: zeroSHA(after), // GitLab says a deletion only so
+			Deleted: hookbody.ZeroSHA(after), // GitLab says a deletion only so
 		},
 	}
 }
@@ -280,19 +279,4 @@ func gitlabLabels(lists ...[]*gl.EventLabel) []string {
 		return out
 	}
 	return nil
-}
-
-// zeroSHA reports whether sha is the all-zero object id (SHA-1 or SHA-256)
-// GitLab sends as the after of a push that deletes a branch or tag.
-func zeroSHA(sha string) bool {
-	return sha != "" && strings.Trim(sha, "0") == ""
-}
-
-// branchOf is the short branch name of a full ref, "" for anything that is
-// not a branch (tags).
-func branchOf(ref string) string {
-	if b, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
-		return b
-	}
-	return ""
 }

@@ -24,6 +24,10 @@ import (
 // statusDescriptionLimit is the longest commit status description we send.
 const statusDescriptionLimit = 255
 
+// noteLimit is the size limit of a merge request or issue note, in
+// characters.
+const noteLimit = 1000000
+
 // Reporter shows runs on GitLab: a note per workflow on the merge request or
 // issue, and a commit status hookrun/<workflow> on the head SHA. It is safe
 // for concurrent use by many runs.
@@ -81,7 +85,7 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 		return ref, fmt.Errorf("reporting run %s on gitlab: report without workflow or event", rep.RunID)
 	}
 	ev := rep.Event
-	if ev.Forge != "" && ev.Forge != workflows.GitLab {
+	if ev.Forge != "" && ev.Forge != Name {
 		return ref, fmt.Errorf("reporting run %s on gitlab: event comes from %s", rep.RunID, ev.Forge)
 	}
 	if ev.Repo == "" {
@@ -103,17 +107,10 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 	case ev.Issue != nil:
 		target.iid = int64(ev.Issue.Number)
 	}
-	var sum *review.Summary
-	if forge.Wants(rep) {
-		// Before the note, which shows what the review did.
-		s, err := r.Review(ctx, rep)
-		if err != nil {
-			errs = append(errs, err)
-			if s != nil {
-				s.Error = err.Error()
-			}
-		}
-		sum = s
+	// Before the note, which shows what the review did.
+	sum, err := forge.ReviewFirst(ctx, r, rep)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if mode != workflows.CommentNone && target.iid > 0 {
 		id, err := r.note(ctx, target, mode, rep, sum)
@@ -172,7 +169,7 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // note writes the run's note (see sticky.Writer.Write) and returns its id.
 func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contract.RunReport, sum *review.Summary) (int64, error) {
-	body := render.Comment(rep, render.Options{Limit: render.GitLabNoteLimit, RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
+	body := render.Comment(rep, render.Options{Limit: noteLimit, Links: links(""), RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
 	return r.notes.Write(ctx, &thread{r: r, n: n}, rep, mode, body)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/render"
 	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 	"github.com/hookrun/hookrun/runner/contract"
@@ -26,7 +27,7 @@ const sha = "da1560886d4f094c3e6c9ef40349f7d38b5d27d7"
 
 func newReporter(t *testing.T, f *fakeGitLab, mutate func(*Config)) *Reporter {
 	t.Helper()
-	cfg := Config{BaseURL: f.srv.URL, Token: f.token, RunURL: "https://hookrun.example/api/v1/runs/{run}", MaxWait: 5 * time.Second}
+	cfg := Config{BaseURL: f.srv.URL, Token: f.token, RunURL: "https://hookrun.example/api/v1/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -72,7 +73,7 @@ func fixtureEvent(t *testing.T, file string) *workflows.Event {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Fatal(err)
 	}
-	ev := &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindComment, Action: "created", Repo: p.Project.Path,
+	ev := &workflows.Event{Forge: Name, Kind: workflows.KindComment, Action: "created", Repo: p.Project.Path,
 		Comment: &workflows.Comment{ID: p.Attrs.ID, Body: p.Attrs.Note}}
 	if p.MR != nil {
 		ev.PullRequest = &workflows.PullRequest{Number: p.MR.IID, Title: p.MR.Title, HeadSHA: p.MR.LastCommit.ID}
@@ -84,7 +85,7 @@ func fixtureEvent(t *testing.T, file string) *workflows.Event {
 }
 
 func mrEvent(iid int) *workflows.Event {
-	return &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindPullRequest, Action: "opened", Repo: "gitlab-org/gitlab-test",
+	return &workflows.Event{Forge: Name, Kind: workflows.KindPullRequest, Action: "opened", Repo: "gitlab-org/gitlab-test",
 		PullRequest: &workflows.PullRequest{Number: iid, HeadSHA: sha}}
 }
 
@@ -162,7 +163,7 @@ func TestIssueNotes(t *testing.T) {
 	}
 
 	// An issue event (not a comment) reports on the issue the same way.
-	opened := &workflows.Event{Forge: workflows.GitLab, Kind: workflows.KindIssue, Action: "opened", Repo: "gitlab-org/gitlab-test",
+	opened := &workflows.Event{Forge: Name, Kind: workflows.KindIssue, Action: "opened", Repo: "gitlab-org/gitlab-test",
 		Issue: &workflows.Issue{Number: 23, Title: "New API: create/update/delete file"}}
 	y := newRun(t, newReporter(t, f, nil), "run-issue-opened", workflow("triage", "sticky", true), opened)
 	y.Must(contract.PhaseStart)
@@ -336,7 +337,7 @@ func TestSelfManagedAndErrors(t *testing.T) {
 		t.Errorf("bad token: %v", err)
 	}
 	gh := mrEvent(1)
-	gh.Forge = workflows.GitHub
+	gh.Forge = workflows.Forge("github")
 	if _, err := newReporter(t, f, nil).Report(context.Background(), &contract.RunReport{RunID: "r", Workflow: workflow("x", "", true), Event: gh}); err == nil {
 		t.Error("github event accepted")
 	}

@@ -36,34 +36,20 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 		pid = ev.ProjectID
 	}
 	mr := mergeRequest{r: r, pid: pid, name: ev.Repo, iid: int64(ev.PullRequest.Number)}
-	opts := *rep.Workflow.Report.Review
-	var findings []contract.Finding
-	if rep.Results != nil {
-		findings = rep.Results.Findings
-	}
-	sum := &review.Summary{Filter: opts.Filter, Findings: len(findings)}
-
-	m, _, err := r.api.MergeRequests.GetMergeRequest(pid, mr.iid, nil, gl.WithContext(ctx))
-	if err != nil {
-		return sum, fmt.Errorf("reading %s: %w", mr, err)
-	}
-	diff, err := mr.diff(ctx)
-	if err != nil {
-		return sum, err
-	}
-	earlier, err := mr.earlier(ctx)
+	var refs *gl.MergeRequestDiffRefs
+	p, err := review.Prepare(ctx, rep, func(ctx context.Context) (review.Diff, error) {
+		// The diff refs of the merge request position each comment.
+		m, _, err := r.api.MergeRequests.GetMergeRequest(pid, mr.iid, nil, gl.WithContext(ctx))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", mr, err)
+		}
+		refs = &m.DiffRefs
+		return mr.diff(ctx)
+	}, mr.earlier)
+	sum, diff, plan, gone, earlier := p.Sum, p.Diff, p.Plan, p.Gone, p.Earlier
 	if err != nil {
 		return sum, err
 	}
-	previous := map[string]bool{}
-	for fp := range earlier {
-		previous[fp] = true
-	}
-	plan := review.Build(findings, diff, opts, previous)
-	still, gone := review.Tally(plan, previous)
-	sum.New, sum.Still, sum.Gone = len(plan.Comments), len(still), len(gone)
-	sum.Kept, sum.Dropped = plan.Kept, plan.Dropped
-	refs := m.DiffRefs
 	for _, c := range plan.Comments {
 		pos := &gl.PositionOptions{PositionType: gl.Ptr("text"), BaseSHA: gl.Ptr(refs.BaseSha), StartSHA: gl.Ptr(refs.StartSha),
 			HeadSHA: gl.Ptr(refs.HeadSha), NewPath: gl.Ptr(c.Finding.Path), OldPath: gl.Ptr(c.Finding.Path), NewLine: gl.Ptr(int64(c.StartLine))}
@@ -71,7 +57,7 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 			pos.OldLine = gl.Ptr(int64(fd.Old[c.StartLine]))
 		}
 		if _, _, err := r.api.Discussions.CreateMergeRequestDiscussion(pid, mr.iid, &gl.CreateMergeRequestDiscussionOptions{
-			Body: gl.Ptr(review.Body(c, review.GitLabSuggestion)), Position: pos}, gl.WithContext(ctx)); err != nil {
+			Body: gl.Ptr(review.Body(c, review.SuggestionRange)), Position: pos}, gl.WithContext(ctx)); err != nil {
 			err = fmt.Errorf("commenting on %s line %d of %s: %w", c.Finding.Path, c.StartLine, mr, err)
 			var er *gl.ErrorResponse
 			if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusBadRequest {
@@ -158,12 +144,4 @@ func (m mergeRequest) earlier(ctx context.Context) (map[string]string, error) {
 		}
 		opt.Page = resp.NextPage
 	}
-}
-
-// Review posts r's findings as discussions (Reporter.Review).
-func (f *Forge) Review(ctx context.Context, r *contract.RunReport) (*forge.ReviewSummary, error) {
-	if err := f.Credentials(); err != nil {
-		return nil, fmt.Errorf("reviewing: %w", err)
-	}
-	return f.rep.Review(ctx, r)
 }

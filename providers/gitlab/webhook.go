@@ -3,9 +3,6 @@ package gitlab
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -21,27 +18,12 @@ const (
 	headerIdempotencyKey = "Idempotency-Key"
 )
 
-// hook is the forge's webhook configuration (forge.Webhooks): the
-// tokens' digests, compared in constant time (forge.VerifyToken).
-type hook struct {
-	enabled bool
-	tokens  [][sha256.Size]byte
-}
-
-func newHook(enabled bool, tokens []string) (hook, error) {
-	for i, t := range tokens {
-		if t == "" {
-			return hook{}, fmt.Errorf("checking %s webhook tokens: entry %d is empty", Name, i)
-		}
-	}
-	return hook{enabled: enabled, tokens: forge.TokenDigests(tokens)}, nil
-}
-
-// HookEnabled reports whether POST /hooks/gitlab is served.
-func (f *Forge) HookEnabled() bool { return f.hook.enabled }
-
-// EventName is X-Gitlab-Event.
-func (f *Forge) EventName(h http.Header) string { return h.Get(headerEvent) }
+// hookSpec: GitLab's deliveries carry a token, compared by digest in
+// constant time (forge.VerifyToken); it has no ping (its test deliveries
+// are ordinary events); total_commits_count says whether a push's commits
+// are all listed.
+var hookSpec = forge.HookSpec{Name: Name, EventHeader: headerEvent, Tokens: true, PushTotal: "total_commits_count",
+	EventNames: []string{glMergeRequest, glNote, glIssue, glPush, glTagPush}, Parse: normalizeGitLab}
 
 // DeliveryID is the dedupe key of a GitLab delivery (deliveryKey); it is
 // missing only when X-Gitlab-Event is.
@@ -66,55 +48,17 @@ func deliveryKey(h http.Header, body []byte) string {
 	return "sha256-" + hex.EncodeToString(sum[:])
 }
 
-var errToken = errors.New("token check failed")
-
 // Verify compares X-Gitlab-Token with each configured token
 // (forge.VerifyToken).
 func (f *Forge) Verify(h http.Header, _ []byte) error {
-	if len(f.hook.tokens) == 0 {
-		return fmt.Errorf("enabled without a webhook token: %w", forge.ErrNoSecret)
-	}
-	if !forge.VerifyToken(f.hook.tokens, h.Get(headerToken)) {
-		return errToken
-	}
-	return nil
-}
-
-// Ping is false: GitLab's test deliveries are ordinary events.
-func (f *Forge) Ping(string) bool { return false }
-
-// Events are the events the metrics name.
-func (f *Forge) Events() []string {
-	return []string{glMergeRequest, glNote, glIssue, glPush, glTagPush}
-}
-
-// Normalize maps a GitLab delivery onto an Event (forge.Webhooks).
-func (f *Forge) Normalize(eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
-	return Normalize(eventName, body, deliveryID)
+	return f.Hook.VerifyToken(h.Get(headerToken))
 }
 
 // Normalize turns one GitLab webhook body into an Event (normalizeGitLab):
 // Forge gitlab, DeliveryID deliveryID, Raw the body (not copied).
 func Normalize(eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
-	ev, err := normalizeGitLab(eventName, body)
-	if err != nil {
-		return nil, err
-	}
-	ev.Forge, ev.DeliveryID, ev.Raw = Name, deliveryID, body
-	return ev, nil
+	return hookSpec.Normalize(eventName, body, deliveryID)
 }
 
-// PushFiles reads a push payload's commits; total_commits_count says
-// whether they are all listed.
-func (f *Forge) PushFiles(body []byte) ([]string, bool) { return pushFiles(body) }
-
-func pushFiles(body []byte) ([]string, bool) {
-	var p struct {
-		Commits []forge.PushCommit `json:"commits"`
-		Total   *int               `json:"total_commits_count"`
-	}
-	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, false
-	}
-	return forge.PushFiles(p.Commits, p.Total)
-}
+// pushFiles reads a push payload's commits (forge.HookSpec.PushFiles).
+func pushFiles(body []byte) ([]string, bool) { return hookSpec.PushFiles(body) }

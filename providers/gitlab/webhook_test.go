@@ -95,7 +95,7 @@ func TestWebhookConformance(t *testing.T) {
 	forgetest.RunWebhooks(t, forgetest.WebhookHarness{
 		Name: Name,
 		New: func(t *testing.T, enabled bool, secrets ...string) forge.Forge {
-			f, err := NewForge(Config{WebhookEnabled: enabled, WebhookTokens: secrets})
+			f, err := NewForge(Config{Webhook: forge.Webhook{WebhookEnabled: enabled, WebhookSecrets: secrets}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package host
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,7 +73,7 @@ func initProcess(initPath string, spec stepinit.Spec, sys *syscall.SysProcAttr) 
 		closeAll(specR, specW)
 		return nil, nil, nil, fmt.Errorf("creating init pipe: %w", err)
 	}
-	data, err := json.Marshal(spec)
+	data, err := spec.MarshalBinary()
 	if err != nil {
 		closeAll(specR, specW, errR, errW)
 		return nil, nil, nil, fmt.Errorf("encoding init spec: %w", err)
@@ -99,9 +98,16 @@ func initProcess(initPath string, spec stepinit.Spec, sys *syscall.SysProcAttr) 
 // reports why it could not be: no PID namespace for this user (a kernel or
 // container profile that forbids unprivileged user namespaces).
 func ProbeContain(ctx context.Context, initBinary string) error {
+	return probe(ctx, Config{Contain: true, InitBinary: initBinary}, "containment-probe", "containment", "")
+}
+
+// probe runs `sh -c "exit 0"` as step stepID under cfg: an error saying
+// why it could not ("probing host step <what>: ..."; as, when not "",
+// names whom it ran as).
+func probe(ctx context.Context, cfg Config, stepID, what, as string) error {
 	var out bytes.Buffer
-	res, err := New(Config{Contain: true, InitBinary: initBinary}).Exec(ctx, contract.ExecRequest{
-		StepID: "containment-probe",
+	res, err := New(cfg).Exec(ctx, contract.ExecRequest{
+		StepID: stepID,
 		Argv:   []string{"sh", "-c", "exit 0"},
 		Env:    []workflows.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}},
 		Dir:    "/",
@@ -110,9 +116,9 @@ func ProbeContain(ctx context.Context, initBinary string) error {
 	})
 	switch {
 	case err != nil:
-		return fmt.Errorf("probing host step containment: %w", err)
+		return fmt.Errorf("probing host step %s: %w", what, err)
 	case res.ExitCode != 0:
-		return fmt.Errorf("probing host step containment: `sh -c \"exit 0\"` exited %d: %s", res.ExitCode, strings.TrimSpace(out.String()))
+		return fmt.Errorf("probing host step %s: `sh -c \"exit 0\"`%s exited %d: %s", what, as, res.ExitCode, strings.TrimSpace(out.String()))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,15 +56,9 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Grace == 0 {
-		c.Grace = 5 * time.Second
-	}
-	if c.Shell == "" {
-		c.Shell = "sh"
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = 2 * time.Second
-	}
+	c.Grace = cmp.Or(c.Grace, 5*time.Second)
+	c.Shell = cmp.Or(c.Shell, "sh")
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, 2*time.Second)
 }
 
 // Validate reports a configuration that cannot work.
@@ -330,18 +325,9 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 				return nil, nil, nil, fmt.Errorf("finding the working directory: %w", err)
 			}
 		}
-		cmd, isoErr, cleanup, err = containedCommand(initPath(e.cfg.InitBinary), stepinit.Spec{
-			Path:  path,
-			Argv:  req.Argv,
-			Env:   proc.Env(req.Env),
-			Dir:   dir,
-			Grace: grace,
-		})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		cmd.Dir = "/"
-		return cmd, isoErr, cleanup, nil
+		return inRoot(containedCommand(initPath(e.cfg.InitBinary), stepinit.Spec{
+			Path: path, Argv: req.Argv, Env: proc.Env(req.Env), Dir: dir, Grace: grace,
+		}))
 	}
 	if iso == nil {
 		sys := &syscall.SysProcAttr{Setpgid: true}
@@ -367,14 +353,14 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 		}
 	}
 	env = append(env, workflows.EnvVar{Name: "USER", Value: user}, workflows.EnvVar{Name: "LOGNAME", Value: user})
-	cmd, isoErr, cleanup, err = iso.initCommand(stepinit.Spec{
-		Path:   path,
-		Argv:   req.Argv,
-		Env:    proc.Env(env),
-		Dir:    req.Dir,
-		Expose: exposed,
-		Grace:  grace,
-	})
+	return inRoot(iso.initCommand(stepinit.Spec{
+		Path: path, Argv: req.Argv, Env: proc.Env(env), Dir: req.Dir, Expose: exposed, Grace: grace,
+	}))
+}
+
+// inRoot is an init's command (the init enters the step's directory
+// itself), started in /.
+func inRoot(cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) (*exec.Cmd, *os.File, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +15,6 @@ import (
 	"github.com/moby/sys/reexec"
 
 	"github.com/hookrun/hookrun/providers/host/stepinit"
-	"github.com/hookrun/hookrun/runner/contract"
-	"github.com/hookrun/hookrun/workflows"
 )
 
 // Isolation runs every command of an executor as an unprivileged user, out
@@ -135,22 +132,7 @@ func (i *Isolation) Validate() error {
 // (no root, no namespaces: a container without CAP_SYS_ADMIN, a kernel or
 // security profile that forbids them).
 func (i *Isolation) Probe(ctx context.Context) error {
-	var out bytes.Buffer
-	res, err := New(Config{Isolation: i}).Exec(ctx, contract.ExecRequest{
-		StepID: "isolation-probe",
-		Argv:   []string{"sh", "-c", "exit 0"},
-		Env:    []workflows.EnvVar{{Name: "PATH", Value: "/usr/local/bin:/usr/bin:/bin"}},
-		Dir:    "/",
-		Stdout: &out,
-		Stderr: &out,
-	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("probing host step isolation: %w", err)
-	case res.ExitCode != 0:
-		return fmt.Errorf("probing host step isolation: `sh -c \"exit 0\"` as uid %d exited %d: %s", i.UID, res.ExitCode, strings.TrimSpace(out.String()))
-	}
-	return nil
+	return probe(ctx, Config{Isolation: i}, "isolation-probe", "isolation", fmt.Sprintf(" as uid %d", i.UID))
 }
 
 func init() {

@@ -23,21 +23,25 @@ func (s *Session) writeEventFile(ctx context.Context, hostFile string) error {
 		return fmt.Errorf("reading the event file: %w", err)
 	}
 	defer f.Close()
+	path := contract.SandboxEventPath(s.workspace)
+	return s.script(ctx, "writing "+path, contract.ExecRequest{StepID: "event-file",
+		Argv: []string{"sh", "-c", writeEventScript, "hookrun-event", path}, Stdin: f})
+}
+
+// script runs req, a script of hookrun's own, in the sandbox within
+// CommandTimeout: an error saying what failed ("<what> in the sandbox:
+// exit N: <its last line of stderr>").
+func (s *Session) script(ctx context.Context, what string, req contract.ExecRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, s.p.cfg.CommandTimeout)
 	defer cancel()
 	var stderr bytes.Buffer
-	res, err := s.Exec(ctx, contract.ExecRequest{
-		RunID:  s.runID,
-		StepID: "event-file",
-		Argv:   []string{"sh", "-c", writeEventScript, "hookrun-event", contract.SandboxEventPath(s.workspace)},
-		Stdin:  f,
-		Stderr: &stderr,
-	})
+	req.RunID, req.Stderr = s.runID, &stderr
+	res, err := s.Exec(ctx, req)
 	switch {
 	case err != nil:
 		return err
 	case res.ExitCode != 0:
-		return fmt.Errorf("writing %s in the sandbox: exit %d: %s", contract.SandboxEventPath(s.workspace), res.ExitCode, lastLine(stderr.String()))
+		return fmt.Errorf("%s in the sandbox: exit %d: %s", what, res.ExitCode, lastLine(stderr.String()))
 	}
 	return nil
 }

@@ -31,18 +31,9 @@ const maxResultsTar = contract.MaxResultsBytes + 1<<20
 
 // makeResults creates contract.SandboxResultsPath in a new sandbox.
 func (s *Session) makeResults(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.p.cfg.CommandTimeout)
-	defer cancel()
-	var stderr bytes.Buffer
-	res, err := s.Exec(ctx, contract.ExecRequest{RunID: s.runID, StepID: "results",
-		Argv: []string{"sh", "-c", makeResultsScript, "hookrun-results", contract.SandboxResultsPath(s.workspace)}, Stderr: &stderr})
-	switch {
-	case err != nil:
-		return err
-	case res.ExitCode != 0:
-		return fmt.Errorf("creating %s in the sandbox: exit %d: %s", contract.SandboxResultsPath(s.workspace), res.ExitCode, lastLine(stderr.String()))
-	}
-	return nil
+	path := contract.SandboxResultsPath(s.workspace)
+	return s.script(ctx, "creating "+path, contract.ExecRequest{StepID: "results",
+		Argv: []string{"sh", "-c", makeResultsScript, "hookrun-results", path}})
 }
 
 // copyResults copies the sandbox's results folder to the host folder dir

@@ -2,6 +2,7 @@ package sbx
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,9 @@ import (
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
+
+// DefaultBinary is Config.Binary's default.
+const DefaultBinary = "sbx"
 
 // Config configures the sbx sandbox provider.
 type Config struct {
@@ -41,22 +45,17 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Binary == "" {
-		c.Binary = "sbx"
-	}
-	if c.Git == "" {
-		c.Git = "git"
-	}
+	c.Binary = cmp.Or(c.Binary, DefaultBinary)
+	c.Git = cmp.Or(c.Git, "git")
 	if c.Env == nil {
 		c.Env = os.Environ()
 	}
-	if c.StopGrace == 0 {
-		c.StopGrace = 5 * time.Second
-	}
-	if c.CommandTimeout == 0 {
-		c.CommandTimeout = 5 * time.Minute
-	}
+	c.StopGrace = cmp.Or(c.StopGrace, 5*time.Second)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, 5*time.Minute)
 }
+
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c Config) WithDefaults() Config { c.setDefaults(); return c }
 
 // Validate reports every invalid field.
 func (c *Config) Validate() error {
@@ -186,44 +185,14 @@ var hostOnly = map[string]bool{"PATH": true, "HOME": true, "PWD": true, "SHELL":
 // agent authenticates through sbx's own credential proxy. When ctx ends,
 // the sbx process group gets SIGTERM, then SIGKILL after the grace period.
 func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.ExecResult, error) {
-	start := time.Now()
-	res := contract.ExecResult{ExitCode: -1}
-	done := func(err error) (contract.ExecResult, error) {
-		res.Duration = time.Since(start)
-		return res, err
-	}
+	res, done := contract.Timed()
 	if len(req.Argv) == 0 {
 		return done(fmt.Errorf("running step %s in sandbox %s: empty command", req.StepID, s.name))
 	}
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("running step %s: %w", req.StepID, err))
 	}
-	secret := map[string]bool{}
-	for _, n := range req.SecretNames {
-		secret[n] = true
-	}
-	args := []string{"exec"}
-	if req.Stdin != nil {
-		args = append(args, "-i")
-	}
-	if req.Dir != "" {
-		args = append(args, "-w", req.Dir)
-	}
-	var forward []workflows.EnvVar // a later entry wins (proc.Env)
-	seen := map[string]bool{}
-	for _, e := range req.Env {
-		if secret[e.Name] || hostOnly[e.Name] || !workflows.IsEnvName(e.Name) {
-			continue
-		}
-		if !seen[e.Name] {
-			seen[e.Name] = true
-			args = append(args, "-e", e.Name)
-		}
-		forward = append(forward, e)
-	}
-	args = append(args, s.name)
-	args = append(args, req.Argv...)
-
+	args, forward, secret := s.execArgs(req)
 	cmd := exec.Command(s.p.cfg.Binary, args...)
 	cmd.Env = s.p.env(forward, secret)
 	cmd.Stdin = req.Stdin
@@ -252,22 +221,8 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 		stopErr := s.stop(ctx, req.StepID)
 		return done(errors.Join(fmt.Errorf("running step %s in sandbox %s: stopped: %w", req.StepID, s.name, ctx.Err()), stopErr))
 	}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		res.ExitCode = 0
-	case errors.As(err, &exitErr):
-		// sbx, like docker exec, exits with the command's status. A known
-		// sbx failure is an error, not a step's exit code.
-		if mapped := classifyExec(stdoutTail.String(), stderrTail.String(), s.name); mapped != nil {
-			return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, mapped))
-		}
-		res.ExitCode = exitErr.ExitCode()
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode = 128 + int(ws.Signal())
-		}
-	default:
-		return done(fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, err))
+	if res.ExitCode, err = s.exitCode(req, err, stdoutTail.String(), stderrTail.String()); err != nil {
+		return done(err)
 	}
 	if req.Results != "" {
 		// The sandbox's results folder back to the host, whatever the
@@ -277,6 +232,59 @@ func (s *Session) Exec(ctx context.Context, req contract.ExecRequest) (contract.
 		}
 	}
 	return done(nil)
+}
+
+// execArgs are the arguments of sbx exec for req, the variables whose
+// values the sbx process's environment carries (forward: no secret, none
+// of the host's own, a later entry wins) and req's secret names.
+func (s *Session) execArgs(req contract.ExecRequest) (args []string, forward []workflows.EnvVar, secret map[string]bool) {
+	secret = map[string]bool{}
+	for _, n := range req.SecretNames {
+		secret[n] = true
+	}
+	args = []string{"exec"}
+	if req.Stdin != nil {
+		args = append(args, "-i")
+	}
+	if req.Dir != "" {
+		args = append(args, "-w", req.Dir)
+	}
+	seen := map[string]bool{}
+	for _, e := range req.Env {
+		if secret[e.Name] || hostOnly[e.Name] || !workflows.IsEnvName(e.Name) {
+			continue
+		}
+		if !seen[e.Name] {
+			seen[e.Name] = true
+			args = append(args, "-e", e.Name)
+		}
+		forward = append(forward, e)
+	}
+	args = append(args, s.name)
+	return append(args, req.Argv...), forward, secret
+}
+
+// exitCode is the step's exit code from sbx exec's wait error err (its
+// output's tails tell a known sbx failure, an error, from the command's
+// own exit).
+func (s *Session) exitCode(req contract.ExecRequest, err error, stdout, stderr string) (int, error) {
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exitErr):
+		// sbx, like docker exec, exits with the command's status. A known
+		// sbx failure is an error, not a step's exit code.
+		if mapped := classifyExec(stdout, stderr, s.name); mapped != nil {
+			return -1, fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, mapped)
+		}
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return exitErr.ExitCode(), nil
+	default:
+		return -1, fmt.Errorf("running step %s in sandbox %s: %w", req.StepID, s.name, err)
+	}
 }
 
 // Close collects the agent's commits onto branch hookrun/<run> of the

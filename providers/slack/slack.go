@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,26 +49,21 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.ResponseURLPrefix == "" {
-		c.ResponseURLPrefix = workflows.DefaultResponseURLPrefix
-	}
-	if c.ResponseType == "" {
-		c.ResponseType = InChannel
-	}
-	if c.Client == nil {
-		c.Client = &http.Client{Timeout: 10 * time.Second}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.ResponseURLPrefix = cmp.Or(c.ResponseURLPrefix, workflows.DefaultResponseURLPrefix)
+	c.ResponseType = cmp.Or(c.ResponseType, InChannel)
+	c.Client = cmp.Or(c.Client, &http.Client{Timeout: 10 * time.Second})
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 }
+
+// WithDefaults is c with its defaults filled in (internal/app compares).
+func (c Config) WithDefaults() Config { c.setDefaults(); return c }
 
 // Validate reports every problem of c, defaults applied.
 func (c Config) Validate() error {
 	c.setDefaults()
 	var errs []error
-	if err := workflows.ResponseURLAllowed(c.ResponseURLPrefix, c.ResponseURLPrefix+"x"); err != nil {
-		errs = append(errs, fmt.Errorf("checking slack response URL prefix %q: want an http(s) URL ending in /", c.ResponseURLPrefix))
+	if err := workflows.CheckResponseURLPrefix(c.ResponseURLPrefix); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ResponseType != InChannel && c.ResponseType != Ephemeral {
 		errs = append(errs, fmt.Errorf("checking slack response type %q: want %s or %s", c.ResponseType, InChannel, Ephemeral))
@@ -188,19 +184,7 @@ func Text(rep *contract.RunReport, runURL string) string {
 	return b.String()
 }
 
-func icon(s workflows.Status) string {
-	switch s {
-	case workflows.StatusSucceeded:
-		return ":white_check_mark:"
-	case workflows.StatusPartiallySucceeded:
-		return ":large_yellow_circle:"
-	case workflows.StatusFailed:
-		return ":x:"
-	case workflows.StatusCancelled, workflows.StatusSkipped:
-		return ":no_entry_sign:"
-	}
-	return ":hourglass:"
-}
+func icon(s workflows.Status) string { return s.Present().Slack }
 
 // escape escapes Slack's three control characters.
 func escape(s string) string {

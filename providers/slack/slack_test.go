@@ -60,7 +60,7 @@ func (f *fakeSlack) messages() []message {
 func chatReport(responseURL string, phase contract.Phase, status workflows.Status) *contract.RunReport {
 	return &contract.RunReport{Phase: phase, RunID: "01RUN", Attempt: 1, Status: status,
 		Workflow: &workflows.Workflow{Name: "slack-deploy"},
-		Event: &workflows.Event{Forge: workflows.GitHub, Kind: workflows.KindChat, Repo: "myorg/app",
+		Event: &workflows.Event{Forge: workflows.Forge("github"), Kind: workflows.KindChat, Repo: "myorg/app",
 			Chat: &workflows.Chat{Platform: workflows.ChatSlack, UserID: "U1", ChannelID: "C1", Command: "/hookrun",
 				Text: "deploy staging", ResponseURL: responseURL}},
 		Body:  "Deployed to *staging* <!channel>",

@@ -65,74 +65,9 @@ type (
 // eventNumber (0: the event has none, as a push or a schedule: only
 // targets can be acted on). Nothing is allowed without permissions.
 func PlanActions(a *Actions, p *workflows.Permissions, eventNumber int) ([]PlannedAction, *ActionsOutcome) {
-	out := &ActionsOutcome{}
+	pl := &actionPlanner{perms: p, out: &ActionsOutcome{}}
 	if a == nil {
-		return nil, out
-	}
-	var plan []PlannedAction
-	one := func(n int, s *ActionSet, refuseAll string) {
-		ask := func(op, value, reason string) {
-			act := PlannedAction{Number: n, Op: op, Value: value, Reason: reason}
-			what := act.String()
-			if n == 0 {
-				what = strings.Replace(what, "#0", "the event's issue", 1)
-			}
-			if op == OpComment {
-				what += fmt.Sprintf(" (%d characters)", len(value))
-			}
-			why := refuseAll
-			if why == "" {
-				switch op {
-				case OpAddLabel, OpRemoveLabel:
-					if !p.AllowsLabel(value) {
-						why = fmt.Sprintf("label %q is not in permissions.labels", value)
-					}
-				case OpAddAssignee, OpRemoveAssignee:
-					if !p.AllowsAssignee(value) {
-						why = fmt.Sprintf("%s is not allowed by permissions.assignees", value)
-					}
-				case OpState:
-					if !p.AllowsState(value) {
-						word := workflows.PermitClose
-						if value == "open" {
-							word = workflows.PermitReopen
-						}
-						why = fmt.Sprintf("permissions.state does not include %s", word)
-					}
-				case OpComment:
-					if !p.Comment {
-						why = "permissions.comment is not true"
-					}
-				}
-			}
-			if why != "" {
-				out.Refuse(what, why)
-				return
-			}
-			plan = append(plan, act)
-		}
-		if s.Labels != nil {
-			for _, l := range s.Labels.Add {
-				ask(OpAddLabel, l, "")
-			}
-			for _, l := range s.Labels.Remove {
-				ask(OpRemoveLabel, l, "")
-			}
-		}
-		if s.Assignees != nil {
-			for _, l := range s.Assignees.Add {
-				ask(OpAddAssignee, l, "")
-			}
-			for _, l := range s.Assignees.Remove {
-				ask(OpRemoveAssignee, l, "")
-			}
-		}
-		if s.State != "" {
-			ask(OpState, s.State, s.Reason)
-		}
-		if s.Comment != "" {
-			ask(OpComment, s.Comment, "")
-		}
+		return nil, pl.out
 	}
 	none := ""
 	if p == nil {
@@ -142,14 +77,97 @@ func PlanActions(a *Actions, p *workflows.Permissions, eventNumber int) ([]Plann
 	if top == "" && eventNumber == 0 {
 		top = "the event has no issue or pull request: name targets"
 	}
-	one(eventNumber, &a.ActionSet, top)
+	pl.set(eventNumber, &a.ActionSet, top)
 	for i := range a.Targets {
 		t := &a.Targets[i]
 		why := none
 		if why == "" && !p.Targets {
 			why = "targets need permissions.targets: true"
 		}
-		one(t.Number, &t.ActionSet, why)
+		pl.set(t.Number, &t.ActionSet, why)
 	}
-	return plan, out
+	return pl.plan, pl.out
+}
+
+// actionPlanner collects PlanActions' answer.
+type actionPlanner struct {
+	perms *workflows.Permissions
+	plan  []PlannedAction
+	out   *ActionsOutcome
+}
+
+// set asks for every action of s on issue or pull request n, in the order
+// they are applied; refuseAll, when set, refuses each with that reason.
+func (pl *actionPlanner) set(n int, s *ActionSet, refuseAll string) {
+	if s.Labels != nil {
+		for _, l := range s.Labels.Add {
+			pl.ask(n, OpAddLabel, l, "", refuseAll)
+		}
+		for _, l := range s.Labels.Remove {
+			pl.ask(n, OpRemoveLabel, l, "", refuseAll)
+		}
+	}
+	if s.Assignees != nil {
+		for _, l := range s.Assignees.Add {
+			pl.ask(n, OpAddAssignee, l, "", refuseAll)
+		}
+		for _, l := range s.Assignees.Remove {
+			pl.ask(n, OpRemoveAssignee, l, "", refuseAll)
+		}
+	}
+	if s.State != "" {
+		pl.ask(n, OpState, s.State, s.Reason, refuseAll)
+	}
+	if s.Comment != "" {
+		pl.ask(n, OpComment, s.Comment, "", refuseAll)
+	}
+}
+
+// ask plans one action, or refuses it with refuseAll or the permission it
+// lacks.
+func (pl *actionPlanner) ask(n int, op, value, reason, refuseAll string) {
+	act := PlannedAction{Number: n, Op: op, Value: value, Reason: reason}
+	what := act.String()
+	if n == 0 {
+		what = strings.Replace(what, "#0", "the event's issue", 1)
+	}
+	if op == OpComment {
+		what += fmt.Sprintf(" (%d characters)", len(value))
+	}
+	why := refuseAll
+	if why == "" {
+		why = permissionRefusal(pl.perms, op, value)
+	}
+	if why != "" {
+		pl.out.Refuse(what, why)
+		return
+	}
+	pl.plan = append(pl.plan, act)
+}
+
+// permissionRefusal is why p does not allow op with value; "" when it does.
+func permissionRefusal(p *workflows.Permissions, op, value string) string {
+	switch op {
+	case OpAddLabel, OpRemoveLabel:
+		if !p.AllowsLabel(value) {
+			return fmt.Sprintf("label %q is not in permissions.labels", value)
+		}
+	case OpAddAssignee, OpRemoveAssignee:
+		if !p.AllowsAssignee(value) {
+			return fmt.Sprintf("%s is not allowed by permissions.assignees", value)
+		}
+	case OpState:
+		if !p.AllowsState(value) {
+			word := workflows.PermitClose
+			if value == "open" {
+				word = workflows.PermitReopen
+			}
+			return fmt.Sprintf("permissions.state does not include %s", word)
+		}
+	case OpComment:
+		if !p.Comment {
+			return "permissions.comment is not true"
+		}
+	}
+	return ""
 }

@@ -81,6 +81,18 @@ type ExecResult struct {
 	Duration time.Duration
 }
 
+// Timed is an executor's result, ExitCode -1 until the executor sets one,
+// and done, which sets its Duration (the time since Timed) and returns it
+// with err: an executor's every return.
+func Timed() (res *ExecResult, done func(err error) (ExecResult, error)) {
+	start := time.Now()
+	res = &ExecResult{ExitCode: -1}
+	return res, func(err error) (ExecResult, error) {
+		res.Duration = time.Since(start)
+		return *res, err
+	}
+}
+
 // Workspaces prepares and removes the per-run directories on the host.
 // providers/git implements it.
 type Workspaces interface {
@@ -203,6 +215,11 @@ type RunReport struct {
 	Event    *workflows.Event
 	HeadSHA  string // resolved head (the event's, or the one checked out)
 	Status   workflows.Status
+	// TimedOut, in the final phase, says the run failed because it ran
+	// past its timeout (the workflow's, else runner.default_timeout): a
+	// check run's conclusion is then timed_out. A step's own timeout is
+	// that step's failure, not the run's.
+	TimedOut bool
 	Steps    []workflows.StepState
 	Body     string    // final phase: report.body rendered with outputs, redacted
 	Error    string    // run error, redacted
@@ -260,8 +277,8 @@ func (f HarnessFunc) RunHarness(ctx context.Context, route HarnessRoute, w *work
 
 // LogSink receives step output. Writer returns a writer for one stream of one
 // step; the engine writes whole, redacted lines to it and closes it when the
-// step ends. queue.LogStore satisfies it (its guard sits in runner, since
-// queue does not import this package); the local run prints.
+// step ends. stores.LogStore satisfies it (its guard sits in runner, since
+// stores does not import this package); the local run prints.
 type LogSink interface {
 	Writer(runID, stepID, stream string) io.WriteCloser
 }

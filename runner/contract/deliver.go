@@ -35,8 +35,8 @@ type DeliverRequest struct {
 	BaseSHA   string              // the commit the workspace checked out: the agent's commits are those after it
 }
 
-// DraftOpener opens draft pull/merge requests. providers/github and
-// providers/gitlab implement it.
+// DraftOpener opens draft pull/merge requests. The forge providers that
+// can open one implement it.
 type DraftOpener interface {
 	// OpenDraft opens a draft request to merge Head into Base in the
 	// event's repository, or returns the open one for Head when there is

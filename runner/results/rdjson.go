@@ -82,12 +82,9 @@ func (s rdSeverity) level() string {
 
 // decodeRDJSON decodes one DiagnosticResult.
 func decodeRDJSON(file string, data []byte, roots Roots) (*decoded, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, positioned(file, data, 1, errEmpty)
-	}
-	var r rdResult
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, positioned(file, data, 1, err)
+	r, err := decodeJSON[rdResult](file, data)
+	if err != nil {
+		return nil, err
 	}
 	d := &decoded{}
 	for _, diag := range r.Diagnostics {

@@ -84,12 +84,9 @@ type sarifFix struct {
 
 // decodeSARIF decodes a SARIF log.
 func decodeSARIF(file string, data []byte, roots Roots) (*decoded, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, positioned(file, data, 1, errEmpty)
-	}
-	var log sarifLog
-	if err := json.Unmarshal(data, &log); err != nil {
-		return nil, positioned(file, data, 1, err)
+	log, err := decodeJSON[sarifLog](file, data)
+	if err != nil {
+		return nil, err
 	}
 	if log.Version != "" && log.Version != "2.1.0" {
 		return nil, &PositionError{File: file, Msg: fmt.Sprintf("SARIF version %q: only 2.1.0 is read", log.Version)}
@@ -207,4 +204,17 @@ func sarifLevel(l string) string {
 		return contract.LevelNote
 	}
 	return contract.LevelWarning
+}
+
+// decodeJSON decodes data, a results file, as a T: an empty file is
+// errEmpty, either error placed at the file's first line.
+func decodeJSON[T any](file string, data []byte) (*T, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, positioned(file, data, 1, errEmpty)
+	}
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, positioned(file, data, 1, err)
+	}
+	return &v, nil
 }

@@ -1,7 +1,7 @@
 // hookrun web UI: the only script. On a live run's page it appends the
 // log lines of the run's Server-Sent Events stream (the same stream as
-// GET /api/v1/runs/:id/logs?follow=1) and refreshes the status and steps
-// block until the stream says the run ended. Text is set with textContent:
+// GET /api/v1/runs/:id/logs?follow=1) and refreshes the status, graph and
+// steps block until the stream says the run ended. Text is set with textContent:
 // log lines are untrusted.
 (function () {
   "use strict";

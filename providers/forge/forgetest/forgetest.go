@@ -73,8 +73,9 @@ type Harness struct {
 	// Suggestion opens the forge's suggestion block in a comment
 	// ("```suggestion\n").
 	Suggestion string
-	// MarksGone says the forge marks a gone finding's comment (GitHub
-	// edits it, GitLab resolves the discussion).
+	// MarksGone says the forge marks a gone finding's comment (GitHub and
+	// Gitea edit it to say "Fixed in <sha>", GitLab resolves the
+	// discussion).
 	MarksGone bool
 	// Issue is an open issue of Event's repository, without labels or
 	// assignees, that New's fake (an IssueFake) keeps; the repository

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -115,8 +116,10 @@ func reviewCase(t *testing.T, h Harness) {
 	if s.New != 0 || s.Still != 1 || s.Gone != 1 || fake.ReviewRequests() != n {
 		t.Errorf("third summary %+v (review requests %d → %d), want 1 still, 1 gone, nothing posted", s, n, fake.ReviewRequests())
 	}
-	if marked := fake.Marked(); h.MarksGone && (len(marked) != 1 || !strings.Contains(marked[0], "hookrun:finding:")) {
-		t.Errorf("marked gone %q, want the main.go:13 comment", marked)
+	// Marked: the main.go:13 comment, resolved as it is or edited to say
+	// it is fixed in the head.
+	if marked := fake.Marked(); h.MarksGone && (len(marked) != 1 || marked[0] != body && marked[0] != body+review.Fixed(h.Head.SHA)) {
+		t.Errorf("marked gone %q, want the main.go:13 comment %q (+ %q)", marked, body, review.Fixed(h.Head.SHA))
 	}
 
 	// A workflow without report.review posts nothing, whatever the

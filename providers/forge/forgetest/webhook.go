@@ -130,3 +130,27 @@ func RunWebhooks(t *testing.T, h WebhookHarness) {
 		}
 	})
 }
+
+// MissingPart is a payload of Event without a part its kind needs, and
+// the error (hookbody's ErrNo...) that names the part.
+type MissingPart struct {
+	Event, Body string
+	Want        error
+}
+
+// Missing is the MissingPart of event whose body lacks the part want names.
+func Missing(event, body string, want error) MissingPart {
+	return MissingPart{Event: event, Body: body, Want: want}
+}
+
+// CheckMissingParts checks that normalize (a forge's Normalize) refuses
+// each payload as malformed (forge.ErrMalformedPayload) and names the
+// missing part.
+func CheckMissingParts(t *testing.T, normalize func(event string, body []byte, deliveryID string) (*workflows.Event, error), parts ...MissingPart) {
+	t.Helper()
+	for _, p := range parts {
+		if _, err := normalize(p.Event, []byte(p.Body), "d"); !errors.Is(err, forge.ErrMalformedPayload) || !errors.Is(err, p.Want) {
+			t.Errorf("%s %s: err = %v, want malformed: %v", p.Event, p.Body, err, p.Want)
+		}
+	}
+}

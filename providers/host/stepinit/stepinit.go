@@ -1,7 +1,6 @@
 package stepinit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,29 +20,29 @@ import (
 // Name is the argv[0] of an init, whichever binary runs it.
 const Name = "hookrun-step-init"
 
-// Spec is what the executor tells the init, as JSON on fd 3.
+// Spec is what the executor tells the init on fd 3 (MarshalBinary).
 type Spec struct {
-	Path   string        `json:"path"` // the program, resolved
-	Argv   []string      `json:"argv"`
-	Env    []string      `json:"env"`
-	Dir    string        `json:"dir"`
-	UID    uint32        `json:"uid"`
-	GID    uint32        `json:"gid"`
-	Hide   []string      `json:"hide"`   // absolute paths to cover
-	Expose []string      `json:"expose"` // absolute directories to bring back under covered ones
-	Grace  time.Duration `json:"grace"`  // SIGTERM → SIGKILL for processes the command leaves behind
+	Path   string // the program, resolved
+	Argv   []string
+	Env    []string
+	Dir    string
+	UID    uint32
+	GID    uint32
+	Hide   []string      // absolute paths to cover
+	Expose []string      // absolute directories to bring back under covered ones
+	Grace  time.Duration // SIGTERM → SIGKILL for processes the command leaves behind
 	// Hostname is set in the step's own UTS namespace (the NIS domain
 	// name becomes the kernel's default, "(none)"), so that the step does
 	// not learn the host's; "" leaves both as they are.
-	Hostname string `json:"hostname,omitempty"`
+	Hostname string
 	// ShmSize is the size limit, in bytes, of the fresh tmpfs mounted on
 	// /dev/shm for the step (POSIX shared memory); 0 leaves /dev/shm alone.
-	ShmSize uint64 `json:"shm_size,omitempty"`
+	ShmSize uint64
 	// SameUser runs the command as the init's own user, in the init's
 	// mounts, without no_new_privs (UID, GID, Hide, Expose, Hostname and
 	// ShmSize unused): the init only contains the command's processes in
 	// its namespaces (host.Config.Contain).
-	SameUser bool `json:"same_user,omitempty"`
+	SameUser bool
 }
 
 // Covering returns the path in hide that is p or one of its ancestors, or "".
@@ -111,9 +110,12 @@ func Main() int {
 		return 125
 	}
 	specR := os.NewFile(3, "isolation-spec")
-	var spec Spec
-	err := json.NewDecoder(specR).Decode(&spec)
+	data, err := io.ReadAll(specR)
 	_ = specR.Close()
+	var spec Spec
+	if err == nil {
+		err = spec.UnmarshalBinary(data)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("reading isolation spec: %w", err))
 	}

@@ -1,6 +1,6 @@
 // Package ratelimit is an http.RoundTripper that honors forge rate limits for
-// the GitHub and GitLab reporters: on 403 or 429 with Retry-After, with an
-// exhausted rate limit and its reset time, or with GitHub's secondary-limit
+// the forges' API clients: on 403 or 429 with Retry-After, with an
+// exhausted rate limit and its reset time, or with a secondary-limit
 // message, it waits and retries with backoff. Ordinary reports give up after
 // a bounded total wait; a request whose context is marked with Final retries
 // until its context ends, so the last state of a run always lands.
@@ -71,8 +71,8 @@ func (t *Transport) SetDefaults() {
 	}
 }
 
-// ConfigDefaults fills in the rate-limit settings the GitHub and GitLab
-// reporter configs share, as their field comments promise: MaxWait 1m when
+// ConfigDefaults fills in the rate-limit settings the forges' client
+// configs share, as their field comments promise: MaxWait 1m when
 // zero (negative stays), Backoff 1m when not positive, a clone of
 // http.DefaultTransport that waits at most 30 s for response headers, and
 // slog.Default().
@@ -194,8 +194,9 @@ func (t *Transport) rateLimited(resp *http.Response) (*http.Response, time.Durat
 	if d, ok := RetryAfter(h, t.Now()); ok {
 		return resp, d, true
 	}
-	// GitHub: x-ratelimit-remaining/x-ratelimit-reset; GitLab:
-	// RateLimit-Remaining/RateLimit-Reset. Both resets are Unix seconds.
+	// x-ratelimit-remaining/x-ratelimit-reset, or without the x- prefix
+	// (RateLimit-Remaining/RateLimit-Reset), as forges send them. Both
+	// resets are Unix seconds.
 	for _, p := range []string{"X-Ratelimit-", "Ratelimit-"} {
 		if h.Get(p+"Remaining") != "0" {
 			continue
@@ -208,7 +209,7 @@ func (t *Transport) rateLimited(resp *http.Response) (*http.Response, time.Durat
 	if resp.StatusCode == http.StatusTooManyRequests {
 		return resp, 0, true
 	}
-	// A 403 is a rate limit only when it says so (GitHub's secondary limit);
+	// A 403 is a rate limit only when it says so (a secondary limit);
 	// otherwise it is a permission error and is returned as it is.
 	peek, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	resp.Body = readCloser{io.MultiReader(bytes.NewReader(peek), resp.Body), resp.Body}

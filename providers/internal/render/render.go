@@ -1,8 +1,8 @@
 // Package render builds the text hookrun shows on a forge for a run: the
 // sticky comment (hidden marker, header, step checklist, final body, cut to
 // the forge's size limit) and the one-line commit status description. It is
-// shared by providers/github and providers/gitlab and imports only workflows
-// and the runner contract.
+// shared by the forges' reporters and imports only workflows, the runner
+// contract and the forge's Links.
 package render
 
 import (
@@ -12,16 +12,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// Forge comment size limits, in characters (Unicode code points).
-const (
-	GitHubCommentLimit = 65536   // issue and pull request comments
-	GitLabNoteLimit    = 1000000 // merge request and issue notes
-)
+// DefaultLimit is the comment size limit, in characters (Unicode code
+// points), of a forge that says none (Options.Limit): the smallest a
+// forge hookrun knows has.
+const DefaultLimit = 65536
 
 // Marker is the hidden first line that identifies the comment of a workflow
 // on a pull/merge request or issue.
@@ -54,9 +54,11 @@ func RunURL(template, runID string) string {
 
 // Options tune Comment.
 type Options struct {
-	Limit  int              // maximum characters of the whole comment; 0 = GitHubCommentLimit
+	Limit  int              // maximum characters of the whole comment; 0 = DefaultLimit
 	RunURL string           // link on the run id ("" = none)
 	Now    func() time.Time // clock for the duration of running steps; nil = time.Now
+	// Links name the forge's pull requests ("merge request", "!N").
+	Links forge.Links
 	// Review, in the final phase of a workflow with report.review, is what
 	// the review did with the run's findings: a Findings section.
 	Review *review.Summary
@@ -68,7 +70,7 @@ type Options struct {
 // the Body is cut (never the marker, header or checklist) and a note says so.
 func Comment(r *contract.RunReport, o Options) string {
 	if o.Limit <= 0 {
-		o.Limit = GitHubCommentLimit
+		o.Limit = DefaultLimit
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -102,7 +104,7 @@ func Comment(r *contract.RunReport, o Options) string {
 		}
 	}
 	if r.Error != "" {
-		fence := fenceFor(r.Error, "```")
+		fence := review.Fence(r.Error)
 		heading := "Error"
 		if r.Status == workflows.StatusSkipped {
 			heading = "Skipped" // not an error: the workflow's preconditions did not hold
@@ -110,7 +112,7 @@ func Comment(r *contract.RunReport, o Options) string {
 		fmt.Fprintf(&b, "\n**%s**\n\n%stext\n%s\n%s\n", heading, fence, strings.TrimRight(r.Error, "\n"), fence)
 	}
 	if r.Phase == contract.PhaseFinal && r.Delivery != nil {
-		b.WriteString("\n" + delivery(r.Delivery, r.Event) + "\n")
+		b.WriteString("\n" + delivery(r.Delivery, o.Links) + "\n")
 	}
 	if r.Phase == contract.PhaseFinal && o.Review != nil {
 		b.WriteString("\n" + findings(o.Review))
@@ -164,7 +166,7 @@ func plural(n int, noun string) string {
 }
 
 // filesNote says when the run's paths trigger matched without the full
-// list of changed files: the forge cut the list (GitHub lists at most 3,000
+// list of changed files: the forge cut the list (some list at most 3,000
 // files of a pull request), or it could not be read.
 func filesNote(e *workflows.Event) string {
 	if e == nil || e.Files == nil {
@@ -182,7 +184,7 @@ func filesNote(e *workflows.Event) string {
 // delivery is the comment's section on the agent's commits (sandbox.push):
 // the branch pushed and its compare view, the draft pull/merge request, or
 // why nothing was pushed.
-func delivery(d *workflows.Delivery, e *workflows.Event) string {
+func delivery(d *workflows.Delivery, links forge.Links) string {
 	const title = "**Agent's commits**"
 	note := ""
 	if d.Note != "" {
@@ -203,11 +205,7 @@ func delivery(d *workflows.Delivery, e *workflows.Event) string {
 			line += " · [compare](" + d.CompareURL + ")"
 		}
 		if pr := d.PullRequest; pr != nil {
-			kind, ref := "pull request", "#"
-			if e != nil && e.Forge == workflows.GitLab {
-				kind, ref = "merge request", "!"
-			}
-			line += fmt.Sprintf("\n\nDraft %s: [%s%d](%s)", kind, ref, pr.Number, pr.URL)
+			line += fmt.Sprintf("\n\nDraft %s: [%s](%s)", links.RequestName(), links.RequestText(pr.Number), pr.URL)
 		}
 		return line + note
 	case workflows.DeliveryNoCommits:
@@ -321,28 +319,9 @@ func stepLine(s workflows.StepState, now time.Time) string {
 }
 
 // label is a status as the comment's header words it.
-func label(s workflows.Status) string {
-	return strings.ReplaceAll(string(s), "_", " ")
-}
+func label(s workflows.Status) string { return s.Present().Label }
 
-func icon(s workflows.Status) string {
-	switch s {
-	case workflows.StatusSucceeded:
-		return "✅"
-	case workflows.StatusPartiallySucceeded:
-		return "⚠️"
-	case workflows.StatusFailed:
-		return "❌"
-	case workflows.StatusCancelled:
-		return "🚫"
-	case workflows.StatusSkipped:
-		return "⏭"
-	case workflows.StatusRunning:
-		return "🔄"
-	default:
-		return "⏳"
-	}
-}
+func icon(s workflows.Status) string { return s.Present().Emoji }
 
 func duration(d time.Duration) string {
 	switch {
@@ -381,23 +360,6 @@ func cutRunes(s string, n int) string {
 		i++
 	}
 	return s
-}
-
-// fenceFor returns a backtick fence longer than any backtick run in s.
-func fenceFor(s, min string) string {
-	longest, run := 0, 0
-	for _, c := range s {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	if longest < len(min) {
-		return min
-	}
-	return strings.Repeat("`", longest+1)
 }
 
 // openFence returns the fence of the code block s ends inside, or "".

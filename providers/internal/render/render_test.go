@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
@@ -28,7 +29,7 @@ func report(phase contract.Phase, status workflows.Status, steps ...workflows.St
 		RunID:    "01JDQ4V6RZ3M8W1K9T2XGQY7PA",
 		Attempt:  1,
 		Workflow: &workflows.Workflow{Name: "pr-review"},
-		Event:    &workflows.Event{Forge: workflows.GitHub, Repo: "octo/hello", PullRequest: &workflows.PullRequest{Number: 7}},
+		Event:    &workflows.Event{Forge: workflows.Forge("github"), Repo: "octo/hello", PullRequest: &workflows.PullRequest{Number: 7}},
 		HeadSHA:  "6dcb09b5b57875f334f61aebed695e2e4193db5e",
 		Status:   status,
 		Steps:    steps,
@@ -101,28 +102,29 @@ func TestComment(t *testing.T) {
 		}(), Options{}},
 		{"final-cancelled", report(contract.PhaseFinal, workflows.StatusCancelled,
 			workflows.StepState{ID: "review", Status: workflows.StatusCancelled, StartedAt: at(0), FinishedAt: at(5 * time.Second)}), Options{}},
-		{"delivery-pushed", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
+		{"delivery-pushed", delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Head: "0123456789abcdef0123456789abcdef01234567", Commits: 2,
 			BranchURL:  "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			CompareURL: "https://github.com/octo/hello/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7"}), Options{}},
-		{"delivery-draft", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
+		{"delivery-draft", delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 1,
 			BranchURL:   "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			CompareURL:  "https://github.com/octo/hello/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7",
 			PullRequest: &workflows.ChangeRequest{Number: 8, URL: "https://github.com/octo/hello/pull/8"}}), Options{}},
-		{"delivery-draft-gitlab", delivered(workflows.GitLab, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
+		{"delivery-draft-gitlab", delivered(workflows.Forge("gitlab"), &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 3,
 			BranchURL:   "https://gitlab.com/octo/hello/-/tree/hookrun/pr-review/7",
 			CompareURL:  "https://gitlab.com/octo/hello/-/compare/6dcb09b5b57875f334f61aebed695e2e4193db5e...hookrun/pr-review/7",
-			PullRequest: &workflows.ChangeRequest{Number: 9, URL: "https://gitlab.com/octo/hello/-/merge_requests/9"}}), Options{}},
-		{"delivery-fork", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryPushed,
+			PullRequest: &workflows.ChangeRequest{Number: 9, URL: "https://gitlab.com/octo/hello/-/merge_requests/9"}}),
+			Options{Links: forge.Links{Request: "merge request", Mark: "!"}}},
+		{"delivery-fork", delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliveryPushed,
 			Branch: "hookrun/pr-review/7", Commits: 1, BranchURL: "https://github.com/octo/hello/tree/hookrun/pr-review/7",
 			Note: "the pull request's head branch is in a fork, and a pull request of octo/hello cannot merge into a fork's branch: no draft pull request opened; the branch is in octo/hello"}), Options{}},
-		{"delivery-none", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryNoCommits}), Options{}},
-		{"delivery-skipped", delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliverySkipped,
+		{"delivery-none", delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliveryNoCommits}), Options{}},
+		{"delivery-skipped", delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliverySkipped,
 			Note: "the event has no pull or merge request (a push or an issue) to deliver the agent's commits to: nothing pushed"}), Options{}},
 		{"delivery-failed", func() *contract.RunReport {
-			r := delivered(workflows.GitHub, &workflows.Delivery{Outcome: workflows.DeliveryFailed,
+			r := delivered(workflows.Forge("github"), &workflows.Delivery{Outcome: workflows.DeliveryFailed,
 				Note: "pushing branch hookrun/pr-review/7: running git push: exit status 128: remote: `denied`"})
 			r.Status, r.Error = workflows.StatusFailed, "delivering the agent's commits: pushing branch hookrun/pr-review/7: running git push: exit status 128"
 			return r
@@ -153,7 +155,7 @@ func TestComment(t *testing.T) {
 			got := Comment(tc.r, tc.o)
 			limit := tc.o.Limit
 			if limit == 0 {
-				limit = GitHubCommentLimit
+				limit = DefaultLimit
 			}
 			if n := utf8.RuneCountInString(got); n > limit {
 				t.Fatalf("comment has %d characters, limit %d", n, limit)
@@ -204,7 +206,7 @@ func TestCommentTruncation(t *testing.T) {
 		"fenced":    "```diff\n" + strings.Repeat("+ added line\n", 6000) + "```\n",
 	}
 	for name, body := range bodies {
-		for _, limit := range []int{400, 1000, 4096, GitHubCommentLimit} {
+		for _, limit := range []int{400, 1000, 4096, DefaultLimit} {
 			r := report(contract.PhaseFinal, workflows.StatusSucceeded,
 				workflows.StepState{ID: "lint", Status: workflows.StatusSucceeded},
 				workflows.StepState{ID: "review", Status: workflows.StatusSucceeded})

@@ -11,7 +11,7 @@ type FileDiff struct {
 	Added   map[int]bool   // lines the change added
 	Context map[int]bool   // unchanged lines the diff shows around them
 	Text    map[int]string // the new side's text of each line shown
-	Old     map[int]int    // a context line's number on the old side (GitLab positions want both)
+	Old     map[int]int    // a context line's number on the old side (a position may want both)
 }
 
 // Diff is a pull request's diff by new path.
@@ -24,8 +24,8 @@ func (d Diff) InDiff(path string, line int) bool {
 	return f != nil && (f.Added[line] || f.Context[line])
 }
 
-// ParsePatch reads the hunks of one file's unified diff (GitHub's `patch`
-// of a pull request file, GitLab's `diff` of a merge request diff): lines
+// ParsePatch reads the hunks of one file's unified diff (the `patch` or
+// `diff` a forge's API gives of a pull request's file): lines
 // after "@@ -a,b +c,d @@" headers; everything before the first header is
 // skipped. A file the API gave no patch for (binary, too large) is an
 // empty FileDiff: in the change, with no lines.
@@ -64,25 +64,14 @@ func ParsePatch(patch string) *FileDiff {
 }
 
 // hunkStart is c of "@@ -a,b +c,d @@"; 0 when the header is malformed.
-func hunkStart(h string) int {
-	_, rest, ok := strings.Cut(h, " +")
-	if !ok {
-		return 0
-	}
-	end := strings.IndexAny(rest, ", ")
-	if end < 0 {
-		end = len(rest)
-	}
-	n, err := strconv.Atoi(rest[:end])
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
-}
+func hunkStart(h string) int { return hunkNumber(h, " +") }
 
 // hunkOldStart is a of "@@ -a,b +c,d @@"; 0 when malformed.
-func hunkOldStart(h string) int {
-	_, rest, ok := strings.Cut(h, " -")
+func hunkOldStart(h string) int { return hunkNumber(h, " -") }
+
+// hunkNumber is the number after sep in a hunk header; 0 when malformed.
+func hunkNumber(h, sep string) int {
+	_, rest, ok := strings.Cut(h, sep)
 	if !ok {
 		return 0
 	}
@@ -97,7 +86,8 @@ func hunkOldStart(h string) int {
 	return n
 }
 
-// ParseUnified reads a whole `git diff` (Gitea's pulls/{n}.diff): each
+// ParseUnified reads a whole `git diff` (as a forge serves a pull request's
+// diff): each
 // "diff --git" section's file, by its "+++ b/path" name (a deleted file,
 // "+++ /dev/null", is left out).
 func ParseUnified(diff string) Diff {

@@ -15,8 +15,8 @@
 // fingerprint (contract.Finding.Fingerprint, of its rule, path, message
 // and the text of its lines, not their number): a finding an earlier run
 // commented on is not commented again, and one no longer found is gone
-// (its GitHub comment edited to say "fixed in <sha>", its GitLab
-// discussion resolved).
+// (its comment edited to say "fixed in <sha>", or its discussion
+// resolved, as the forge allows).
 //
 // A finding's text is a step's output, which a pull request's code can
 // write: Body shows it as text (Escape: no HTML, so it cannot close the

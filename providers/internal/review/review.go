@@ -1,6 +1,7 @@
 package review
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -24,14 +25,14 @@ type Comment struct {
 	Finding     contract.Finding
 	Fingerprint string
 	StartLine   int // first line of a range; == Line for one line
-	Line        int // last line (GitHub's line, GitLab's and Gitea's new line)
+	Line        int // last line (the new side's line number)
 	// Suggestion is the replacement of lines StartLine..Line, when the
 	// finding's first suggestion could be made one (whole lines, all shown
 	// by the diff); Suggested says so.
 	Suggestion string
 	Suggested  bool
 	// Original are the new side's lines StartLine..Line as the diff shows
-	// them (for Gitea's fenced diff).
+	// them (for FencedDiff).
 	Original []string
 }
 
@@ -216,12 +217,13 @@ func Fixed(sha string) string {
 type Syntax int
 
 const (
-	// GitHubSuggestion is ```suggestion replacing the commented lines.
-	GitHubSuggestion Syntax = iota
-	// GitLabSuggestion is ```suggestion:-0+N, the comment on the first
+	// Suggestion is ```suggestion replacing the commented lines.
+	Suggestion Syntax = iota
+	// SuggestionRange is ```suggestion:-0+N, the comment on the first
 	// line.
-	GitLabSuggestion
-	// FencedDiff is a ```diff block of the lines before and after (Gitea).
+	SuggestionRange
+	// FencedDiff is a ```diff block of the lines before and after, for a
+	// forge without suggestions.
 	FencedDiff
 )
 
@@ -245,11 +247,11 @@ func Body(c Comment, syn Syntax) string {
 	b.WriteString("\n\n" + Escape(cut(f.Message, maxMessage)) + "\n")
 	if c.Suggested {
 		switch syn {
-		case GitHubSuggestion:
-			fence := fence(c.Suggestion)
+		case Suggestion:
+			fence := Fence(c.Suggestion)
 			fmt.Fprintf(&b, "\n%ssuggestion\n%s\n%s\n", fence, c.Suggestion, fence)
-		case GitLabSuggestion:
-			fence := fence(c.Suggestion)
+		case SuggestionRange:
+			fence := Fence(c.Suggestion)
 			fmt.Fprintf(&b, "\n%ssuggestion:-0+%d\n%s\n%s\n", fence, c.Line-c.StartLine, c.Suggestion, fence)
 		case FencedDiff:
 			var d strings.Builder
@@ -259,7 +261,7 @@ func Body(c Comment, syn Syntax) string {
 			for _, l := range strings.Split(c.Suggestion, "\n") {
 				d.WriteString("+" + l + "\n")
 			}
-			fence := fence(d.String())
+			fence := Fence(d.String())
 			fmt.Fprintf(&b, "\nSuggested change:\n\n%sdiff\n%s%s\n", fence, d.String(), fence)
 		}
 	}
@@ -313,7 +315,9 @@ func Line(f contract.Finding) string {
 	return s + " " + Escape(cut(msg, 200))
 }
 
-func fence(s string) string {
+// Fence is a backtick fence for s: three backticks, or one more than the
+// longest run of backticks in s.
+func Fence(s string) string {
 	longest, run := 0, 0
 	for _, c := range s {
 		if c == '`' {
@@ -359,4 +363,56 @@ func RunMarker(runID string) string { return "<!-- hookrun-review:" + runID + " 
 // cancelled run's missing findings may be a crashed tool's.
 func MarksGone(s workflows.Status) bool {
 	return s == workflows.StatusSucceeded || s == workflows.StatusPartiallySucceeded
+}
+
+// Prepared is what a forge's review works from (Prepare): the Summary
+// that counts it, the request's Diff, what to post (Plan), the
+// fingerprints of earlier findings no longer found (Gone), and the
+// earlier comments by fingerprint (Earlier; T is what the forge needs to
+// mark one gone).
+type Prepared[T any] struct {
+	Sum     *Summary
+	Diff    Diff
+	Plan    Plan
+	Gone    []string
+	Earlier map[string]T
+}
+
+// Prepare is where every forge's review starts: the workflow's review
+// options and the run's findings, the request's diff and the comments of
+// earlier runs (the forge's diff and earlier), and the plan (Decide). On
+// an error Sum is set (it counts the findings).
+func Prepare[T any](ctx context.Context, rep *contract.RunReport, diff func(context.Context) (Diff, error),
+	earlier func(context.Context) (map[string]T, error)) (Prepared[T], error) {
+	opts := *rep.Workflow.Report.Review
+	var findings []contract.Finding
+	if rep.Results != nil {
+		findings = rep.Results.Findings
+	}
+	p := Prepared[T]{Sum: &Summary{Filter: opts.Filter, Findings: len(findings)}}
+	var err error
+	if p.Diff, err = diff(ctx); err != nil {
+		return p, err
+	}
+	if p.Earlier, err = earlier(ctx); err != nil {
+		return p, err
+	}
+	p.Plan, p.Gone = Decide(p.Sum, findings, p.Diff, opts, p.Earlier)
+	return p, nil
+}
+
+// Decide plans the review of findings on d (Build), given earlier, the
+// comments of earlier runs by fingerprint, and counts the plan in sum
+// (Tally): new, still present and gone, kept and dropped. gone are the
+// fingerprints no longer found.
+func Decide[T any](sum *Summary, findings []contract.Finding, d Diff, opts workflows.ReviewOptions, earlier map[string]T) (plan Plan, gone []string) {
+	previous := map[string]bool{}
+	for fp := range earlier {
+		previous[fp] = true
+	}
+	plan = Build(findings, d, opts, previous)
+	still, gone := Tally(plan, previous)
+	sum.New, sum.Still, sum.Gone = len(plan.Comments), len(still), len(gone)
+	sum.Kept, sum.Dropped = plan.Kept, plan.Dropped
+	return plan, gone
 }

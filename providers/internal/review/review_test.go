@@ -138,10 +138,10 @@ func TestSuggestions(t *testing.T) {
 	if c.StartLine != 13 || c.Line != 14 || !c.Suggested {
 		t.Fatalf("comment %+v", c)
 	}
-	if b := Body(c, GitHubSuggestion); !strings.Contains(b, "\n```suggestion\n\t\tlog.Fatal(\"none\")\n```\n") {
+	if b := Body(c, Suggestion); !strings.Contains(b, "\n```suggestion\n\t\tlog.Fatal(\"none\")\n```\n") {
 		t.Errorf("github body %q", b)
 	}
-	if b := Body(c, GitLabSuggestion); !strings.Contains(b, "\n```suggestion:-0+1\n\t\tlog.Fatal(\"none\")\n```\n") {
+	if b := Body(c, SuggestionRange); !strings.Contains(b, "\n```suggestion:-0+1\n\t\tlog.Fatal(\"none\")\n```\n") {
 		t.Errorf("gitlab body %q", b)
 	}
 	if b := Body(c, FencedDiff); !strings.Contains(b, "```diff\n-\t\tlog.Fatal(\"no config\")\n-\t\treturn\n+\t\tlog.Fatal(\"none\")\n```") {
@@ -162,7 +162,7 @@ func TestEscaping(t *testing.T) {
 	f := contract.Finding{Path: "main.go", StartLine: 13, Rule: "x`y", Tool: "<b>t</b>",
 		Message: "--> <img src=x onerror=alert(1)> ping @acme/security ```\nfence"}
 	c := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, nil).Comments[0]
-	b := Body(c, GitHubSuggestion)
+	b := Body(c, Suggestion)
 	for _, bad := range []string{"<img", "<b>", "-->  <", "@acme", "```"} {
 		if strings.Contains(b[len(Marker(c.Fingerprint)):], bad) {
 			t.Errorf("body holds %q:\n%s", bad, b)

@@ -56,7 +56,7 @@ type Comment struct {
 type Writer struct {
 	// Log receives the "comment gone" fallback; nil = slog.Default().
 	Log *slog.Logger
-	// Forge names the forge in log messages ("github").
+	// Forge names the forge in log messages (its Name).
 	Forge string
 	// Noun is what the forge calls a comment ("comment", "note"), for log
 	// messages.

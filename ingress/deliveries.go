@@ -1,0 +1,243 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrun/hookrun/decide"
+	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// The deliveries view (issue 29): GET /api/v1/deliveries lists the stored
+// deliveries, newest first, with what became of each (stores'
+// outcomes); GET /api/v1/deliveries/:id shows one: the headers that say
+// what was sent, the event as normalized, every workflow considered
+// (matched or not, and why it did not run), the runs it started and its
+// replays. The web UI's deliveries pages read the same through Server's
+// Deliveries, Delivery and ReplayDelivery.
+
+// DeliveryIndex lists stored deliveries and notes replays on them
+// (*stores.ReceivedStore).
+type DeliveryIndex interface {
+	List(ctx context.Context, f stores.DeliveryFilter) ([]stores.DeliverySummary, string, error)
+	AddReplay(ctx context.Context, forge workflows.Forge, id string, r stores.Replay) error
+}
+
+var _ DeliveryIndex = (*stores.ReceivedStore)(nil)
+
+// DeliveryView is one stored delivery as GET /api/v1/deliveries/:id shows it.
+type DeliveryView struct {
+	*stores.Received
+	Outcome string `json:"outcome,omitempty"` // of its first copy; "" when stored before the deliveries view
+	// Normalized is the event as the workflows see it (without the raw
+	// payload); nil when the body no longer normalizes.
+	Normalized *workflows.Event `json:"normalized,omitempty"`
+}
+
+// errNoDeliveries: this server stores no deliveries (its publisher keeps
+// none).
+var errNoDeliveries = errors.New("this server stores no deliveries")
+
+// deliveryIndex is the deliveries' index, nil when deliveries are not
+// stored.
+func (s *Server) deliveryIndex() DeliveryIndex {
+	i, _ := s.deliveries.(DeliveryIndex)
+	return i
+}
+
+// describe notes on d, before it is stored, what ingress decided of it:
+// the event's kind and repository, the headers that say what was sent,
+// each workflow considered and the runs queued (dec.Runs; dec.Skipped
+// and dec.Refused for the others).
+func describe(d *stores.Received, h http.Header, ev *workflows.Event, dec decide.Decision) {
+	d.Kind, d.Repo, d.Headers = string(ev.Kind), ev.Repo, tellingHeaders(h)
+	for _, r := range dec.Runs {
+		d.Runs = append(d.Runs, stores.ReceivedRun{ID: r.ID, Workflow: r.Workflow, RerunOf: r.RerunOf, Refused: r.Refused})
+		if !slices.ContainsFunc(d.Workflows, func(c stores.Considered) bool { return c.Workflow == r.Workflow }) {
+			d.Workflows = append(d.Workflows, stores.Considered{Workflow: r.Workflow, Matched: true, Ran: true})
+		}
+	}
+	for _, k := range dec.Skipped {
+		d.Workflows = append(d.Workflows, stores.Considered{Workflow: k.Workflow, Reason: k.Reason,
+			Matched: k.Workflow != "" && slices.Contains(dec.Refused, k.Workflow)})
+	}
+}
+
+// maxHeaderValue bounds each header value a stored delivery keeps.
+const maxHeaderValue = 256
+
+// tellingHeaders are the request headers that say what was sent: the
+// content's type and length, the user agent and the X- headers (the
+// forge's event, delivery, hook, instance), never one whose name says it
+// carries a secret (a token, a signature, a key, authorization, a cookie).
+func tellingHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for name, vs := range h {
+		lower := strings.ToLower(name)
+		if !strings.HasPrefix(lower, "x-") && lower != "user-agent" && lower != "content-type" && lower != "content-length" {
+			continue
+		}
+		if slices.ContainsFunc(secretHeaderWords, func(w string) bool { return strings.Contains(lower, w) }) {
+			continue
+		}
+		v := strings.Join(vs, ", ")
+		if len(v) > maxHeaderValue {
+			v = v[:maxHeaderValue] + "…"
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// secretHeaderWords mark a header that may carry a secret.
+var secretHeaderWords = []string{"token", "signature", "secret", "key", "auth", "cookie", "password"}
+
+// deliveryParams are the query parameters GET /api/v1/deliveries accepts.
+var deliveryParams = map[string]bool{"forge": true, "repo": true, "event": true, "outcome": true, "limit": true, "cursor": true}
+
+// ParseDeliveryFilter reads a deliveries filter from query parameters (the
+// API's and the UI's); an error is the 400's message.
+func (s *Server) ParseDeliveryFilter(q map[string][]string, strict bool) (stores.DeliveryFilter, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return strings.TrimSpace(v[0])
+		}
+		return ""
+	}
+	for k := range q {
+		if strict && !deliveryParams[k] {
+			return stores.DeliveryFilter{}, fmt.Errorf("unknown parameter %q (want forge, repo, event, outcome, limit, cursor)", k)
+		}
+	}
+	f := stores.DeliveryFilter{Forge: workflows.Forge(get("forge")), Repo: get("repo"), Event: get("event"),
+		Outcome: get("outcome"), Cursor: get("cursor"), Limit: defaultListLimit}
+	if f.Forge != "" && !s.webhookForge(f.Forge) {
+		return f, errors.New(s.badForge(f.Forge))
+	}
+	if f.Outcome != "" && !slices.Contains(stores.Outcomes, f.Outcome) {
+		return f, fmt.Errorf("outcome must be one of %s, got %q", strings.Join(stores.Outcomes, ", "), f.Outcome)
+	}
+	if l := get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxListLimit {
+			return f, fmt.Errorf("limit must be between 1 and %d", maxListLimit)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// Deliveries is a page of stored deliveries, newest first, and the cursor
+// of the next ("" when none); stores.ErrBadCursor for a cursor no page
+// handed out.
+func (s *Server) Deliveries(ctx context.Context, f stores.DeliveryFilter) ([]stores.DeliverySummary, string, error) {
+	idx := s.deliveryIndex()
+	if idx == nil {
+		return nil, "", errNoDeliveries
+	}
+	return idx.List(ctx, f)
+}
+
+// Delivery is the stored delivery id of forge ("" for Config.DefaultForge)
+// as the deliveries page shows it; stores.ErrNotReceived when none is
+// stored.
+func (s *Server) Delivery(ctx context.Context, forge workflows.Forge, id string) (*DeliveryView, error) {
+	if forge == "" {
+		forge = s.cfg.DefaultForge
+	}
+	if s.deliveries == nil || !s.webhookForge(forge) {
+		return nil, fmt.Errorf("reading delivery %s: %w", id, stores.ErrNotReceived)
+	}
+	d, err := s.deliveries.Get(ctx, forge, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &DeliveryView{Received: d, Outcome: d.Outcome()}
+	if ev, _, err := normalizeTolerant(s.cfg.Forges.Get(forge), d.Event, d.Raw, d.ID); err == nil {
+		ev.Raw = nil
+		v.Normalized = ev
+	}
+	return v, nil
+}
+
+// ReplayDelivery replays a stored delivery (the UI's button: the API's
+// POST /api/v1/deliveries/:id/replay) and returns the replay's delivery id
+// and how many runs it queued.
+func (s *Server) ReplayDelivery(ctx context.Context, forge workflows.Forge, id string) (string, int, error) {
+	if forge == "" {
+		forge = s.cfg.DefaultForge
+	}
+	if !s.webhookForge(forge) {
+		return "", 0, fmt.Errorf("replaying delivery %s: %w", id, stores.ErrNotReceived)
+	}
+	ans, err := s.replayNoted(ctx, forge, id)
+	return ans.Delivery, len(ans.Runs), err
+}
+
+// replayNoted replays a stored delivery and notes the replay on it; a
+// note that fails is logged (the replay's runs are queued).
+func (s *Server) replayNoted(ctx context.Context, forge workflows.Forge, id string) (replayAnswer, error) {
+	ans, err := s.replay(ctx, forge, id)
+	if err != nil {
+		return ans, err
+	}
+	if idx := s.deliveryIndex(); idx != nil {
+		r := stores.Replay{ID: ans.Delivery, At: s.now().UTC(), Runs: []stores.ReceivedRun{}}
+		for _, run := range ans.Runs {
+			r.Runs = append(r.Runs, stores.ReceivedRun{ID: run.ID, Workflow: run.Workflow, RerunOf: run.RerunOf})
+		}
+		if err := idx.AddReplay(context.WithoutCancel(ctx), forge, id, r); err != nil {
+			s.logger.Warn("noting a replay on its delivery", "forge", forge, "delivery", id, "replay", ans.Delivery, "err", err)
+		}
+	}
+	return ans, nil
+}
+
+// listDeliveries answers GET /api/v1/deliveries: {"deliveries": [...newest
+// first...], "next_cursor": "..."} ("" when no more).
+func (a *api) listDeliveries(c echo.Context) error {
+	f, err := a.srv.ParseDeliveryFilter(c.QueryParams(), true)
+	if err != nil {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	page, next, err := a.srv.Deliveries(c.Request().Context(), f)
+	switch {
+	case errors.Is(err, stores.ErrBadCursor):
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": "cursor is not one a previous page returned"})
+	case errors.Is(err, errNoDeliveries):
+		return c.JSON(http.StatusNotFound, map[string]string{"error": err.Error()})
+	case err != nil:
+		a.srv.logger.Error("listing deliveries", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "listing deliveries: queue unavailable"})
+	}
+	if page == nil {
+		page = []stores.DeliverySummary{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deliveries": page, "next_cursor": next})
+}
+
+// getDelivery answers GET /api/v1/deliveries/:id (?forge=NAME, default
+// Config.DefaultForge).
+func (a *api) getDelivery(c echo.Context) error {
+	forge := workflows.Forge(c.QueryParam("forge"))
+	if forge != "" && !a.srv.webhookForge(forge) {
+		return c.JSON(http.StatusBadRequest, map[string]string{"error": a.srv.badForge(forge)})
+	}
+	v, err := a.srv.Delivery(c.Request().Context(), forge, c.Param("id"))
+	switch {
+	case errors.Is(err, stores.ErrNotReceived):
+		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stored delivery %q (deliveries are kept for %s)", c.Param("id"), a.srv.receivedTTL())})
+	case err != nil:
+		a.srv.logger.Error("reading a delivery", "delivery", c.Param("id"), "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"error": "reading the delivery: queue unavailable"})
+	}
+	return c.JSON(http.StatusOK, v)
+}

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue/queuetest"
+	"github.com/hookrun/hookrun/stores"
+)
+
+const everyTwoSeconds = `name: tick
+on:
+  - schedule: "@every 2s"
+    repo: o/app
+report: {comment: none, status: false}
+steps:
+  - id: hi
+    run: printf '%s\n' "$HOOKRUN_SCHEDULE"
+`
+
+// Two serve processes on one three-node NATS cluster, both syncing the
+// same @every 2s schedule and consuming its ticks: over 10 s the cluster
+// fires about 5 ticks, and each is one run (no tick key twice), whichever
+// process took it.
+func TestScheduleTwoServersOneRunPerTick(t *testing.T) {
+	nodes, joined := queuetest.StartCluster(t) // retried on fresh ports if one was taken
+	urls, pw := strings.Split(joined, ","), nodes[0].PasswordFile()
+	wf := filepath.Join(t.TempDir(), "workflows")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "tick.yaml"), []byte(everyTwoSeconds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	var apps []*App
+	for i := range 2 {
+		cfg := &Config{
+			Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
+			NATS:   NATSConfig{URL: urls[i], PasswordFile: pw, Replicas: 3},
+			Runs:   RunsConfig{RequestKey: "schedule-test-request-key-0123456789abcdef"},
+			GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
+			Runner: RunnerConfig{HostSteps: HostStepsSameUser},
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		a, err := Start(ctx, ModeServe, cfg, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("serve %d: %v", i+1, err)
+		}
+		apps = append(apps, a)
+	}
+	defer func() {
+		for _, a := range apps {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := a.Shutdown(ctx); err != nil {
+				t.Errorf("Shutdown: %v", err)
+			}
+			cancel()
+		}
+	}()
+	runs := func() []*stores.RunRecord {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		recs, _, err := apps[0].Stores().Runs().List(ctx, stores.ListFilter{Workflow: "tick"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	before := len(runs())
+	time.Sleep(10 * time.Second)
+	time.Sleep(300 * time.Millisecond) // the last tick's run is published
+	recs := runs()
+	n := len(recs) - before
+	if n < 3 || n > 7 {
+		t.Errorf("%d runs in 10 s of @every 2s, want about 5", n)
+	}
+	t.Logf("%d runs in 10 s, %d in all", n, len(recs))
+	// A tick is its key (the run's delivery id) and the time it fired at.
+	seen := map[string]string{}
+	for _, r := range recs {
+		key := r.Event.DeliveryID
+		if !strings.HasPrefix(key, "schedule-tick-0-") || r.Event.Kind != "schedule" || r.Repo != "o/app" || r.Event.Schedule == nil {
+			t.Errorf("run %s: event %s %s of %s", r.ID, r.Event.Kind, key, r.Repo)
+			continue
+		}
+		for _, k := range []string{key, "at " + r.Event.Schedule.At} {
+			if other, dup := seen[k]; dup {
+				t.Errorf("tick %s started runs %s and %s", k, other, r.ID)
+			}
+			seen[k] = r.ID
+		}
+	}
+}
+
+// A reload syncs the schedules again: a changed schedule replaces its
+// definition, a removed workflow's is removed.
+func TestScheduleFollowsReloads(t *testing.T) {
+	wf := filepath.Join(t.TempDir(), "workflows")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(wf, "nightly.yaml")
+	write := func(spec string) {
+		src := "name: nightly\nschedule: '" + spec + "'\nrepo: o/app\nsteps: [{id: a, run: 'true'}]\n"
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("0 3 * * *")
+	on := true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := Start(ctx, ModeServe, &Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
+		GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Shutdown(context.Background()) }()
+	st, err := a.Queue().Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := func() []string {
+		defs, err := st.Defined(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range defs {
+			out = append(out, d.ID+" "+d.Spec)
+		}
+		return out
+	}
+	await := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for got := specs(); !slices.Equal(got, want); got = specs() {
+			if time.Now().After(deadline) {
+				t.Fatalf("schedules %q, want %q", got, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	await("nightly-0 0 3 * * *") // synced at start
+	time.Sleep(10 * time.Millisecond)
+	write("0 4 * * *")
+	await("nightly-0 0 4 * * *")
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	await()
+}
+
+// A schedule stream that does not open for another reason than the
+// server's version (here a stream already holding its subjects) is
+// logged with that reason, not blamed on the version, and does not stop
+// a server without schedules.
+func TestScheduleStreamFailureSaysWhy(t *testing.T) {
+	nodes, joined := queuetest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := nodes[0].Shared().JetStream.CreateStream(ctx, jetstream.StreamConfig{Name: "IN_THE_WAY", Subjects: []string{"hookrun.schedules.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	wf := filepath.Join(t.TempDir(), "workflows")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "hello.yaml"), []byte("name: hello\nsteps: [{id: a, run: 'true'}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// slog's handler serializes its writes; the file is read apart.
+	logs, err := os.CreateTemp(t.TempDir(), "serve-log-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	a, err := Start(ctx, ModeServe, &Config{
+		Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
+		NATS:   NATSConfig{URL: strings.Split(joined, ",")[0], PasswordFile: nodes[0].PasswordFile(), Replicas: 3},
+		Runs:   RunsConfig{RequestKey: "schedule-test-request-key-0123456789abcdef"},
+		GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
+		Runner: RunnerConfig{HostSteps: HostStepsSameUser},
+	}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatalf("serve without schedules stopped by the schedule stream: %v", err)
+	}
+	defer func() { _ = a.Shutdown(context.Background()) }()
+	out, err := os.ReadFile(logs.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "workflow schedules are off") {
+			warned = l
+		}
+	}
+	if !strings.Contains(warned, "overlap") || strings.Contains(warned, "2.14") {
+		t.Fatalf("the schedule stream's failure logged as %q; want its reason (subjects overlap), not the server's version", warned)
+	}
+}

@@ -1,0 +1,139 @@
+package gitea
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// mapMemory is a LabelMemory in a map; err, when set, is every answer.
+type mapMemory struct {
+	m   map[string][]string
+	err error
+}
+
+func (m *mapMemory) SwapLabels(_ context.Context, forge workflows.Forge, repo string, number int, labels []string) ([]string, bool, error) {
+	if m.err != nil {
+		return nil, false, m.err
+	}
+	k := fmt.Sprintf("%s %s#%d", forge, repo, number)
+	prev, ok := m.m[k]
+	m.m[k] = slices.Clone(labels)
+	return prev, ok, nil
+}
+
+var _ LabelMemory = (*mapMemory)(nil)
+
+func labelForge(t *testing.T, mem LabelMemory) *Forge {
+	t.Helper()
+	f, err := NewForge(Config{BaseURL: "http://gitea.test/", Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: []string{"s"}}, Labels: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// withLabels is the recorded label_updated delivery with the pull
+// request's labels set to names.
+func withLabels(t *testing.T, action string, names ...string) []byte {
+	return patchJSON(t, "testdata/gitea/pull_request_label.payload.json", func(m map[string]any) {
+		m["action"] = action
+		var ls []any
+		for i, n := range names {
+			ls = append(ls, map[string]any{"id": i + 1, "name": n, "color": "e11d21"})
+		}
+		obj(m, "pull_request")["labels"] = ls
+	})
+}
+
+// TestLabelUpdatedAddedOrRemoved: with a memory of the labels seen last,
+// a label_updated that adds one is labeled with it, one that removes one
+// is unlabeled with it; the opened delivery before them is remembered.
+func TestLabelUpdatedAddedOrRemoved(t *testing.T) {
+	f := labelForge(t, &mapMemory{m: map[string][]string{}})
+	steps := []struct {
+		event  string
+		body   []byte
+		action string
+		label  string
+	}{
+		{"pull_request", readFile(t, "testdata/gitea/pull_request.payload.json"), "opened", ""},
+		{"pull_request", withLabels(t, "label_updated", "ai-review"), "labeled", "ai-review"},
+		{"pull_request", withLabels(t, "label_updated", "ai-review", "bug"), "labeled", "bug"},
+		{"pull_request", withLabels(t, "label_updated", "bug"), "unlabeled", "ai-review"},
+		{"pull_request", withLabels(t, "label_cleared"), "unlabeled", "bug"},
+	}
+	for i, s := range steps {
+		ev, err := f.Normalize(s.event, s.body, "d")
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
+			t.Errorf("step %d: action %q label %q unknown %v, want %q %q known", i, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
+		}
+	}
+}
+
+// TestLabelUpdatedUnknown: without a memory, with a memory that never saw
+// the pull request, one that fails, or labels unchanged since, a
+// label_updated is labeled with LabelActionUnknown (a trigger on labeled
+// or unlabeled matches it) and no label; label_cleared is unlabeled.
+func TestLabelUpdatedUnknown(t *testing.T) {
+	body := readFile(t, "testdata/gitea/pull_request_label.payload.json") // labels: ai-review
+	unlabeledTrigger, err := workflows.Parse("w.yml", []byte("name: w\non: [{event: pull_request, actions: [unlabeled]}]\nsteps: [{id: s, run: 'true'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := &mapMemory{m: map[string][]string{}}
+	if _, err := labelForge(t, same).Normalize("pull_request", body, "d"); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]*Forge{
+		"no memory":      labelForge(t, nil),
+		"never seen":     labelForge(t, &mapMemory{m: map[string][]string{}}),
+		"memory fails":   labelForge(t, &mapMemory{err: errors.New("bucket down")}),
+		"labels as seen": labelForge(t, same),
+	} {
+		ev, err := f.Normalize("pull_request", body, "d")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if ev.Action != "labeled" || !ev.LabelActionUnknown || ev.Label != "" {
+			t.Errorf("%s: action %q unknown %v label %q, want labeled, unknown, no label", name, ev.Action, ev.LabelActionUnknown, ev.Label)
+		}
+		if !unlabeledTrigger.Match(ev).Matched {
+			t.Errorf("%s: a trigger on unlabeled does not match the unknown change", name)
+		}
+	}
+	ev, err := Normalize("pull_request", withLabels(t, "label_cleared"), "d")
+	if err != nil || ev.Action != "unlabeled" || ev.LabelActionUnknown {
+		t.Errorf("label_cleared without memory: %+v, %v", ev, err)
+	}
+}
+
+// TestRecordedLabelDeliveries: the deliveries a real Gitea 1.26 sent
+// (make gitea-test with HOOKRUN_GITEA_RECORD, testdata/gitea/README.md)
+// when pull request 1 was opened, labeled bug, then unlabeled: both label
+// deliveries are label_updated; normalized in order with a memory, the
+// first is labeled bug and the second unlabeled bug.
+func TestRecordedLabelDeliveries(t *testing.T) {
+	f := labelForge(t, &mapMemory{m: map[string][]string{}})
+	for _, s := range []struct{ file, action, label string }{
+		{"pull_request_opened_nolabels", "opened", ""},
+		{"pull_request_label_added", "labeled", "bug"},
+		{"pull_request_label_removed", "unlabeled", "bug"},
+	} {
+		ev, err := f.Normalize("pull_request", readFile(t, "testdata/gitea/"+s.file+".payload.json"), s.file)
+		if err != nil {
+			t.Fatalf("%s: %v", s.file, err)
+		}
+		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
+			t.Errorf("%s: %s %q (unknown %v), want %s %q", s.file, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
+		}
+	}
+}

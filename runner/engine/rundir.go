@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hookrun/hookrun/runner/contract"
+	"github.com/hookrun/hookrun/runner/results"
+	"github.com/hookrun/hookrun/workflows"
+)
+
+// runDir is a host folder of the run outside its workspace (the event
+// file's, the results folder): the one its preparer gave (RunSpec.EventDir,
+// RunSpec.Results, which belong to whoever prepared the run), else one the
+// run makes for itself and removes at its end.
+type runDir struct {
+	what string // "event file directory", "results folder": for errors and the log
+	path string // host path; "" until made
+	tmp  string // the folder make created; "" when given
+}
+
+// make settles d: given, created if missing with perm; else a new folder
+// named after pattern with perm (MkdirTemp makes it 0700).
+func (d *runDir) make(given, pattern string, perm os.FileMode) error {
+	dir := given
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", d.what, err)
+		}
+		d.tmp, dir = tmp, tmp
+		if perm != 0o700 {
+			if err := os.Chmod(dir, perm); err != nil {
+				return fmt.Errorf("creating %s: %w", d.what, err)
+			}
+		}
+	} else if err := os.MkdirAll(dir, perm); err != nil {
+		return fmt.Errorf("creating %s: %w", d.what, err)
+	}
+	d.path = dir
+	return nil
+}
+
+// remove removes the folder make created (not a given one).
+func (d *runDir) remove(log *slog.Logger, runID string) {
+	if d.tmp == "" {
+		return
+	}
+	if err := os.RemoveAll(d.tmp); err != nil {
+		log.Warn("removing the "+d.what, "run", runID, "err", err)
+	}
+}
+
+// eventName is the event file's name in its directory.
+const eventName = "event.json"
+
+// writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH into
+// RunSpec.EventDir, or, when the run has none, into a directory of its own
+// that the run removes at its end. Either lies outside the workspace: the
+// payload never shows in a checkout's `git status`. The file, and the
+// directory the run makes, are readable by everyone and writable only by
+// hookrun, so that host steps running as another user read it and cannot
+// change it (RunSpec.EventDir is its preparer's to make so:
+// contract.Workspace.EventDir). It returns the file's host path.
+func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error) {
+	raw := []byte(ev.Raw)
+	if len(raw) == 0 {
+		ev := *ev
+		if ev.Chat != nil { // a chat command's response_url is hookrun's to post to, not the steps'
+			c := *ev.Chat
+			c.ResponseURL = ""
+			ev.Chat = &c
+		}
+		var err error
+		if raw, err = json.Marshal(&ev); err != nil {
+			return "", fmt.Errorf("encoding event: %w", err)
+		}
+	}
+	if err := d.make(given, "hookrun-event-", 0o755); err != nil {
+		return "", err
+	}
+	file := filepath.Join(d.path, eventName)
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		return "", fmt.Errorf("writing event file: %w", err)
+	}
+	return file, nil
+}
+
+// openResults settles the run's results folder ($HOOKRUN_RESULTS) in d:
+// RunSpec.Results (given), which its preparer made writable by the step
+// user (contract.Workspace.Results), or, when the run has none (`hookrun
+// run`, tests), a folder of the run's own, private to hookrun's user,
+// removed at the run's end; and returns the reader that reads it after
+// each step.
+func openResults(d *runDir, given, workspace string, wf *workflows.Workflow) (*results.Reader, error) {
+	if err := d.make(given, "hookrun-results-", 0o700); err != nil {
+		return nil, err
+	}
+	return results.NewReader(d.path, results.Options{Roots: resultsRoots(workspace, wf)}), nil
+}
+
+// resultsRoots are the names the workspace has where the run's steps run:
+// its host path (also its path in a sandbox), /workspace in containers,
+// and the container paths a volume `.:PATH` mounts it at.
+func resultsRoots(workspace string, wf *workflows.Workflow) results.Roots {
+	roots := results.Roots{}
+	if workspace != "" {
+		roots = append(roots, workspace)
+	}
+	roots = append(roots, containerWorkspace)
+	containers := []*workflows.Container{wf.Container}
+	for i := range wf.Steps {
+		containers = append(containers, wf.Steps[i].Container)
+	}
+	for _, c := range containers {
+		if c == nil {
+			continue
+		}
+		for _, v := range c.Volumes {
+			parts := strings.Split(v, ":")
+			if len(parts) >= 2 && path.Clean(parts[0]) == "." && path.IsAbs(parts[1]) {
+				roots = append(roots, path.Clean(parts[1]))
+			}
+		}
+	}
+	return roots
+}
+
+// scanResults reads what the step left in the results folder. A malformed
+// result file fails the step (a step that failed already keeps its own
+// error, the file's added) with its position; the run log says it too.
+func (x *execution) scanResults(ctx context.Context, st *workflows.Step, out *stepOutcome) {
+	if x.results == nil || ctx.Err() != nil && errors.Is(context.Cause(ctx), contract.ErrAbandoned) {
+		return
+	}
+	err := x.results.Scan()
+	if err == nil {
+		return
+	}
+	msg := x.red.String("results: " + strings.ReplaceAll(err.Error(), "\n", "; "))
+	x.stepSysf(st.ID, "%s", msg)
+	switch {
+	case out.status == workflows.StatusSucceeded:
+		out.status, out.err = workflows.StatusFailed, msg
+	case out.err == "":
+		out.err = msg
+	default:
+		out.err += "; " + msg
+	}
+}
+
+// collectResults is what the results folder holds at the run's end,
+// redacted; nil when nothing.
+func (x *execution) collectResults() *contract.Results {
+	if x.results == nil {
+		return nil
+	}
+	res := x.results.Results()
+	if res == nil {
+		return nil
+	}
+	red := x.red.String
+	for i := range res.Findings {
+		f := &res.Findings[i]
+		f.Path, f.Rule, f.Message, f.Tool, f.File = red(f.Path), red(f.Rule), red(f.Message), red(f.Tool), red(f.File)
+		for j := range f.Suggestions {
+			s := &f.Suggestions[j]
+			s.Path, s.Text = red(s.Path), red(s.Text)
+		}
+	}
+	for i := range res.Notes {
+		res.Notes[i] = red(res.Notes[i])
+		x.sysf("results: %s", res.Notes[i])
+	}
+	if a := res.Actions; a != nil {
+		redactActions(&a.ActionSet, red)
+		for i := range a.Targets {
+			redactActions(&a.Targets[i].ActionSet, red)
+		}
+	}
+	return res
+}
+
+func redactActions(s *contract.ActionSet, red func(string) string) {
+	s.Comment = red(s.Comment)
+	for _, ar := range []*contract.AddRemove{s.Labels, s.Assignees} {
+		if ar == nil {
+			continue
+		}
+		for i := range ar.Add {
+			ar.Add[i] = red(ar.Add[i])
+		}
+		for i := range ar.Remove {
+			ar.Remove[i] = red(ar.Remove[i])
+		}
+	}
+}
