@@ -232,7 +232,7 @@ type Consumer struct {
 
 	stopFetch  context.CancelFunc
 	fetchDone  chan struct{}
-	closing    chan struct{} // closed when Close starts: waiting deliveries are handed back at once
+	closing    chan struct{} // closed by Close once the fetch loop has ended: waiting deliveries are handed back then
 	handlerCtx context.Context
 	cancelH    context.CancelCauseFunc
 	sem        chan struct{}
@@ -326,14 +326,13 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 			}
 		}
 		got := 0
+		var late []jetstream.Msg
 		batch, err := c.cons.Fetch(free, jetstream.FetchMaxWait(c.fetchWait()))
 		if err == nil {
 			for msg := range batch.Messages() {
 				got++
 				if ctx.Err() != nil {
-					// Stopping: hand it straight back.
-					_ = msg.Nak()
-					<-c.sem
+					late = append(late, msg)
 					continue
 				}
 				c.wg.Add(1)
@@ -341,7 +340,13 @@ func (c *Consumer) fetchLoop(ctx context.Context) {
 			}
 			err = batch.Error()
 		}
-		for range free - got {
+		// Stopping: hand back what came meanwhile, once the pull has
+		// ended (a nak while it waits redelivers to it, a delivery spent
+		// each time).
+		for _, msg := range late {
+			_ = msg.Nak()
+		}
+		for range free - got + len(late) {
 			<-c.sem
 		}
 		if err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, nats.ErrTimeout) {
@@ -377,8 +382,9 @@ type inflight struct {
 	req     *RunRequest
 	ctx     context.Context // the handlers' context with the delivery's trace
 	log     *slog.Logger
-	holding bool  // the handler slot fetchLoop took for msg is held
-	herr    error // the handler's answer
+	quiet   func() // stops the heartbeat (beat); idempotent
+	holding bool   // the handler slot fetchLoop took for msg is held
+	herr    error  // the handler's answer
 }
 
 // A step does one thing with a message; settled says it acked, nak'ed or
@@ -389,13 +395,14 @@ type step func(m *inflight) (settled bool)
 // shape of watermill's router: a handler wrapped in middleware).
 func (c *Consumer) handle(msg jetstream.Msg) {
 	defer c.wg.Done()
-	m := &inflight{msg: msg, holding: true}
+	m := &inflight{msg: msg, holding: true, quiet: func() {}}
 	defer func() {
 		if m.holding {
 			<-c.sem
 		}
 	}()
-	for _, s := range []step{c.authenticate, c.decode, c.reconcile, c.loadBody, c.execute, c.settle} {
+	defer func() { m.quiet() }()
+	for _, s := range []step{c.authenticate, c.decode, c.beat, c.reconcile, c.loadBody, c.execute, c.settle} {
 		if s(m) {
 			return
 		}
@@ -476,22 +483,20 @@ func (c *Consumer) loadBody(m *inflight) bool {
 	return true
 }
 
-// execute calls the handler under an in-progress heartbeat, parking the
-// message (its slot given back) while the handler says Wait.
+// execute calls the handler, parking the message (its slot given back)
+// while the handler says Wait.
 func (c *Consumer) execute(m *inflight) bool {
 	ctx, cancel := context.WithCancelCause(m.ctx)
 	defer cancel(nil)
 	if c.cfg.Observer != nil {
 		c.cfg.Observer.Delivered(m.req.Workflow, m.md.NumDelivered)
 	}
-	stop := c.heartbeat(m)
 	d := &Delivery{Request: m.req, NumDelivered: m.md.NumDelivered, StreamSeq: m.md.Sequence.Stream, Subject: m.msg.Subject()}
 	m.herr = c.call(ctx, d)
 	var wait *waitError
 	for errors.As(m.herr, &wait) && c.park(ctx, wait.after, &m.holding) {
 		m.herr = c.call(ctx, d)
 	}
-	stop()
 	if errors.As(m.herr, &wait) {
 		// Closing while the run waits: it has not started, hand it back.
 		m.log.Info("handing waiting run back: shutting down", "err", m.herr)
@@ -501,11 +506,13 @@ func (c *Consumer) execute(m *inflight) bool {
 	return false
 }
 
-// heartbeat tells the server every Heartbeat that the message is in
-// progress, until stop is called.
-func (c *Consumer) heartbeat(m *inflight) (stop func()) {
-	done := make(chan struct{})
+// beat starts telling the server every Heartbeat that the message is in
+// progress, from before the run's record and body are read (a body read
+// may wait for a replica to answer) until the message is settled.
+func (c *Consumer) beat(m *inflight) bool {
+	msg, done, exited := m.msg, make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(c.cfg.Heartbeat)
 		defer t.Stop()
 		for {
@@ -513,13 +520,37 @@ func (c *Consumer) heartbeat(m *inflight) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				if err := m.msg.InProgress(); err != nil {
+				if err := msg.InProgress(); err != nil {
 					m.log.Warn("sending in-progress heartbeat", "err", err)
 				}
 			}
 		}
 	}()
-	return func() { close(done) }
+	var once sync.Once
+	m.quiet = func() { once.Do(func() { close(done); <-exited }) }
+	m.msg = beatingMsg{Msg: msg, quiet: m.quiet}
+	return false
+}
+
+// beatingMsg is a message under a heartbeat: settling it stops the
+// heartbeat first, since an in-progress after a delayed nak would put
+// the redelivery off to a whole AckWait.
+type beatingMsg struct {
+	jetstream.Msg
+	quiet func()
+}
+
+func (b beatingMsg) Ack() error                          { b.quiet(); return b.Msg.Ack() }
+func (b beatingMsg) DoubleAck(ctx context.Context) error { b.quiet(); return b.Msg.DoubleAck(ctx) }
+func (b beatingMsg) Nak() error                          { b.quiet(); return b.Msg.Nak() }
+func (b beatingMsg) NakWithDelay(d time.Duration) error {
+	b.quiet()
+	return b.Msg.NakWithDelay(d)
+}
+func (b beatingMsg) Term() error { b.quiet(); return b.Msg.Term() }
+func (b beatingMsg) TermWithReason(reason string) error {
+	b.quiet()
+	return b.Msg.TermWithReason(reason)
 }
 
 // settle answers the server after the handler: ack on success, hand back
@@ -741,9 +772,11 @@ func (c *Consumer) onMaxDeliveries(m *nats.Msg) {
 // another runner takes over) and waits up to DrainTimeout for them.
 func (c *Consumer) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
-		close(c.closing)
+		// The pull ends before waiting runs are handed back: a nak while it
+		// waits would redeliver to it.
 		c.stopFetch()
 		<-c.fetchDone
+		close(c.closing)
 		done := make(chan struct{})
 		go func() { c.wg.Wait(); close(done) }()
 		select {

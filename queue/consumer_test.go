@@ -353,3 +353,52 @@ func TestCloseHandsRunBack(t *testing.T) {
 }
 
 func isRetry(err error) bool { _, ok := queue.RetryAfter(err); return ok }
+
+// A message that reaches a pull after the consumer stopped fetching is
+// handed back once, after the pull has ended: it is not redelivered to the
+// same pull, which would spend a delivery each time (toward MaxDeliver)
+// for as many messages as the pull asked for.
+func TestStoppedFetchSpendsOneDelivery(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, queue.Config{})
+	ctx := testCtx(t, 20*time.Second)
+	fetching, stop := context.WithCancel(ctx)
+	var called atomic.Int32
+	cfg := queue.ConsumerConfig{Durable: "stopped", Concurrency: 3, MaxDeliver: 5, FetchWait: 2 * time.Second}
+	c1, err := q.Consume(fetching, cfg, func(ctx context.Context, d *queue.Delivery) error {
+		called.Add(1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the pull for three is waiting at the server
+	stop()
+	res, err := q.Publish(ctx, testRequest("late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := called.Load(); n != 0 {
+		t.Fatalf("a stopped consumer handled %d deliveries", n)
+	}
+	got := make(chan *queue.Delivery, 1)
+	c2, err := q.Consume(ctx, cfg, func(ctx context.Context, d *queue.Delivery) error {
+		got <- d
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c2.Close(ctx) }()
+	select {
+	case d := <-got:
+		if d.Request.ID != res.RunID || d.NumDelivered != 2 {
+			t.Fatalf("next consumer got run %s at delivery %d, want %s at delivery 2", d.Request.ID, d.NumDelivered, res.RunID)
+		}
+	case <-ctx.Done():
+		t.Fatal("the late message was not handed back")
+	}
+}

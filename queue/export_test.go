@@ -18,6 +18,7 @@ import (
 
 func (q *Queue) DelKV() jetstream.KeyValue                     { return q.delKV }
 func (q *Queue) Bodies() jetstream.ObjectStore                 { return q.bodies }
+func (q *Queue) SetBodies(b jetstream.ObjectStore)             { q.bodies = b }
 func (q *Queue) JS() jetstream.JetStream                       { return q.js }
 func (q *Queue) NC() *nats.Conn                                { return q.nc }
 func (q *Queue) InlineMax() int                                { return q.inlineMax }
