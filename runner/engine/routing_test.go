@@ -347,3 +347,83 @@ steps:
 		t.Errorf("stdout %q, want %q", got, want)
 	}
 }
+
+// Every place a step runs is handed the run's results folder (the host
+// path, ExecRequest.Results and OpenRequest.Results of the root container
+// and the sandbox, which mount it or copy it out), and the step's
+// HOOKRUN_RESULTS names it as that place sees it: the host path on the
+// host (also for an sbx harness, which runs there), /hookrun/results in a
+// container, the folder in the clone's .git in the sandbox.
+func TestResultsFolderInEveryPlace(t *testing.T) {
+	t.Parallel()
+	type want struct{ step, env string }
+	cases := []struct {
+		name, yaml string
+		open       bool // the workflow opens a root container or a sandbox
+		want       func(ws string) []want
+	}{
+		{"host", `
+steps:
+  - {id: plain, run: "true"}
+`, false, func(string) []want { return []want{{"plain", ""}} }},
+		{"root container and a step's own", `
+container: {image: alpine:3.20}
+steps:
+  - {id: in-root, run: "true"}
+  - {id: own, run: "true", container: {image: golang:1.26}}
+`, true, func(string) []want {
+			return []want{{"in-root", contract.ContainerResultsPath}, {"own", contract.ContainerResultsPath}}
+		}},
+		{"sandbox, and an sbx harness on the host", `
+sandbox: {provider: sbx, agent: claude}
+harnesses:
+  longlived: {binary: sbx, prefix_args: [exec, my-box, claude], prompt_mode: flag, prompt_flag: -p}
+steps:
+  - {id: in-box, run: "true"}
+  - {id: agent, action: harness.run, with: {provider: longlived, prompt: hi}, continue_on: failed}
+`, true, func(ws string) []want { return []want{{"in-box", contract.SandboxResultsPath(ws)}, {"agent", ""}} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			host, containers := &recExec{name: "host"}, &recExec{name: "containers"}
+			root, sbx := &recSandbox{session: &recExec{name: "root"}}, &recSandbox{session: &recExec{name: "sbx"}}
+			providers := engine.Providers{Host: host, Containers: containers, RootContainer: root, SBX: sbx, Harness: contract.HarnessFunc(harness.Run)}
+			folder := filepath.Join(t.TempDir(), "results")
+			res, sink, ws := runWorkflow(t, c.yaml, enginetest.RunOpts{Results: folder, Cfg: func(cfg *engine.Config) { cfg.Providers = providers }})
+			if res.Status == failed || res.Status == cancelled {
+				t.Fatalf("status %s: %s\n%s", res.Status, res.Error, sink.All())
+			}
+			opened := append(slices.Clone(root.opened), sbx.opened...)
+			var given []string
+			for _, o := range opened {
+				given = append(given, o.Results)
+			}
+			if c.open && !slices.Equal(given, []string{folder}) {
+				t.Errorf("sessions opened with the results folders %q, want one given %s", given, folder)
+			}
+			for _, w := range c.want(ws) {
+				if w.env == "" {
+					w.env = folder
+				}
+				var req contract.ExecRequest
+				ok := false
+				for _, e := range []*recExec{host, containers, root.session, sbx.session} {
+					if r, found := e.req(w.step); found {
+						req, ok = r, true
+					}
+				}
+				if !ok {
+					t.Errorf("step %s did not run\n%s", w.step, sink.All())
+					continue
+				}
+				if v, _ := envOf(req, "HOOKRUN_RESULTS"); v != w.env {
+					t.Errorf("step %s: HOOKRUN_RESULTS = %q, want %q", w.step, v, w.env)
+				}
+				if req.Results != folder {
+					t.Errorf("step %s: ExecRequest.Results = %q, want the host folder %s", w.step, req.Results, folder)
+				}
+			}
+		})
+	}
+}

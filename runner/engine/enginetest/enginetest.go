@@ -178,6 +178,7 @@ type RunOpts struct {
 	Dir      string             // workspace; default a fresh temp dir
 	Params   []workflows.EnvVar // RunSpec.Params
 	OnEnd    func()             // RunSpec.OnEnd
+	Results  string             // RunSpec.Results; default a folder of the run's own
 }
 
 // Run runs yaml once as run r1 with the real host executor and returns the
@@ -206,7 +207,7 @@ func Run(t *testing.T, yaml string, o RunOpts) (*engine.Result, *MemSink, string
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	res := eng.Run(o.Ctx, engine.RunSpec{ID: "r1", Attempt: 1, Workflow: w, Event: o.Event, Workspace: dir, Params: o.Params, OnEnd: o.OnEnd})
+	res := eng.Run(o.Ctx, engine.RunSpec{ID: "r1", Attempt: 1, Workflow: w, Event: o.Event, Workspace: dir, Params: o.Params, OnEnd: o.OnEnd, Results: o.Results})
 	return res, sink, dir
 }
 
