@@ -15,7 +15,8 @@ const ContainerResultsPath = "/hookrun/results"
 // of a run whose workspace is the host path workspace: in the git
 // directory of the sandbox's clone (<workspace>/.git/hookrun/results),
 // beside the event file, where it never shows in `git status` nor travels
-// with a commit. Without --clone that path is the host workspace's own.
+// with a commit. hookrun creates its sandboxes with --clone only; in one
+// without it, that path would be the host workspace's own .git.
 // The sandbox provider copies it out to ExecRequest.Results after each
 // command, without following a symlink.
 func SandboxResultsPath(workspace string) string {
