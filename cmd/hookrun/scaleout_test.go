@@ -392,7 +392,8 @@ shutdown_grace: 5s
 		case finished[id] == 0 && unanswered[id] && ackedEnded[id] && marks[id] >= 1:
 			unlogged++
 		case finished[id] != 1:
-			t.Errorf("run %s finished %d times, want exactly 1", id, finished[id])
+			t.Errorf("run %s finished %d times, want exactly 1 (attempt %d, executed %d times); its lines:\n%s",
+				id, finished[id], attempts[id], marks[id], linesOf(id, runners, ingresses))
 		}
 		if marks[id] < 1 {
 			t.Errorf("run %s never executed its last step", id)
@@ -408,4 +409,21 @@ shutdown_grace: 5s
 	if takenOver == 0 {
 		t.Errorf("no run was taken over: the runner kill did not hit a run in flight")
 	}
+}
+
+// linesOf are the lines of the processes' output that name run id, each
+// prefixed with its process: what became of one run, when a check of it
+// fails (the whole output is cut to its tail).
+func linesOf(id string, groups ...[]*proc) string {
+	var b strings.Builder
+	for _, ps := range groups {
+		for _, p := range ps {
+			for _, l := range strings.Split(p.out.String(), "\n") {
+				if strings.Contains(l, id) {
+					fmt.Fprintf(&b, "%s: %s\n", p.name, l)
+				}
+			}
+		}
+	}
+	return b.String()
 }
