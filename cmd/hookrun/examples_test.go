@@ -393,3 +393,23 @@ func TestRunGivesCommandArgs(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 }
+
+// TestLabelCommandDocsShowTheExample: docs/workflows.md's `/label`
+// workflow is examples/label-command.yaml (without its header comment), so
+// the tested example is what the docs show.
+func TestLabelCommandDocsShowTheExample(t *testing.T) {
+	example := exampleWith(t, "label-command.yaml")
+	var body []string
+	for _, l := range strings.SplitAfter(example, "\n") {
+		if len(body) > 0 || !strings.HasPrefix(l, "#") {
+			body = append(body, l)
+		}
+	}
+	docs, err := os.ReadFile("../../docs/workflows.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "```yaml\n" + strings.Join(body, "") + "```\n"; !strings.Contains(string(docs), want) {
+		t.Errorf("docs/workflows.md does not show examples/label-command.yaml:\n%s", want)
+	}
+}
