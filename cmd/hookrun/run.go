@@ -48,6 +48,7 @@ or was skipped by its preconditions), 1 if it failed, 2 on usage or validation e
 				fmt.Fprintf(stderr, "hookrun run: %v\n", err)
 				return exitUsage
 			}
+			commandArgs(wf, event, stderr)
 			workspaces, ok := checkoutWorkspaces(wf, positional[0], *eventPath, *dir, *cache, stderr)
 			if !ok {
 				return exitUsage
@@ -68,6 +69,23 @@ or was skipped by its preconditions), 1 if it failed, 2 on usage or validation e
 			})
 		}
 	})
+
+// commandArgs gives the event the command arguments a delivery's run of wf
+// has (HOOKRUN_COMMAND_ARGS): those of the comment's first command line
+// that wf's command triggers take, as workflows.Match finds them. A
+// delivery starts one run per such line; a local run is the first, and
+// says so when there are more.
+func commandArgs(wf *workflows.Workflow, event *workflows.Event, stderr io.Writer) {
+	m := wf.Match(event)
+	if !m.Matched || len(m.Commands) == 0 {
+		return
+	}
+	event.CommandArgs = m.CommandArgs
+	if len(m.Commands) > 1 {
+		fmt.Fprintf(stderr, "hookrun run: the comment has %d command lines for %s; a delivery runs each, this runs the first (%q)\n",
+			len(m.Commands), wf.Name, m.Lines[0])
+	}
+}
 
 // paramFlag collects -p NAME=VALUE flags.
 type paramFlag map[string]string
