@@ -55,7 +55,9 @@ func (f *Forge) RecallLabels(ctx context.Context, ev *workflows.Event) bool {
 }
 
 // isLabelChange: ev says a label was added or removed.
-func isLabelChange(ev *workflows.Event) bool { return ev.Action == "labeled" || ev.Action == "unlabeled" }
+func isLabelChange(ev *workflows.Event) bool {
+	return ev.Action == "labeled" || ev.Action == "unlabeled"
+}
 
 // labelChange sets the action and Label of a labeled or unlabeled event
 // (label_updated, label_cleared) from the labels seen before (prev, when
