@@ -37,8 +37,9 @@ var _ DeliveryIndex = (*stores.ReceivedStore)(nil)
 type DeliveryView struct {
 	*stores.Received
 	Outcome string `json:"outcome,omitempty"` // of its first copy; "" when stored before the deliveries view
-	// Normalized is the event as the workflows see it (without the raw
-	// payload); nil when the body no longer normalizes.
+	// Normalized is the event as the workflows saw it at receipt (the
+	// body normalized again, with the label change decided then), without
+	// the raw payload; nil when the body no longer normalizes.
 	Normalized *workflows.Event `json:"normalized,omitempty"`
 }
 
@@ -162,6 +163,7 @@ func (s *Server) Delivery(ctx context.Context, forge workflows.Forge, id string)
 	}
 	v := &DeliveryView{Received: d, Outcome: d.Outcome()}
 	if ev, _, err := normalizeTolerant(s.cfg.Forges.Get(forge), d.Event, d.Raw, d.ID); err == nil {
+		asReceived(ev, d)
 		ev.Raw = nil
 		v.Normalized = ev
 	}

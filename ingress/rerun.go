@@ -42,6 +42,8 @@ type replayAnswer struct {
 
 // replay matches stored delivery id of forge again against the workflows
 // loaded now and queues what matches (a /retry command in it included).
+// The event is the one taken at receipt (asReceived): a label change is
+// the one decided then, and the forge's label memory is left alone.
 func (s *Server) replay(ctx context.Context, forge workflows.Forge, id string) (replayAnswer, error) {
 	if s.deliveries == nil {
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, stores.ErrNotReceived)
@@ -60,6 +62,7 @@ func (s *Server) replay(ctx context.Context, forge workflows.Forge, id string) (
 	if err != nil {
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, err)
 	}
+	asReceived(ev, d)
 	ans.Drift = drift
 	if !s.dec.Allowed(ev.Repo) {
 		ans.Ignored = ignoredNotAllowed

@@ -475,6 +475,7 @@ func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
 	}
 	received := &stores.Received{Forge: forge, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
+	s.recallLabels(c.Request().Context(), received, ev)
 	return s.decideAndAccept(c, log, received, ev)
 }
 

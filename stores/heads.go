@@ -105,11 +105,12 @@ func headKey(forge workflows.Forge, repo string, number int) string {
 const BucketLabels = "hookrun_labels"
 
 // LabelStore remembers, in the hookrun_labels bucket, the labels of each
-// issue or pull request as of the latest delivery ingress normalized for
-// it, keyed by forge, repository and number (as hookrun_heads). Every
-// ingress replica sees the same entries; they expire after
-// Options.LabelTTL without a newer delivery. A forge whose label
-// deliveries do not say which label changed compares with them.
+// issue or pull request as of the latest delivery ingress received for it
+// (on its first receipt: never a stored delivery shown or replayed), keyed
+// by forge, repository and number (as hookrun_heads). Every ingress
+// replica sees the same entries; they expire after Options.LabelTTL
+// without a newer delivery. A forge whose label deliveries do not say
+// which label changed compares with them.
 type LabelStore struct {
 	kv jetstream.KeyValue
 }

@@ -45,11 +45,38 @@ type Received struct {
 	Workflows []Considered      `json:"workflows,omitempty"`
 	Runs      []ReceivedRun     `json:"runs,omitempty"` // the runs the delivery's first copy queued
 	Replays   []Replay          `json:"replays,omitempty"`
+	// LabelChange is the label change ingress decided at the first
+	// receipt from the labels it saw before, for a forge whose deliveries
+	// do not say which label was added or removed; the deliveries view
+	// and replays use it rather than asking that memory again. Nil for
+	// other deliveries and those stored before it was kept.
+	LabelChange *LabelChange `json:"label_change,omitempty"`
 	// Body names the hookrun_bodies object holding Raw when it was too
 	// large to store inline.
 	Body string `json:"body,omitempty"`
 	// Raw is the body exactly as received.
 	Raw []byte `json:"-"`
+}
+
+// LabelChange is what a label change delivery was taken for when it
+// arrived: its Event's Action (labeled or unlabeled), Label and
+// LabelActionUnknown.
+type LabelChange struct {
+	Action  string `json:"action"`
+	Label   string `json:"label,omitempty"`
+	Unknown bool   `json:"unknown,omitempty"`
+}
+
+// LabelChangeOf is the label change ev was taken for.
+func LabelChangeOf(ev *workflows.Event) *LabelChange {
+	return &LabelChange{Action: ev.Action, Label: ev.Label, Unknown: ev.LabelActionUnknown}
+}
+
+// Apply makes ev the label change c (nil: leaves ev as it is).
+func (c *LabelChange) Apply(ev *workflows.Event) {
+	if c != nil {
+		ev.Action, ev.Label, ev.LabelActionUnknown = c.Action, c.Label, c.Unknown
+	}
 }
 
 // ReplayDelivery is the delivery id of the n-th replay of delivery id: a

@@ -14,7 +14,9 @@
 // secret (Config.WebhookSecrets). Bodies have the shared shape and are
 // decoded by the projections of providers/internal/hookbody with what
 // Gitea adds. A label_updated delivery carries the labels after the
-// change, not the one added or removed: labels.go tells which from the
-// labels seen last on that issue or pull request (LabelMemory, given by
-// the composition root), and says when it cannot.
+// change, not the one added or removed: Normalize leaves that unknown,
+// and Forge.RecallLabels (labels.go), which ingress calls on a delivery's
+// first receipt only, tells which from the labels seen last on that issue
+// or pull request (LabelMemory, given by the composition root) and
+// remembers the delivery's, or says when it cannot.
 package gitea

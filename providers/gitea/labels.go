@@ -19,15 +19,20 @@ type LabelMemory interface {
 	SwapLabels(ctx context.Context, forge workflows.Forge, repo string, number int, labels []string) (previous []string, known bool, err error)
 }
 
-// labelMemoryTimeout bounds one SwapLabels: Normalize has no context of
-// its own, and a memory that is down must not hold the delivery.
+// labelMemoryTimeout bounds one SwapLabels: a memory that is down must
+// not hold the delivery.
 const labelMemoryTimeout = 2 * time.Second
 
-// rememberLabels records the labels of a pull_request or issues event in
-// mem and, for label_updated and label_cleared, says from what was there
-// before which label was added or removed (labelChange). Without a
-// memory (nil), or when it fails, the change is unknown.
-func rememberLabels(mem LabelMemory, ev *workflows.Event) {
+// RecallLabels records the labels of a pull_request or issues event, as
+// Normalize made it, in the forge's LabelMemory (Config.Labels) and, for
+// label_updated and label_cleared, tells from what was there before which
+// label was added or removed (labelChange); it reports whether ev is such
+// a label change (its Action, Label and LabelActionUnknown are then the
+// ones decided). Without a memory, or when it fails, the change stays
+// unknown. Each call overwrites what the memory saw last: only a
+// delivery's first receipt may ask, never a stored delivery shown or
+// replayed.
+func (f *Forge) RecallLabels(ctx context.Context, ev *workflows.Event) bool {
 	number := 0
 	switch {
 	case ev.Kind == workflows.KindPullRequest && ev.PullRequest != nil:
@@ -35,18 +40,23 @@ func rememberLabels(mem LabelMemory, ev *workflows.Event) {
 	case ev.Kind == workflows.KindIssue && ev.Issue != nil:
 		number = ev.Issue.Number
 	}
-	if mem == nil || number <= 0 {
-		labelChange(ev, nil, false)
-		return
+	if f.labels == nil || number <= 0 {
+		return isLabelChange(ev)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), labelMemoryTimeout)
+	ctx, cancel := context.WithTimeout(ctx, labelMemoryTimeout)
 	defer cancel()
 	labels := ev.Labels
 	if labels == nil {
 		labels = []string{}
 	}
-	prev, known, err := mem.SwapLabels(ctx, Name, ev.Repo, number, labels)
+	prev, known, err := f.labels.SwapLabels(ctx, Name, ev.Repo, number, labels)
 	labelChange(ev, prev, known && err == nil)
+	return isLabelChange(ev)
+}
+
+// isLabelChange: ev says a label was added or removed.
+func isLabelChange(ev *workflows.Event) bool {
+	return ev.Action == "labeled" || ev.Action == "unlabeled"
 }
 
 // labelChange sets the action and Label of a labeled or unlabeled event
@@ -57,9 +67,10 @@ func rememberLabels(mem LabelMemory, ev *workflows.Event) {
 // set, and a trigger on labeled or unlabeled matches it. Other events are
 // left alone; a label the payload names is kept.
 func labelChange(ev *workflows.Event, prev []string, known bool) {
-	if ev.Action != "labeled" && ev.Action != "unlabeled" {
+	if !isLabelChange(ev) {
 		return
 	}
+	ev.LabelActionUnknown = false
 	if known {
 		added, removed := missing(ev.Labels, prev), missing(prev, ev.Labels)
 		switch {

@@ -29,6 +29,18 @@ func (m *mapMemory) SwapLabels(_ context.Context, forge workflows.Forge, repo st
 
 var _ LabelMemory = (*mapMemory)(nil)
 
+// receive normalizes a delivery as ingress does on its first receipt:
+// Normalize, then RecallLabels.
+func receive(t *testing.T, f *Forge, event string, body []byte, id string) *workflows.Event {
+	t.Helper()
+	ev, err := f.Normalize(event, body, id)
+	if err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	f.RecallLabels(context.Background(), ev)
+	return ev
+}
+
 func labelForge(t *testing.T, mem LabelMemory) *Forge {
 	t.Helper()
 	f, err := NewForge(Config{BaseURL: "http://gitea.test/", Webhook: forge.Webhook{WebhookEnabled: true, WebhookSecrets: []string{"s"}}, Labels: mem})
@@ -69,10 +81,7 @@ func TestLabelUpdatedAddedOrRemoved(t *testing.T) {
 		{"pull_request", withLabels(t, "label_cleared"), "unlabeled", "bug"},
 	}
 	for i, s := range steps {
-		ev, err := f.Normalize(s.event, s.body, "d")
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
+		ev := receive(t, f, s.event, s.body, "d")
 		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
 			t.Errorf("step %d: action %q label %q unknown %v, want %q %q known", i, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
 		}
@@ -90,19 +99,14 @@ func TestLabelUpdatedUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := &mapMemory{m: map[string][]string{}}
-	if _, err := labelForge(t, same).Normalize("pull_request", body, "d"); err != nil {
-		t.Fatal(err)
-	}
+	receive(t, labelForge(t, same), "pull_request", body, "d")
 	for name, f := range map[string]*Forge{
 		"no memory":      labelForge(t, nil),
 		"never seen":     labelForge(t, &mapMemory{m: map[string][]string{}}),
 		"memory fails":   labelForge(t, &mapMemory{err: errors.New("bucket down")}),
 		"labels as seen": labelForge(t, same),
 	} {
-		ev, err := f.Normalize("pull_request", body, "d")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		ev := receive(t, f, "pull_request", body, name)
 		if ev.Action != "labeled" || !ev.LabelActionUnknown || ev.Label != "" {
 			t.Errorf("%s: action %q unknown %v label %q, want labeled, unknown, no label", name, ev.Action, ev.LabelActionUnknown, ev.Label)
 		}
@@ -128,12 +132,70 @@ func TestRecordedLabelDeliveries(t *testing.T) {
 		{"pull_request_label_added", "labeled", "bug"},
 		{"pull_request_label_removed", "unlabeled", "bug"},
 	} {
-		ev, err := f.Normalize("pull_request", readFile(t, "testdata/gitea/"+s.file+".payload.json"), s.file)
-		if err != nil {
-			t.Fatalf("%s: %v", s.file, err)
-		}
+		ev := receive(t, f, "pull_request", readFile(t, "testdata/gitea/"+s.file+".payload.json"), s.file)
 		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
 			t.Errorf("%s: %s %q (unknown %v), want %s %q", s.file, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
+		}
+	}
+}
+
+// issueWithLabels is the recorded label_updated delivery as an issues
+// delivery (its pull request as the issue) with labels names.
+func issueWithLabels(t *testing.T, action string, names ...string) []byte {
+	return patchJSON(t, "testdata/gitea/pull_request_label.payload.json", func(m map[string]any) {
+		var ls []any
+		for i, n := range names {
+			ls = append(ls, map[string]any{"id": i + 1, "name": n, "color": "e11d21"})
+		}
+		issue := obj(m, "pull_request")
+		issue["labels"] = ls
+		m["action"], m["issue"] = action, issue
+		delete(m, "pull_request")
+	})
+}
+
+// TestNormalizeLeavesTheMemoryAlone: Normalize, which shows and replays
+// stored deliveries, neither reads nor writes the label memory (a
+// label_updated is labeled, unknown); RecallLabels, a delivery's first
+// receipt, does: it reports a label change (of an issue as of a pull
+// request) with the label decided, and remembers other events' labels
+// without reporting them as one.
+func TestNormalizeLeavesTheMemoryAlone(t *testing.T) {
+	const pr = "gitea alice/demo#2" // the pull request, and the issue of the same number
+	mem := &mapMemory{m: map[string][]string{pr: {"old"}}}
+	f := labelForge(t, mem)
+	for _, b := range [][]byte{withLabels(t, "label_updated", "bug"), withLabels(t, "label_cleared"), issueWithLabels(t, "label_updated", "bug")} {
+		for _, event := range []string{"pull_request", "issues"} {
+			ev, err := f.Normalize(event, b, "d")
+			if err != nil {
+				continue // the other event's body
+			}
+			if ev.Label != "" || ev.LabelActionUnknown != (ev.Action == "labeled") {
+				t.Errorf("Normalize decided a label change: %s %q (unknown %v)", ev.Action, ev.Label, ev.LabelActionUnknown)
+			}
+		}
+	}
+	if len(mem.m) != 1 || !slices.Equal(mem.m[pr], []string{"old"}) {
+		t.Fatalf("Normalize wrote the memory: %v", mem.m)
+	}
+	for _, s := range []struct {
+		event  string
+		body   []byte
+		change bool
+		action string
+		label  string
+	}{
+		{"pull_request", readFile(t, "testdata/gitea/pull_request.payload.json"), false, "opened", ""},
+		{"issues", issueWithLabels(t, "opened", "old"), false, "opened", ""},
+		{"issues", issueWithLabels(t, "label_updated", "old", "bug"), true, "labeled", "bug"},
+		{"issues", issueWithLabels(t, "label_updated", "bug"), true, "unlabeled", "old"},
+	} {
+		ev, err := f.Normalize(s.event, s.body, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.RecallLabels(context.Background(), ev); got != s.change || ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
+			t.Errorf("%s %s: RecallLabels %v, %s %q (unknown %v); want %v, %s %q", s.event, s.action, got, ev.Action, ev.Label, ev.LabelActionUnknown, s.change, s.action, s.label)
 		}
 	}
 }

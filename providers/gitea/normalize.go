@@ -27,7 +27,7 @@ func giteaAction(a string) string {
 //
 //   - pull_request: actions through giteaActions (label_updated is labeled
 //     here: Gitea sends the labels after the change, not which one was
-//     added or removed; rememberLabels then tells which from the labels
+//     added or removed; Forge.RecallLabels then tells which from the labels
 //     seen before); head, refs, Fork (head.repo != base.repo) as hookbody
 //     maps them; Author is the pull request's author.
 //   - issue_comment on a pull request: the delivery's top-level

@@ -611,22 +611,17 @@ func (g *realGitea) labelDeliveries(t *testing.T) {
 
 	mem := &mapMemory{m: map[string][]string{}}
 	remembering := labelForge(t, mem)
-	if _, err := remembering.Normalize("pull_request", opened[0].body, "opened"); err != nil {
-		t.Fatal(err)
-	}
+	receive(t, remembering, "pull_request", opened[0].body, "opened")
 	want := []struct{ action, label string }{{"labeled", "bug"}, {"unlabeled", "bug"}}
 	for i, d := range labels[:2] {
 		if a := jsonField(d.body, "action"); a != "label_updated" {
 			t.Errorf("delivery %d: Gitea's action %q, want label_updated", i, a)
 		}
-		ev, err := remembering.Normalize(d.header.Get("X-Gitea-Event"), d.body, d.header.Get("X-Gitea-Delivery"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := receive(t, remembering, d.header.Get("X-Gitea-Event"), d.body, d.header.Get("X-Gitea-Delivery"))
 		if ev.Action != want[i].action || ev.Label != want[i].label || ev.LabelActionUnknown {
 			t.Errorf("delivery %d with the memory: %s %q (unknown %v), want %s %q", i, ev.Action, ev.Label, ev.LabelActionUnknown, want[i].action, want[i].label)
 		}
-		ev, err = Normalize(d.header.Get("X-Gitea-Event"), d.body, "d")
+		ev, err := Normalize(d.header.Get("X-Gitea-Event"), d.body, "d")
 		if err != nil || ev.Action != "labeled" || !ev.LabelActionUnknown {
 			t.Errorf("delivery %d without the memory: %+v, %v; want labeled, unknown", i, ev, err)
 		}

@@ -34,25 +34,21 @@ func (f *Forge) Verify(h http.Header, body []byte) error {
 	return f.Hook.VerifySignature(h.Get(headerSignature), body)
 }
 
-// Normalize maps a Gitea delivery onto an Event (forge.Webhooks), telling
-// a label added from one removed with the forge's LabelMemory
-// (Config.Labels).
+// Normalize maps a Gitea delivery onto an Event (forge.Webhooks) without
+// reading or writing the label memory: a label_updated is labeled with
+// LabelActionUnknown until RecallLabels tells which label changed.
 func (f *Forge) Normalize(eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
-	return normalize(f.labels, eventName, body, deliveryID)
+	return Normalize(eventName, body, deliveryID)
 }
 
 // Normalize turns one Gitea (or Forgejo) webhook body into an Event
 // (normalizeGitea): Forge gitea, DeliveryID deliveryID, Raw the body (not
-// copied). Without a LabelMemory, a label_updated is labeled with
-// LabelActionUnknown.
+// copied). A label_updated is labeled with LabelActionUnknown: which label
+// changed takes the labels seen before (Forge.RecallLabels).
 func Normalize(eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
-	return normalize(nil, eventName, body, deliveryID)
-}
-
-func normalize(mem LabelMemory, eventName string, body []byte, deliveryID string) (*workflows.Event, error) {
 	ev, err := normalizeGitea(eventName, body)
 	if err == nil {
-		rememberLabels(mem, ev)
+		labelChange(ev, nil, false)
 	}
 	return forge.Delivered(Name, ev, err, deliveryID, body)
 }
