@@ -23,6 +23,14 @@ type fakeReviews struct {
 	marked   []string
 	checks   []*fakeCheckRun
 	patches  []string // PATCH bodies of check runs, in order
+
+	// failPatch answers the check run PATCHes it names (by their order,
+	// from 1, counting those it failed) with a status instead: 403 as
+	// GitHub's secondary rate limit with Retry-After: retryAfter, else
+	// that status with an error message. Nothing of a failed PATCH is kept.
+	failPatch  map[int]int
+	retryAfter string
+	patchN     int
 }
 
 type fakeReviewComment struct {
@@ -184,12 +192,13 @@ func (v reviewView) Marked() []string {
 
 func (v reviewView) ReviewRequests() int { return v.f.count("POST", `.*/pulls/\d+/reviews`) }
 
-// fakeCheckRun is one check run the fake holds.
+// fakeCheckRun is one check run the fake holds. Its annotations are
+// appended to by every request that carries some, as GitHub does.
 type fakeCheckRun struct {
 	ID                             int64
 	Name, HeadSHA, ExternalID      string
 	Status, Conclusion, DetailsURL string
-	Title, Summary                 string
+	Title, Summary, Text           string
 	Annotations                    []map[string]any
 }
 
@@ -210,6 +219,7 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 	type output struct {
 		Title       string       `json:"title"`
 		Summary     string       `json:"summary"`
+		Text        string       `json:"text"`
 		Annotations []annotation `json:"annotations"`
 	}
 	annotationsOK := func(o *output) bool {
@@ -231,7 +241,7 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		if o == nil {
 			return
 		}
-		c.Title, c.Summary = o.Title, o.Summary
+		c.Title, c.Summary, c.Text = o.Title, o.Summary, o.Text
 		for _, a := range o.Annotations {
 			c.Annotations = append(c.Annotations, map[string]any{"path": a.Path, "start_line": a.StartLine, "level": a.AnnotationLevel, "message": a.Message})
 		}
@@ -275,6 +285,15 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		rv.patchN++
+		switch code := rv.failPatch[rv.patchN]; {
+		case code == 403:
+			f.secondaryLimit(w, rv.retryAfter)
+			return true
+		case code != 0:
+			f.fail(w, code, http.StatusText(code), "")
+			return true
+		}
 		for _, c := range rv.checks {
 			if c.ID == id {
 				if in.Status != "" {
@@ -301,7 +320,9 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		var all []map[string]any
 		for _, c := range rv.checks {
 			if c.HeadSHA == sha && (name == "" || c.Name == name) {
-				all = append(all, map[string]any{"id": c.ID, "name": c.Name, "head_sha": c.HeadSHA, "external_id": c.ExternalID, "status": c.Status})
+				all = append(all, map[string]any{"id": c.ID, "name": c.Name, "head_sha": c.HeadSHA, "external_id": c.ExternalID, "status": c.Status,
+					"output": map[string]any{"title": nilIfEmpty(c.Title), "summary": nilIfEmpty(c.Summary), "text": nilIfEmpty(c.Text),
+						"annotations_count": len(c.Annotations), "annotations_url": fmt.Sprintf("%s/api/v3/repos/%s/check-runs/%d/annotations", f.srv.URL, f.repo, c.ID)}})
 			}
 		}
 		f.mu.Unlock()
@@ -310,4 +331,12 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		return false
 	}
 	return true
+}
+
+// nilIfEmpty is s, or JSON null for "" (as GitHub shows an unset field).
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
