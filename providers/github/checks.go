@@ -39,42 +39,52 @@ func checkName(rep *contract.RunReport) string { return "hookrun/" + rep.Workflo
 // SHA: created in_progress at start (POST /repos/{o}/{r}/check-runs,
 // external_id the run id), completed in the final phase (PATCH
 // .../check-runs/{id}) with a conclusion, the rendered report as its
-// summary and, when the workflow sets report.review, its findings as
-// annotations, AnnotationsPerRequest per PATCH and at most
-// MaxAnnotations. The final phase finds the run's check run by its
-// name and external id (GET .../commits/{sha}/check-runs), so a final
-// report retried from the outbox completes the same one; one is created
-// when none is found.
+// summary and the run's findings as annotations (whether or not the
+// workflow sets report.review, which is about inline comments),
+// AnnotationsPerRequest per PATCH and at most MaxAnnotations; the output's
+// text says how many findings are not annotated. The final phase finds
+// the run's check run by its name and external id (GET
+// .../commits/{sha}/check-runs), so a final report retried from the
+// outbox completes the same one; one is created when none is found.
+//
+// GitHub appends the annotations of every PATCH to the check run's, so a
+// retried final report sends only those past the check run's
+// output.annotations_count: the annotations are in the findings' order,
+// which the stored report keeps, so each goes out once.
 func (r *Reporter) checkRun(ctx context.Context, c *gh.Client, owner, repo, sha string, rep *contract.RunReport, sum *review.Summary) error {
 	details := render.RunURL(r.cfg.RunURL, rep.RunID)
 	if rep.Phase == contract.PhaseStart {
 		_, err := r.createCheckRun(ctx, c, owner, repo, sha, rep, details)
 		return err
 	}
-	id, err := r.findCheckRun(ctx, c, owner, repo, sha, rep)
+	found, err := r.findCheckRun(ctx, c, owner, repo, sha, rep)
 	if err != nil {
 		return err
 	}
-	if id == 0 {
-		if id, err = r.createCheckRun(ctx, c, owner, repo, sha, rep, details); err != nil {
+	if found.ID == 0 {
+		if found.ID, err = r.createCheckRun(ctx, c, owner, repo, sha, rep, details); err != nil {
 			return err
 		}
 	}
-	title := cutString(render.Description(rep, checkTitleLimit), checkTitleLimit)
-	summary := render.Comment(rep, render.Options{Limit: checkSummaryLimit, RunURL: details, Review: sum})
-	var notes []checkAnnotation
-	if rep.Workflow.Report.Review != nil && rep.Results != nil {
-		notes = annotations(rep.Results.Findings)
+	var fs []contract.Finding
+	if rep.Results != nil {
+		fs = rep.Results.Findings
 	}
+	notes, text := annotations(fs)
+	out := checkOutput{Title: cutString(render.Description(rep, checkTitleLimit), checkTitleLimit),
+		Summary: render.Comment(rep, render.Options{Limit: checkSummaryLimit, RunURL: details, Review: sum}), Text: text}
+	notes = notes[min(found.Annotations, len(notes)):] // sent by an earlier attempt
 	first := min(len(notes), AnnotationsPerRequest)
-	upd := checkUpdate{Status: "completed", Conclusion: conclusion(rep.Status, rep.TimedOut), DetailsURL: details,
-		Output: &checkOutput{Title: title, Summary: summary, Annotations: notes[:first]}}
-	if err := r.patchCheckRun(ctx, c, owner, repo, id, upd); err != nil {
+	done := out
+	done.Annotations = notes[:first]
+	upd := checkUpdate{Status: "completed", Conclusion: conclusion(rep.Status, rep.TimedOut), DetailsURL: details, Output: &done}
+	if err := r.patchCheckRun(ctx, c, owner, repo, found.ID, upd); err != nil {
 		return err
 	}
 	for lo := first; lo < len(notes); lo += AnnotationsPerRequest {
-		hi := min(lo+AnnotationsPerRequest, len(notes))
-		if err := r.patchCheckRun(ctx, c, owner, repo, id, checkUpdate{Output: &checkOutput{Title: title, Summary: summary, Annotations: notes[lo:hi]}}); err != nil {
+		more := out
+		more.Annotations = notes[lo:min(lo+AnnotationsPerRequest, len(notes))]
+		if err := r.patchCheckRun(ctx, c, owner, repo, found.ID, checkUpdate{Output: &more}); err != nil {
 			return err
 		}
 	}
@@ -101,6 +111,7 @@ type checkUpdate struct {
 type checkOutput struct {
 	Title       string            `json:"title"`
 	Summary     string            `json:"summary"`
+	Text        string            `json:"text,omitempty"`
 	Annotations []checkAnnotation `json:"annotations,omitempty"`
 }
 
@@ -114,16 +125,19 @@ type checkAnnotation struct {
 }
 
 // annotations are the findings with a file and a line, as the Checks API
-// takes them (plain text: GitHub does not render Markdown in them), at
-// most MaxAnnotations.
-func annotations(fs []contract.Finding) []checkAnnotation {
-	var out []checkAnnotation
+// takes them (plain text: GitHub does not render Markdown in them), in
+// the findings' order and at most MaxAnnotations; text says which
+// findings are not among them ("" when all are).
+func annotations(fs []contract.Finding) (out []checkAnnotation, text string) {
+	over, unplaced := 0, 0
 	for _, f := range fs {
-		if f.Path == "" || f.StartLine <= 0 {
+		switch {
+		case f.Path == "" || f.StartLine <= 0:
+			unplaced++
 			continue
-		}
-		if len(out) == MaxAnnotations {
-			break
+		case len(out) == MaxAnnotations:
+			over++
+			continue
 		}
 		level := "warning"
 		switch f.Level {
@@ -135,7 +149,25 @@ func annotations(fs []contract.Finding) []checkAnnotation {
 		out = append(out, checkAnnotation{Path: f.Path, StartLine: f.StartLine, EndLine: max(f.EndLine, f.StartLine),
 			AnnotationLevel: level, Message: cutString(f.Message, 64<<10), Title: cutString(f.Rule, 255)})
 	}
-	return out
+	var notes []string
+	if over > 0 {
+		notes = append(notes, fmt.Sprintf("%s over the limit of %s per check run %s not annotated.",
+			render.Plural(over, "finding"), render.Plural(MaxAnnotations, "annotation"), isAre(over)))
+	}
+	if unplaced > 0 {
+		notes = append(notes, fmt.Sprintf("%s without a file and line %s not annotated.", render.Plural(unplaced, "finding"), isAre(unplaced)))
+	}
+	if len(notes) == 0 {
+		return out, ""
+	}
+	return out, fmt.Sprintf("%s of %s %s annotations. %s", render.Thousands(len(out)), render.Plural(len(fs), "finding"), isAre(len(out)), strings.Join(notes, " "))
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // conclusion maps a run's final status to a check run conclusion; a run
@@ -176,14 +208,24 @@ func (r *Reporter) createCheckRun(ctx context.Context, c *gh.Client, owner, repo
 	return out.ID, nil
 }
 
-// findCheckRun is the id of the run's check run on sha; 0 when none.
-func (r *Reporter) findCheckRun(ctx context.Context, c *gh.Client, owner, repo, sha string, rep *contract.RunReport) (int64, error) {
+// foundCheckRun is the run's check run as listed: its id (0: none) and
+// how many annotations it holds.
+type foundCheckRun struct {
+	ID          int64
+	Annotations int
+}
+
+// findCheckRun is the run's check run on sha.
+func (r *Reporter) findCheckRun(ctx context.Context, c *gh.Client, owner, repo, sha string, rep *contract.RunReport) (foundCheckRun, error) {
 	name := checkName(rep)
 	for page := 1; page > 0; {
 		var out struct {
 			CheckRuns []struct {
 				ID         int64  `json:"id"`
 				ExternalID string `json:"external_id"`
+				Output     struct {
+					AnnotationsCount int `json:"annotations_count"`
+				} `json:"output"`
 			} `json:"check_runs"`
 		}
 		var next int
@@ -199,16 +241,16 @@ func (r *Reporter) findCheckRun(ctx context.Context, c *gh.Client, owner, repo, 
 			}
 			return err
 		}); err != nil {
-			return 0, fmt.Errorf("listing check runs %s on %s: %w", name, short(sha), err)
+			return foundCheckRun{}, fmt.Errorf("listing check runs %s on %s: %w", name, short(sha), err)
 		}
 		for _, cr := range out.CheckRuns {
 			if cr.ExternalID == rep.RunID {
-				return cr.ID, nil
+				return foundCheckRun{ID: cr.ID, Annotations: cr.Output.AnnotationsCount}, nil
 			}
 		}
 		page = next
 	}
-	return 0, nil
+	return foundCheckRun{}, nil
 }
 
 func (r *Reporter) patchCheckRun(ctx context.Context, c *gh.Client, owner, repo string, id int64, upd checkUpdate) error {

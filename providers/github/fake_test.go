@@ -225,6 +225,15 @@ var (
 	reCollaborator   = regexp.MustCompile(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)(/permission)?$`)
 )
 
+// secondaryLimit answers as GitHub does a request over its secondary rate
+// limit, asking to wait retryAfter seconds.
+func (f *fakeGitHub) secondaryLimit(w http.ResponseWriter, retryAfter string) {
+	w.Header().Set("Retry-After", retryAfter)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(403)
+	io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
+}
+
 func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	path, ok := strings.CutPrefix(r.URL.Path, "/api/v3")
@@ -236,10 +245,7 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 
 	// Secondary rate limit, as GitHub answers it.
 	if f.limited.Take(r.Method + " " + path) {
-		w.Header().Set("Retry-After", "1")
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(403)
-		io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:1111:2222.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
+		f.secondaryLimit(w, "1")
 		return
 	}
 

@@ -23,6 +23,14 @@ type fakeReviews struct {
 	marked   []string
 	checks   []*fakeCheckRun
 	patches  []string // PATCH bodies of check runs, in order
+
+	// failPatch answers the check run PATCHes it names (by their order,
+	// from 1, counting those it failed) with a status instead: 403 as
+	// GitHub's secondary rate limit with Retry-After: retryAfter, else
+	// that status with an error message. Nothing of a failed PATCH is kept.
+	failPatch  map[int]int
+	retryAfter string
+	patchN     int
 }
 
 type fakeReviewComment struct {
@@ -184,13 +192,58 @@ func (v reviewView) Marked() []string {
 
 func (v reviewView) ReviewRequests() int { return v.f.count("POST", `.*/pulls/\d+/reviews`) }
 
-// fakeCheckRun is one check run the fake holds.
+// fakeCheckRun is one check run the fake holds. Its annotations are
+// appended to by every request that carries some, as GitHub does.
 type fakeCheckRun struct {
 	ID                             int64
 	Name, HeadSHA, ExternalID      string
 	Status, Conclusion, DetailsURL string
-	Title, Summary                 string
+	Title, Summary, Text           string
 	Annotations                    []map[string]any
+}
+
+// fakeCheckOutput is a check run's output as GitHub takes it.
+type fakeCheckOutput struct {
+	Title       string `json:"title"`
+	Summary     string `json:"summary"`
+	Text        string `json:"text"`
+	Annotations []struct {
+		Path            string `json:"path"`
+		StartLine       int    `json:"start_line"`
+		EndLine         int    `json:"end_line"`
+		AnnotationLevel string `json:"annotation_level"`
+		Message         string `json:"message"`
+		Title           string `json:"title"`
+	} `json:"annotations"`
+}
+
+// ok applies GitHub's rules: a title and a summary, at most 50
+// annotations, each with a path, lines, a message and a known level.
+func (o *fakeCheckOutput) ok() bool {
+	if o == nil {
+		return true
+	}
+	if o.Title == "" || o.Summary == "" || len(o.Annotations) > 50 {
+		return false
+	}
+	for _, a := range o.Annotations {
+		if a.Path == "" || a.StartLine <= 0 || a.EndLine < a.StartLine || a.Message == "" ||
+			!slices.Contains([]string{"notice", "warning", "failure"}, a.AnnotationLevel) {
+			return false
+		}
+	}
+	return true
+}
+
+// addTo sets c's output to o, appending o's annotations to c's.
+func (o *fakeCheckOutput) addTo(c *fakeCheckRun) {
+	if o == nil {
+		return
+	}
+	c.Title, c.Summary, c.Text = o.Title, o.Summary, o.Text
+	for _, a := range o.Annotations {
+		c.Annotations = append(c.Annotations, map[string]any{"path": a.Path, "start_line": a.StartLine, "level": a.AnnotationLevel, "message": a.Message})
+	}
 }
 
 // serveChecks answers the checks endpoints; false: not one of them.
@@ -199,55 +252,18 @@ type fakeCheckRun struct {
 // completed.
 func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path string, body []byte) bool {
 	rv := f.rv
-	type annotation struct {
-		Path            string `json:"path"`
-		StartLine       int    `json:"start_line"`
-		EndLine         int    `json:"end_line"`
-		AnnotationLevel string `json:"annotation_level"`
-		Message         string `json:"message"`
-		Title           string `json:"title"`
-	}
-	type output struct {
-		Title       string       `json:"title"`
-		Summary     string       `json:"summary"`
-		Annotations []annotation `json:"annotations"`
-	}
-	annotationsOK := func(o *output) bool {
-		if o == nil {
-			return true
-		}
-		if o.Title == "" || o.Summary == "" || len(o.Annotations) > 50 {
-			return false
-		}
-		for _, a := range o.Annotations {
-			if a.Path == "" || a.StartLine <= 0 || a.EndLine < a.StartLine || a.Message == "" ||
-				!slices.Contains([]string{"notice", "warning", "failure"}, a.AnnotationLevel) {
-				return false
-			}
-		}
-		return true
-	}
-	addAnnotations := func(c *fakeCheckRun, o *output) {
-		if o == nil {
-			return
-		}
-		c.Title, c.Summary = o.Title, o.Summary
-		for _, a := range o.Annotations {
-			c.Annotations = append(c.Annotations, map[string]any{"path": a.Path, "start_line": a.StartLine, "level": a.AnnotationLevel, "message": a.Message})
-		}
-	}
 	switch {
 	case reCheckRuns.MatchString(path) && r.Method == "POST":
 		var in struct {
-			Name       string  `json:"name"`
-			HeadSHA    string  `json:"head_sha"`
-			Status     string  `json:"status"`
-			ExternalID string  `json:"external_id"`
-			DetailsURL string  `json:"details_url"`
-			Output     *output `json:"output"`
+			Name       string           `json:"name"`
+			HeadSHA    string           `json:"head_sha"`
+			Status     string           `json:"status"`
+			ExternalID string           `json:"external_id"`
+			DetailsURL string           `json:"details_url"`
+			Output     *fakeCheckOutput `json:"output"`
 		}
 		if err := stickytest.StrictJSON(body, &in); err != nil || in.Name == "" || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(in.HeadSHA) ||
-			!slices.Contains([]string{"queued", "in_progress"}, in.Status) || !annotationsOK(in.Output) {
+			!slices.Contains([]string{"queued", "in_progress"}, in.Status) || !in.Output.ok() {
 			f.fail(w, 422, "Unprocessable Entity", fmt.Sprintf("check run %s: %v", body, err))
 			return true
 		}
@@ -255,45 +271,12 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		defer f.mu.Unlock()
 		f.nextID++
 		c := &fakeCheckRun{ID: f.nextID, Name: in.Name, HeadSHA: in.HeadSHA, ExternalID: in.ExternalID, Status: in.Status, DetailsURL: in.DetailsURL}
-		addAnnotations(c, in.Output)
+		in.Output.addTo(c)
 		rv.checks = append(rv.checks, c)
 		f.json(w, 201, map[string]any{"id": c.ID, "name": c.Name, "head_sha": c.HeadSHA, "status": c.Status, "external_id": c.ExternalID})
 	case reCheckRun.MatchString(path) && r.Method == "PATCH":
 		id, _ := strconv.ParseInt(reCheckRun.FindStringSubmatch(path)[1], 10, 64)
-		var in struct {
-			Status     string  `json:"status"`
-			Conclusion string  `json:"conclusion"`
-			DetailsURL string  `json:"details_url"`
-			Output     *output `json:"output"`
-		}
-		err := stickytest.StrictJSON(body, &in)
-		if err != nil || in.Status != "" && in.Status != "completed" || (in.Status == "completed") != (in.Conclusion != "") ||
-			in.Conclusion != "" && !slices.Contains([]string{"success", "failure", "neutral", "cancelled", "timed_out", "skipped", "action_required"}, in.Conclusion) ||
-			!annotationsOK(in.Output) {
-			f.fail(w, 422, "Unprocessable Entity", fmt.Sprintf("check run update %s: %v", body, err))
-			return true
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, c := range rv.checks {
-			if c.ID == id {
-				if in.Status != "" {
-					c.Status, c.Conclusion = in.Status, in.Conclusion
-				}
-				if in.DetailsURL != "" {
-					c.DetailsURL = in.DetailsURL
-				}
-				addAnnotations(c, in.Output)
-				n := 0
-				if in.Output != nil {
-					n = len(in.Output.Annotations)
-				}
-				rv.patches = append(rv.patches, fmt.Sprintf("%s/%s/%d", in.Status, in.Conclusion, n))
-				f.json(w, 200, map[string]any{"id": c.ID, "status": c.Status, "conclusion": c.Conclusion})
-				return true
-			}
-		}
-		f.fail(w, 404, "Not Found", "")
+		f.patchCheckRun(w, id, body)
 	case reCommitChecks.MatchString(path) && r.Method == "GET":
 		sha := reCommitChecks.FindStringSubmatch(path)[1]
 		name := r.URL.Query().Get("check_name")
@@ -301,7 +284,9 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		var all []map[string]any
 		for _, c := range rv.checks {
 			if c.HeadSHA == sha && (name == "" || c.Name == name) {
-				all = append(all, map[string]any{"id": c.ID, "name": c.Name, "head_sha": c.HeadSHA, "external_id": c.ExternalID, "status": c.Status})
+				all = append(all, map[string]any{"id": c.ID, "name": c.Name, "head_sha": c.HeadSHA, "external_id": c.ExternalID, "status": c.Status,
+					"output": map[string]any{"title": nilIfEmpty(c.Title), "summary": nilIfEmpty(c.Summary), "text": nilIfEmpty(c.Text),
+						"annotations_count": len(c.Annotations), "annotations_url": fmt.Sprintf("%s/api/v3/repos/%s/check-runs/%d/annotations", f.srv.URL, f.repo, c.ID)}})
 			}
 		}
 		f.mu.Unlock()
@@ -310,4 +295,60 @@ func (f *fakeGitHub) serveChecks(w http.ResponseWriter, r *http.Request, path st
 		return false
 	}
 	return true
+}
+
+// nilIfEmpty is s, or JSON null for "" (as GitHub shows an unset field).
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// patchCheckRun answers PATCH .../check-runs/{id}.
+func (f *fakeGitHub) patchCheckRun(w http.ResponseWriter, id int64, body []byte) {
+	rv := f.rv
+	var in struct {
+		Status     string           `json:"status"`
+		Conclusion string           `json:"conclusion"`
+		DetailsURL string           `json:"details_url"`
+		Output     *fakeCheckOutput `json:"output"`
+	}
+	err := stickytest.StrictJSON(body, &in)
+	if err != nil || in.Status != "" && in.Status != "completed" || (in.Status == "completed") != (in.Conclusion != "") ||
+		in.Conclusion != "" && !slices.Contains([]string{"success", "failure", "neutral", "cancelled", "timed_out", "skipped", "action_required"}, in.Conclusion) ||
+		!in.Output.ok() {
+		f.fail(w, 422, "Unprocessable Entity", fmt.Sprintf("check run update %s: %v", body, err))
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rv.patchN++
+	switch code := rv.failPatch[rv.patchN]; {
+	case code == 403:
+		f.secondaryLimit(w, rv.retryAfter)
+		return
+	case code != 0:
+		f.fail(w, code, http.StatusText(code), "")
+		return
+	}
+	for _, c := range rv.checks {
+		if c.ID == id {
+			if in.Status != "" {
+				c.Status, c.Conclusion = in.Status, in.Conclusion
+			}
+			if in.DetailsURL != "" {
+				c.DetailsURL = in.DetailsURL
+			}
+			in.Output.addTo(c)
+			n := 0
+			if in.Output != nil {
+				n = len(in.Output.Annotations)
+			}
+			rv.patches = append(rv.patches, fmt.Sprintf("%s/%s/%d", in.Status, in.Conclusion, n))
+			f.json(w, 200, map[string]any{"id": c.ID, "status": c.Status, "conclusion": c.Conclusion})
+			return
+		}
+	}
+	f.fail(w, 404, "Not Found", "")
 }

@@ -134,12 +134,12 @@ func Comment(r *contract.RunReport, o Options) string {
 // review.ListedMax listed) or kept off the diff's lines.
 func findings(s *review.Summary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Findings** · %s\n\n", plural(s.Findings, "finding"))
+	fmt.Fprintf(&b, "**Findings** · %s\n\n", Plural(s.Findings, "finding"))
 	if s.Error != "" {
 		fmt.Fprintf(&b, "The review could not be posted: %s\n\n", review.Escape(oneLine(s.Error)))
 	}
 	fmt.Fprintf(&b, "%s posted · %d new, %d still present, %d gone since the last run\n",
-		plural(s.Posted, "inline comment"), s.New, s.Still, s.Gone)
+		Plural(s.Posted, "inline comment"), s.New, s.Still, s.Gone)
 	list := func(title string, fs []contract.Finding) {
 		if len(fs) == 0 {
 			return
@@ -153,16 +153,17 @@ func findings(s *review.Summary) string {
 			b.WriteString("- " + review.Line(f) + "\n")
 		}
 	}
-	list(fmt.Sprintf("%s not on lines the review can comment on, or over its limit:", plural(len(s.Kept), "finding")), s.Kept)
-	list(fmt.Sprintf("%s left out by the filter `%s`:", plural(len(s.Dropped), "finding"), s.Filter), s.Dropped)
+	list(fmt.Sprintf("%s not on lines the review can comment on, or over its limit:", Plural(len(s.Kept), "finding")), s.Kept)
+	list(fmt.Sprintf("%s left out by the filter `%s`:", Plural(len(s.Dropped), "finding"), s.Filter), s.Dropped)
 	return b.String()
 }
 
-func plural(n int, noun string) string {
+// Plural is n noun, with an s past one and n in thousands ("1,050 findings").
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return thousands(n) + " " + noun + "s"
+	return Thousands(n) + " " + noun + "s"
 }
 
 // filesNote says when the run's paths trigger matched without the full
@@ -230,7 +231,7 @@ func fit(head, body string, limit int) string {
 	}
 	note := func(omitted int) string {
 		return fmt.Sprintf("\n\n---\n*Truncated by hookrun: %s characters omitted to fit the %s-character limit of this forge.*\n",
-			thousands(omitted), thousands(limit))
+			Thousands(omitted), Thousands(limit))
 	}
 	// The note's length depends on the number it prints; reserve for the
 	// widest possible number.
@@ -383,7 +384,8 @@ func openFence(s string) string {
 	return open
 }
 
-func thousands(n int) string {
+// Thousands is n with a comma between each three digits ("1,050").
+func Thousands(n int) string {
 	s := strconv.Itoa(n)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
