@@ -139,7 +139,8 @@ func TestRefusedRetryAnswersOnThePullRequest(t *testing.T) {
 		t.Fatalf("%d replies to a refused /retry, want 1\n%s", len(posts), env.logs)
 	}
 	s := a.Skipped[len(a.Skipped)-1]
-	want := fmt.Sprintf("`/retry` from @Codertocat: not re-run\n- `%s`: %s\n\n%s", s.Workflow, s.Reason,
+	// The reason shown as text (forge.Text: "\\/retry", "\\[OWNER …\\]").
+	want := fmt.Sprintf("`/retry` from @Codertocat: not re-run\n- `%s`: %s\n\n%s", s.Workflow, forge.Text(s.Reason),
 		forge.ActionMarker("/retry", 1, "refused 501"))
 	if posts[0] != want || !strings.Contains(s.Reason, "/retry refused: author association NONE") {
 		t.Fatalf("reply\n%q\nwant\n%q", posts[0], want)
@@ -170,7 +171,8 @@ func TestRefusedRetryAnswersOnThePullRequest(t *testing.T) {
 	clock.advance(refusalReplyInterval)
 	refused("refusal-c-5", 505)
 	posts = api.posted(3)
-	want = "`/retry` from @Codertocat: not re-run\n- no failed run on Codertocat/Hello-World#1 to re-run\n\n" + forge.ActionMarker("/retry", 1, "refused 505")
+	want = "`/retry` from @Codertocat: not re-run\n- " + forge.Text("no failed run on Codertocat/Hello-World#1 to re-run") + "\n\n" +
+		forge.ActionMarker("/retry", 1, "refused 505")
 	if len(posts) != 3 || posts[2] != want {
 		t.Fatalf("replies %q, want the last %q", posts, want)
 	}

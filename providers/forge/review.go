@@ -13,19 +13,22 @@ import (
 type ReviewSummary = review.Summary
 
 // Text is s shown as text in a comment's Markdown (review.Escape, the one
-// rule for it): no HTML (so no closing a hidden marker), no @mentions, no
-// code spans.
+// rule for it): no HTML (so no closing a hidden marker), no @mentions or
+// references, no code spans, links or images, no line a GitLab quick
+// action.
 func Text(s string) string { return review.Escape(s) }
 
 // Reviewer posts a run's findings on the lines its pull or merge request
 // changed. Each forge's Report calls it in the final phase, before it
 // writes the run's comment (which shows the summary), so a final report
 // the outbox retries retries the review too: findings already commented
-// on (their fingerprint marker) are not commented again.
+// on (their marker: the workflow and the finding's fingerprint) are not
+// commented again.
 type Reviewer interface {
 	// Review posts r.Results' findings as one review of r.Event's pull or
 	// merge request when r.Workflow.Report.Review is set, skipping those
-	// an earlier run commented on and marking those no longer found (see
+	// an earlier run of the workflow commented on and marking those of
+	// the workflow's no longer found (see
 	// package providers/internal/review). nil, nil when there is nothing
 	// to review: not the final phase, no report.review, no pull request.
 	// Without credentials it fails with ErrNoCredentials.

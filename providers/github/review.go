@@ -154,8 +154,9 @@ type earlierComment struct {
 	Body string
 }
 
-// earlier are the bot's finding comments on the pull request by
-// fingerprint, those marked fixed left out.
+// earlier are the bot's finding comments on the pull request by key
+// (review.KeyOf: every workflow's; review.Decide keeps the run's
+// workflow's), those marked fixed left out.
 func (p *pullReview) earlier(ctx context.Context) (map[string]earlierComment, error) {
 	login := p.r.botLogin(ctx)
 	out := map[string]earlierComment{}
@@ -163,7 +164,7 @@ func (p *pullReview) earlier(ctx context.Context) (map[string]earlierComment, er
 		if login != "" && !strings.EqualFold(user, login) || strings.Contains(body, review.FixedMarker) {
 			return
 		}
-		if fp := review.FingerprintOf(body); fp != "" {
+		if fp := review.KeyOf(body); fp != "" {
 			out[fp] = earlierComment{ID: id, Body: body}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookrun/hookrun/providers/internal/review"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -83,5 +84,33 @@ func TestReviewRange(t *testing.T) {
 	if len(rv.comments) != 1 || rv.comments[0].StartLine != 13 || rv.comments[0].Line != 14 ||
 		!strings.Contains(rv.comments[0].Body, "\n```suggestion\n\t\treturn err\n\t\t// done\n```\n") {
 		t.Errorf("comments %+v", rv.comments)
+	}
+}
+
+// TestReviewLeavesOldMarkers: a finding comment from before markers named
+// the workflow (<!-- hookrun:finding:<fingerprint> -->) is no run's: it is
+// not edited "Fixed in", not counted, and its finding, found again, gets a
+// comment of the workflow's.
+func TestReviewLeavesOldMarkers(t *testing.T) {
+	f := newFakeGitHub(t)
+	rv := newReviewFake(f)
+	rep := newReporter(t, f, nil)
+	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Comment: workflows.CommentNone,
+		Review: &workflows.ReviewOptions{Filter: workflows.ReviewFilterAdded, MaxComments: 30}}}
+	found := contract.Finding{Path: "main.go", StartLine: 13, Rule: "fatal", Message: "exits"}
+	fixed := contract.Finding{Path: "main.go", StartLine: 14, Rule: "ret", Message: "returns"}
+	for i, fd := range []contract.Finding{found, fixed} {
+		old := "<!-- hookrun:finding:" + fd.Fingerprint(map[int]string{13: "\t\tlog.Fatal(\"no config\")", 14: "\t\treturn"}[fd.StartLine]) +
+			" -->\n**warning** · `" + fd.Rule + "`\n\n" + fd.Message + "\n"
+		rv.comments = append(rv.comments, &fakeReviewComment{ID: int64(900 + i), Path: "main.go", Line: fd.StartLine, Login: f.bot, Body: old, CommitID: sha})
+	}
+	r := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r1", Attempt: 1, Workflow: wf, Event: prEvent(1), HeadSHA: sha,
+		Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: []contract.Finding{found}}}
+	s, err := rep.Review(context.Background(), r)
+	if err != nil || s == nil || s.Posted != 1 || s.New != 1 || s.Still != 0 || s.Gone != 0 {
+		t.Fatalf("summary %+v, %v; want the finding posted, the old comments not counted", s, err)
+	}
+	if len(rv.marked) != 0 || len(rv.comments) != 3 || review.KeyOf(rv.comments[2].Body) == "" {
+		t.Errorf("marked %q, comments %d; want none marked and one new comment with a key", rv.marked, len(rv.comments))
 	}
 }

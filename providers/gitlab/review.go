@@ -117,7 +117,8 @@ func (m mergeRequest) diff(ctx context.Context) (review.Diff, error) {
 }
 
 // earlier are the discussion ids of the bot's unresolved finding
-// discussions by fingerprint.
+// discussions by key (review.KeyOf: every workflow's; review.Decide keeps
+// the run's workflow's).
 func (m mergeRequest) earlier(ctx context.Context) (map[string]string, error) {
 	bot := m.r.bot(ctx)
 	out := map[string]string{}
@@ -135,7 +136,7 @@ func (m mergeRequest) earlier(ctx context.Context) (map[string]string, error) {
 			if bot != 0 && n.Author.ID != bot || n.Resolved {
 				continue
 			}
-			if fp := review.FingerprintOf(n.Body); fp != "" {
+			if fp := review.KeyOf(n.Body); fp != "" {
 				out[fp] = d.ID
 			}
 		}

@@ -186,6 +186,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("Review", func(t *testing.T) { reviewCase(t, h) })
+	t.Run("ReviewTwoWorkflows", func(t *testing.T) { twoWorkflowsCase(t, h) })
 	t.Run("Actions", func(t *testing.T) { actions(t, h) })
 	t.Run("NoCredentials", func(t *testing.T) { noCredentials(t, h) })
 	t.Run("NotConfigured", func(t *testing.T) {

@@ -2,6 +2,8 @@ package forgetest
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -48,6 +50,39 @@ type ReviewFake interface {
 	ReviewRequests() int
 }
 
+// hostile is a finding's message as a pull request's code could make a
+// tool write it: HTML, a mention, GitLab quick actions, a link and a
+// tracking pixel.
+const hostile = "log.Fatal <exits> @acme/sec\n/approve\n  /merge\n[click me](https://evil.example/x) ![](https://evil.example/pixel.png)"
+
+// reEscapeless is a '[' or ']' not escaped with a backslash.
+var reEscapeless = regexp.MustCompile(`(^|[^\\])[\[\]]`)
+
+// shownAsText checks a comment body with the message hostile shows it as
+// text: no HTML, no mention, no line a GitLab quick action (none starts
+// with '/' after blanks), no link or image (each '[' and ']' escaped).
+func shownAsText(body string) error {
+	for _, bad := range []string{"<exits>", "@acme"} {
+		if strings.Contains(body, bad) {
+			return fmt.Errorf("it holds %q", bad)
+		}
+	}
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t"), "/") {
+			return fmt.Errorf("line %q starts with /", l)
+		}
+	}
+	if m := reEscapeless.FindString(body); m != "" {
+		return fmt.Errorf("%q: a link or an image", m)
+	}
+	for _, want := range []string{`\[click me\]\(https://evil.example/x\)`, `\!\[\]\(https://evil.example/pixel.png\)`, `\/approve`, `\/merge`} {
+		if !strings.Contains(body, want) {
+			return fmt.Errorf("it does not show %q", want)
+		}
+	}
+	return nil
+}
+
 // reviewCase: one review per run on the lines the pull request changed
 // (filter added), a suggestion in the forge's syntax, no repeat on a
 // second run, gone findings marked (where the forge does), and no review
@@ -62,7 +97,7 @@ func reviewCase(t *testing.T, h Harness) {
 	ev := *h.Event
 	wf := &workflows.Workflow{Name: "lint", Report: workflows.Report{Comment: workflows.CommentNone,
 		Review: &workflows.ReviewOptions{Filter: workflows.ReviewFilterAdded, MaxComments: 30}}}
-	added := contract.Finding{Path: PatchPath, StartLine: 13, Level: contract.LevelError, Rule: "fatal", Message: "log.Fatal <exits> @acme/sec",
+	added := contract.Finding{Path: PatchPath, StartLine: 13, Level: contract.LevelError, Rule: "fatal", Message: hostile,
 		Suggestions: []contract.Suggestion{{StartLine: 13, Text: "\t\treturn errNoConfig"}}}
 	onContext := contract.Finding{Path: PatchPath, StartLine: 11, Level: contract.LevelWarning, Rule: "ctx", Message: "unused"}
 	later := contract.Finding{Path: PatchPath, StartLine: 40, Level: contract.LevelNote, Rule: "y", Message: "y is x"}
@@ -84,9 +119,11 @@ func reviewCase(t *testing.T, h Harness) {
 	if len(in) != 1 || !ok {
 		t.Fatalf("inline comments after the first run %v, want one on main.go:13", in)
 	}
-	if !strings.HasPrefix(body, "<!-- hookrun:finding:") || !strings.Contains(body, h.Suggestion+"\t\treturn errNoConfig\n") ||
-		strings.Contains(body, "<exits>") || strings.Contains(body, "@acme") {
-		t.Errorf("comment body %q: want the marker first, the suggestion %q and the message escaped", body, h.Suggestion)
+	if !strings.HasPrefix(body, "<!-- hookrun:finding:") || !strings.Contains(body, h.Suggestion+"\t\treturn errNoConfig\n") {
+		t.Errorf("comment body %q: want the marker first and the suggestion %q", body, h.Suggestion)
+	}
+	if err := shownAsText(body); err != nil {
+		t.Errorf("comment body %q: %v", body, err)
 	}
 	if fake.ReviewRequests() != 1 {
 		t.Errorf("%d review requests after the first run, want 1", fake.ReviewRequests())
@@ -122,12 +159,19 @@ func reviewCase(t *testing.T, h Harness) {
 		t.Errorf("marked gone %q, want the main.go:13 comment %q (+ %q)", marked, body, review.Fixed(h.Head.SHA))
 	}
 
-	// A workflow without report.review posts nothing, whatever the
-	// steps left in $HOOKRUN_RESULTS.
+	noReviewWithout(t, h, f, fake, added, later)
+}
+
+// noReviewWithout: a workflow without report.review posts nothing,
+// whatever the steps left in $HOOKRUN_RESULTS (fs).
+func noReviewWithout(t *testing.T, h Harness, f forge.Forge, fake ReviewFake, fs ...contract.Finding) {
+	t.Helper()
+	ctx := context.Background()
+	ev := *h.Event
 	plain := &workflows.Workflow{Name: "plain", Report: workflows.Report{Comment: workflows.CommentNone}}
 	rep := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "run4", Attempt: 1, Workflow: plain, Event: &ev,
-		HeadSHA: h.Head.SHA, Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: []contract.Finding{added, later}}}
-	n = fake.ReviewRequests()
+		HeadSHA: h.Head.SHA, Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: fs}}
+	n := fake.ReviewRequests()
 	if s, err := f.Review(ctx, rep); s != nil || err != nil {
 		t.Errorf("Review without report.review: %+v, %v", s, err)
 	}
@@ -137,4 +181,58 @@ func reviewCase(t *testing.T, h Harness) {
 	if fake.ReviewRequests() != n {
 		t.Error("a workflow without report.review posted a review")
 	}
+}
+
+// twoWorkflowsCase: two workflows reviewing one pull request (a linter and
+// an AI reviewer) each see only their own comments: neither skips a
+// finding the other commented on, counts the other's comments as still
+// present or gone, or marks them; a re-run of each still does not repeat
+// itself, and marks its own gone finding.
+func twoWorkflowsCase(t *testing.T, h Harness) {
+	if h.Review == nil {
+		t.Logf("%s: no fake of the review API; ReviewTwoWorkflows is not covered here", h.Name)
+		return
+	}
+	ctx := context.Background()
+	f, fake := h.Review(t)
+	ev := *h.Event
+	workflow := func(name string) *workflows.Workflow {
+		return &workflows.Workflow{Name: name, Report: workflows.Report{Comment: workflows.CommentNone,
+			Review: &workflows.ReviewOptions{Filter: workflows.ReviewFilterAdded, MaxComments: 30}}}
+	}
+	lint, ai := workflow("lint"), workflow("ai")
+	both := contract.Finding{Path: PatchPath, StartLine: 13, Level: contract.LevelError, Rule: "fatal", Message: "log.Fatal exits"}
+	aiOnly := contract.Finding{Path: PatchPath, StartLine: 40, Level: contract.LevelNote, Rule: "y", Message: "y is x"}
+	type want struct{ posted, still, gone int }
+	run := func(wf *workflows.Workflow, id string, w want, fs ...contract.Finding) {
+		t.Helper()
+		n := fake.ReviewRequests()
+		rep := &contract.RunReport{Phase: contract.PhaseFinal, RunID: id, Attempt: 1, Workflow: wf, Event: &ev,
+			HeadSHA: h.Head.SHA, Status: workflows.StatusSucceeded, Results: &contract.Results{Findings: fs}}
+		s, err := f.Review(ctx, rep)
+		if err != nil || s == nil {
+			t.Fatalf("review of %s run %s: %+v, %v", wf.Name, id, s, err)
+		}
+		if s.Posted != w.posted || s.New != w.posted || s.Still != w.still || s.Gone != w.gone || (fake.ReviewRequests() > n) != (w.posted > 0) {
+			t.Errorf("%s run %s: summary %+v, review requests %d → %d; want %d posted, %d still, %d gone",
+				wf.Name, id, s, n, fake.ReviewRequests(), w.posted, w.still, w.gone)
+		}
+	}
+	run(lint, "lint-1", want{posted: 1}, both)
+	// ai finds what lint found, and more: both its own, lint's not gone.
+	run(ai, "ai-1", want{posted: 2}, both, aiOnly)
+	// lint again: its finding still there, ai's not its own.
+	run(lint, "lint-2", want{still: 1}, both)
+	if m := fake.Marked(); len(m) != 0 {
+		t.Fatalf("marked gone %q: a workflow marked the other's comments", m)
+	}
+	// ai without aiOnly: its own comment on line 40 is marked, nothing
+	// of lint's.
+	aiComment := fake.Inline()[PatchPath+":40"]
+	run(ai, "ai-2", want{still: 1, gone: 1}, both)
+	if m := fake.Marked(); h.MarksGone && (len(m) != 1 || m[0] != aiComment && m[0] != aiComment+review.Fixed(h.Head.SHA) ||
+		!strings.HasPrefix(review.KeyOf(m[0]), review.Scope("ai")+":")) {
+		t.Errorf("marked gone %q, want ai's main.go:40 comment %q", m, aiComment)
+	}
+	run(lint, "lint-3", want{still: 1}, both)
 }

@@ -133,7 +133,8 @@ func TestComment(t *testing.T) {
 			workflows.StepState{ID: "lint", Status: workflows.StatusSucceeded, StartedAt: at(0), FinishedAt: at(time.Second), ExitCode: code(0)}),
 			Options{Review: func() *review.Summary {
 				s := &review.Summary{Filter: "added", Findings: 25, Posted: 2, New: 2, Still: 1, Gone: 3,
-					Kept: []contract.Finding{{Path: "main.go", StartLine: 90, Rule: "errcheck", Message: "over the limit"}}}
+					Kept: []contract.Finding{{Path: "main.go", StartLine: 90, Rule: "errcheck",
+						Message: "over the limit\n/approve [x](https://evil.example/x) ![](https://evil.example/p.png) #1"}}}
 				for i := range 22 {
 					s.Dropped = append(s.Dropped, contract.Finding{Path: "pkg/x.go", StartLine: i + 1, Rule: "unused",
 						Message: fmt.Sprintf("<b>%d</b> @acme/team\nsecond line", i)})

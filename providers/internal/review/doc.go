@@ -11,15 +11,19 @@
 // rest the filter keeps are listed in the review's body, and those it
 // drops are counted, the first ListedMax listed, in the run's comment.
 //
-// Each comment starts with a hidden marker naming the finding's
-// fingerprint (contract.Finding.Fingerprint, of its rule, path, message
-// and the text of its lines, not their number): a finding an earlier run
-// commented on is not commented again, and one no longer found is gone
-// (its comment edited to say "fixed in <sha>", or its discussion
-// resolved, as the forge allows).
+// Each comment starts with a hidden marker naming the workflow (Scope, a
+// digest of its name) and the finding's fingerprint
+// (contract.Finding.Fingerprint, of its rule, path, message and the text
+// of its lines, not their number): a finding an earlier run of the
+// workflow commented on is not commented again, and one no longer found
+// is gone (its comment edited to say "fixed in <sha>", or its discussion
+// resolved, as the forge allows). Another workflow's comments, and those
+// from before the marker named the workflow, are left alone (Decide).
 //
 // A finding's text is a step's output, which a pull request's code can
 // write: Body shows it as text (Escape: no HTML, so it cannot close the
-// marker, no @mentions, no code spans), and suggestions in fences longer
-// than any backtick run of their text.
+// marker, no @mentions or references, no code spans, links or images, no
+// line GitLab takes for a quick action), and suggestions in fences longer
+// than any backtick run of their text (a fenced diff when a line could be
+// a quick action).
 package review

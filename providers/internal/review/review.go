@@ -2,10 +2,13 @@ package review
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hookrun/hookrun/runner/contract"
@@ -22,10 +25,12 @@ const maxMessage = 4000
 // Comment is one inline comment a review posts: a finding placed on lines
 // of the new side the diff shows.
 type Comment struct {
-	Finding     contract.Finding
-	Fingerprint string
-	StartLine   int // first line of a range; == Line for one line
-	Line        int // last line (the new side's line number)
+	Finding contract.Finding
+	// Key is the finding's key in its workflow (Key): the workflow's
+	// Scope and the finding's fingerprint.
+	Key       string
+	StartLine int // first line of a range; == Line for one line
+	Line      int // last line (the new side's line number)
 	// Suggestion is the replacement of lines StartLine..Line, when the
 	// finding's first suggestion could be made one (whole lines, all shown
 	// by the diff); Suggested says so.
@@ -48,8 +53,8 @@ type Plan struct {
 	Kept []contract.Finding
 	// Dropped are the findings the filter drops.
 	Dropped []contract.Finding
-	// Fingerprints are every current finding's.
-	Fingerprints map[string]bool
+	// Keys are every current finding's (Comment.Key).
+	Keys map[string]bool
 }
 
 // Summary is what the run's comment says of the review.
@@ -66,11 +71,11 @@ type Summary struct {
 	Error            string             // why the review could not be posted ("" = it was)
 }
 
-// Build places findings on the diff as opts says. previous are the
-// fingerprints earlier runs commented on: those findings are not
-// commented again.
-func Build(findings []contract.Finding, d Diff, opts workflows.ReviewOptions, previous map[string]bool) Plan {
-	p := Plan{Fingerprints: map[string]bool{}}
+// Build places findings of the workflow whose Scope is scope on the diff
+// as opts says. previous are the keys earlier runs of the workflow
+// commented on: those findings are not commented again.
+func Build(findings []contract.Finding, d Diff, opts workflows.ReviewOptions, scope string, previous map[string]bool) Plan {
+	p := Plan{Keys: map[string]bool{}}
 	max := opts.MaxComments
 	if max <= 0 {
 		max = 30
@@ -78,7 +83,8 @@ func Build(findings []contract.Finding, d Diff, opts workflows.ReviewOptions, pr
 	posted := 0
 	for _, f := range findings {
 		c, onDiff := place(f, d)
-		p.Fingerprints[c.Fingerprint] = true
+		c.Key = Key(scope, c.Key)
+		p.Keys[c.Key] = true
 		keep := false
 		switch opts.Filter {
 		case workflows.ReviewFilterNone:
@@ -95,7 +101,7 @@ func Build(findings []contract.Finding, d Diff, opts workflows.ReviewOptions, pr
 			p.Dropped = append(p.Dropped, f)
 		case !onDiff:
 			p.Kept = append(p.Kept, f)
-		case previous[c.Fingerprint]:
+		case previous[c.Key]:
 			// commented on by an earlier run: still there, not repeated
 		case posted >= max:
 			p.Kept = append(p.Kept, f)
@@ -109,12 +115,13 @@ func Build(findings []contract.Finding, d Diff, opts workflows.ReviewOptions, pr
 
 // place anchors f on the diff: its line range, narrowed to its last line
 // when the range is not all shown; onDiff is false when its last line is
-// not shown either (or it names no file or line).
+// not shown either (or it names no file or line). c.Key is the finding's
+// fingerprint.
 func place(f contract.Finding, d Diff) (Comment, bool) {
 	c := Comment{Finding: f}
 	fd := d[f.Path]
 	start, end := f.StartLine, max(f.EndLine, f.StartLine)
-	c.Fingerprint = f.Fingerprint(linesText(fd, start, end))
+	c.Key = f.Fingerprint(linesText(fd, start, end))
 	if fd == nil || start <= 0 || !d.InDiff(f.Path, end) {
 		return c, false
 	}
@@ -191,15 +198,31 @@ func wholeLines(s contract.Suggestion, fd *FileDiff) (text string, sl, el int, o
 	return first[:sc-1] + s.Text + last[ec-1:], sl, el, true
 }
 
-// Marker is the hidden line that says which finding a comment is about.
-func Marker(fp string) string { return "<!-- hookrun:finding:" + fp + " -->" }
+// Scope is what a finding comment's marker says of the workflow that
+// posted it: a digest of the workflow's name (unique in a repository), so
+// that two workflows reviewing one pull request each see only their own
+// comments, and no text of the name reaches the marker.
+func Scope(workflow string) string {
+	sum := sha256.Sum256([]byte("hookrun-workflow\x00" + workflow))
+	return hex.EncodeToString(sum[:8])
+}
 
-var markerRE = regexp.MustCompile(`<!-- hookrun:finding:([0-9a-f]{32}) -->`)
+// Key is the key of the finding with fingerprint fp in the workflow whose
+// Scope is scope: what a comment's Marker carries.
+func Key(scope, fp string) string { return scope + ":" + fp }
 
-// FingerprintOf is the finding fingerprint of a comment's body, "" when
-// it has no marker (not a finding comment of hookrun's).
-func FingerprintOf(body string) string {
-	if m := markerRE.FindStringSubmatch(body); m != nil && strings.HasPrefix(body, m[0]) {
+// Marker is the hidden line that says which finding of which workflow a
+// comment is about (key: Key).
+func Marker(key string) string { return "<!-- hookrun:finding:" + key + " -->" }
+
+var markerRE = regexp.MustCompile(`^<!-- hookrun:finding:([0-9a-f]{16}:[0-9a-f]{32}) -->`)
+
+// KeyOf is the key (Key) a comment's body starts with, "" when it starts
+// with no marker: not a finding comment of hookrun's, or one from before
+// markers named the workflow (<!-- hookrun:finding:<fingerprint> -->),
+// which no run counts, skips or marks gone.
+func KeyOf(body string) string {
+	if m := markerRE.FindStringSubmatch(body); m != nil {
 		return m[1]
 	}
 	return ""
@@ -228,11 +251,13 @@ const (
 )
 
 // Body is the comment of c: the marker, the level, rule and tool, the
-// message shown as text, and the suggestion in the forge's syntax.
+// message shown as text, and the suggestion in the forge's syntax (a
+// fenced diff when a line of it could be taken for a GitLab quick action:
+// slashLine).
 func Body(c Comment, syn Syntax) string {
 	f := c.Finding
 	var b strings.Builder
-	b.WriteString(Marker(c.Fingerprint) + "\n")
+	b.WriteString(Marker(c.Key) + "\n")
 	level := f.Level
 	if level == "" {
 		level = contract.LevelWarning
@@ -246,6 +271,9 @@ func Body(c Comment, syn Syntax) string {
 	}
 	b.WriteString("\n\n" + Escape(cut(f.Message, maxMessage)) + "\n")
 	if c.Suggested {
+		if syn != FencedDiff && slashLine(c.Suggestion) {
+			syn = FencedDiff
+		}
 		switch syn {
 		case Suggestion:
 			fence := Fence(c.Suggestion)
@@ -268,29 +296,93 @@ func Body(c Comment, syn Syntax) string {
 	return b.String()
 }
 
-// Escape shows s as text in Markdown: no HTML (so no closing a hidden
-// marker either), no @mentions, no code spans or fences.
+// slashLine reports whether a line of s starts with '/' and a letter: a
+// GitLab quick action (/approve, /merge) should a reader of the note miss
+// the fence around it (GitLab's older extractor knew only ``` fences), so
+// Body shows such a suggestion as a fenced diff, whose lines start with
+// '-' and '+'.
+func slashLine(s string) bool {
+	for _, l := range strings.Split(s, "\n") {
+		if len(l) > 1 && l[0] == '/' && (l[1]|0x20 >= 'a' && l[1]|0x20 <= 'z') {
+			return true
+		}
+	}
+	return false
+}
+
+// Escape shows s as text in a comment's Markdown on every forge: what it
+// renders is s, and nothing in it acts.
+//   - '&' is backslash-escaped and '<', '>' become entities: no HTML, so no
+//     closing of a hidden marker, no <autolink>, no entity;
+//   - a zero-width joiner follows '@' and '#': no mention of a user or
+//     team, no reference to an issue or pull request (GitHub and Gitea
+//     find those in the rendered text, where a backslash is gone);
+//   - the other ASCII punctuation that starts inline Markdown is
+//     backslash-escaped (CommonMark's escapes render as the character
+//     itself): '\\' '`' '*' '_' '[' ']' '(' ')' '!' '~' '|' '$' '%' '^' '{'
+//     '}', so no code span or fence, emphasis, link, image, reference link
+//     or footnote, table, math, and no GitLab reference ('!', '~', '%',
+//     '$', '^', '&': GitLab leaves an escaped one alone);
+//   - a line's first character after blanks is escaped when it is '/'
+//     (GitLab runs a note's line "/approve", "/merge" as a quick action;
+//     "\/approve" is none), '-', '+' or '=' (a list, a rule, a heading's
+//     underline), and the '.' after a line's leading digits (a numbered
+//     list);
+//   - '\r' is dropped ('\n' stays: a message may have lines).
+//
+// A bare URL may still be shown as a link to itself, as the forge links
+// any URL in text: its target is the text shown.
 func Escape(s string) string {
 	var b strings.Builder
+	// start: only blanks so far on this line; number: blanks, then digits.
+	start, number := true, false
 	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
+		if r == '\r' {
+			continue // dropped, and the line goes on as GitLab reads it (without it)
+		}
+		switch {
+		case r == '\n':
+			b.WriteRune(r)
+		case r == '&':
+			b.WriteString(`\&`)
+		case r == '<':
 			b.WriteString("&lt;")
-		case '>':
+		case r == '>':
 			b.WriteString("&gt;")
-		case '@':
-			b.WriteString("@\u200d") // a zero-width joiner: no mention
-		case '`':
-			b.WriteString("\\`")
-		case '\r':
+		case r == '@' || r == '#':
+			b.WriteRune(r)
+			b.WriteRune('\u200d') // a zero-width joiner: no mention, no reference
+		case strings.ContainsRune(inlineActive, r), start && strings.ContainsRune(lineActive, r), number && r == '.':
+			b.WriteByte('\\')
+			b.WriteRune(r)
 		default:
 			b.WriteRune(r)
+		}
+		digit := r >= '0' && r <= '9'
+		switch {
+		case r == '\n':
+			start, number = true, false
+		case start && blank(r):
+		case digit && (start || number):
+			start, number = false, true
+		default:
+			start, number = false, false
 		}
 	}
 	return b.String()
 }
+
+// inlineActive is the ASCII punctuation Escape backslash-escapes
+// anywhere; lineActive what it escapes as a line's first non-blank
+// character.
+const (
+	inlineActive = "\\`*_[]()!~|$%^{}"
+	lineActive   = "/-+="
+)
+
+// blank reports whether r leaves a line "starting" for Escape: a space, a
+// tab or any other Unicode space, or an invisible format character.
+func blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
 
 // Code is s as an inline code span (no backticks inside).
 func Code(s string) string {
@@ -338,12 +430,12 @@ func cut(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// Tally compares the current findings with previous, the fingerprints
-// earlier runs commented on (and are not marked fixed): still are those
-// found again, gone those no longer found.
+// Tally compares the current findings with previous, the keys earlier
+// runs of the workflow commented on (and are not marked fixed): still are
+// those found again, gone those no longer found.
 func Tally(p Plan, previous map[string]bool) (still, gone []string) {
 	for fp := range previous {
-		if p.Fingerprints[fp] {
+		if p.Keys[fp] {
 			still = append(still, fp)
 		} else {
 			gone = append(gone, fp)
@@ -366,10 +458,10 @@ func MarksGone(s workflows.Status) bool {
 }
 
 // Prepared is what a forge's review works from (Prepare): the Summary
-// that counts it, the request's Diff, what to post (Plan), the
-// fingerprints of earlier findings no longer found (Gone), and the
-// earlier comments by fingerprint (Earlier; T is what the forge needs to
-// mark one gone).
+// that counts it, the request's Diff, what to post (Plan), the keys of
+// the workflow's earlier findings no longer found (Gone), and the earlier
+// finding comments by key (Earlier, of every workflow; T is what the
+// forge needs to mark one gone).
 type Prepared[T any] struct {
 	Sum     *Summary
 	Diff    Diff
@@ -379,9 +471,11 @@ type Prepared[T any] struct {
 }
 
 // Prepare is where every forge's review starts: the workflow's review
-// options and the run's findings, the request's diff and the comments of
-// earlier runs (the forge's diff and earlier), and the plan (Decide). On
-// an error Sum is set (it counts the findings).
+// options and the run's findings, the request's diff and the finding
+// comments of earlier runs by key (the forge's diff and earlier: every
+// comment of hookrun's account whose body has a KeyOf), and the plan
+// (Decide, which keeps the workflow's own). On an error Sum is set (it
+// counts the findings).
 func Prepare[T any](ctx context.Context, rep *contract.RunReport, diff func(context.Context) (Diff, error),
 	earlier func(context.Context) (map[string]T, error)) (Prepared[T], error) {
 	opts := *rep.Workflow.Report.Review
@@ -397,20 +491,26 @@ func Prepare[T any](ctx context.Context, rep *contract.RunReport, diff func(cont
 	if p.Earlier, err = earlier(ctx); err != nil {
 		return p, err
 	}
-	p.Plan, p.Gone = Decide(p.Sum, findings, p.Diff, opts, p.Earlier)
+	p.Plan, p.Gone = Decide(p.Sum, findings, p.Diff, opts, rep.Workflow.Name, p.Earlier)
 	return p, nil
 }
 
-// Decide plans the review of findings on d (Build), given earlier, the
-// comments of earlier runs by fingerprint, and counts the plan in sum
-// (Tally): new, still present and gone, kept and dropped. gone are the
-// fingerprints no longer found.
-func Decide[T any](sum *Summary, findings []contract.Finding, d Diff, opts workflows.ReviewOptions, earlier map[string]T) (plan Plan, gone []string) {
+// Decide plans the review of workflow's findings on d (Build), given
+// earlier, the finding comments of earlier runs by key, of which it
+// considers only the workflow's (Scope): another workflow's comments are
+// not skipped, counted or marked gone. It counts the plan in sum (Tally):
+// new, still present and gone, kept and dropped. gone are the keys no
+// longer found.
+func Decide[T any](sum *Summary, findings []contract.Finding, d Diff, opts workflows.ReviewOptions, workflow string,
+	earlier map[string]T) (plan Plan, gone []string) {
+	scope := Scope(workflow)
 	previous := map[string]bool{}
-	for fp := range earlier {
-		previous[fp] = true
+	for key := range earlier {
+		if strings.HasPrefix(key, scope+":") {
+			previous[key] = true
+		}
 	}
-	plan = Build(findings, d, opts, previous)
+	plan = Build(findings, d, opts, scope, previous)
 	still, gone := Tally(plan, previous)
 	sum.New, sum.Still, sum.Gone = len(plan.Comments), len(still), len(gone)
 	sum.Kept, sum.Dropped = plan.Kept, plan.Dropped

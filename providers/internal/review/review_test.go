@@ -1,6 +1,7 @@
 package review
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,6 +25,9 @@ const patch = "@@ -10,6 +10,7 @@ func main() {\n" +
 	"+\ty := x\n" +
 	" }\n" +
 	"\\ No newline at end of file"
+
+// lint is the Scope of the workflow the tests review for.
+var lint = Scope("lint")
 
 func diff() Diff { return Diff{"main.go": ParsePatch(patch), "other.go": ParsePatch("")} }
 
@@ -79,7 +83,7 @@ func TestFilterModes(t *testing.T) {
 		{workflows.ReviewFilterFile, "added,context", "outside the hunks,file without patch", "file not changed,no file"},
 		{workflows.ReviewFilterNone, "added,context", "outside the hunks,file without patch,file not changed,no file", ""},
 	} {
-		p := Build(fs, diff(), workflows.ReviewOptions{Filter: tc.filter, MaxComments: 30}, nil)
+		p := Build(fs, diff(), workflows.ReviewOptions{Filter: tc.filter, MaxComments: 30}, lint, nil)
 		var c []string
 		for _, x := range p.Comments {
 			c = append(c, x.Finding.Message)
@@ -112,13 +116,13 @@ func TestMaxCommentsAndPrevious(t *testing.T) {
 		{Path: "main.go", StartLine: 14, Rule: "b", Message: "two"},
 		{Path: "main.go", StartLine: 40, Rule: "c", Message: "three"},
 	}
-	first := Build(fs, diff(), workflows.ReviewOptions{MaxComments: 2}, nil)
+	first := Build(fs, diff(), workflows.ReviewOptions{MaxComments: 2}, lint, nil)
 	if len(first.Comments) != 2 || messages(first.Kept) != "three" {
 		t.Fatalf("comments %d kept %q", len(first.Comments), messages(first.Kept))
 	}
-	prev := map[string]bool{first.Comments[0].Fingerprint: true, first.Comments[1].Fingerprint: true, "0123456789abcdef0123456789abcdef": true}
+	prev := map[string]bool{first.Comments[0].Key: true, first.Comments[1].Key: true, Key(lint, "0123456789abcdef0123456789abcdef"): true}
 	// the same findings moved down a line, code unchanged: same fingerprints
-	second := Build(fs[1:], diff(), workflows.ReviewOptions{MaxComments: 2}, prev)
+	second := Build(fs[1:], diff(), workflows.ReviewOptions{MaxComments: 2}, lint, prev)
 	if len(second.Comments) != 1 || second.Comments[0].Finding.Message != "three" {
 		t.Errorf("second run comments %+v", second.Comments)
 	}
@@ -133,7 +137,7 @@ func TestMaxCommentsAndPrevious(t *testing.T) {
 func TestSuggestions(t *testing.T) {
 	f := contract.Finding{Path: "main.go", StartLine: 13, EndLine: 14, Rule: "r", Message: "m",
 		Suggestions: []contract.Suggestion{{StartLine: 13, EndLine: 14, Text: "\t\tlog.Fatal(\"none\")\n"}}}
-	p := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, nil)
+	p := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, lint, nil)
 	c := p.Comments[0]
 	if c.StartLine != 13 || c.Line != 14 || !c.Suggested {
 		t.Fatalf("comment %+v", c)
@@ -150,7 +154,7 @@ func TestSuggestions(t *testing.T) {
 	// columns: "config" → "settings" in line 13
 	f.EndLine = 13
 	f.Suggestions = []contract.Suggestion{{StartLine: 13, StartColumn: 17, EndLine: 13, EndColumn: 23, Text: "settings"}}
-	c = Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, nil).Comments[0]
+	c = Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, lint, nil).Comments[0]
 	if c.Suggestion != "\t\tlog.Fatal(\"no settings\")" || c.StartLine != 13 || c.Line != 13 {
 		t.Errorf("column suggestion %q at %d-%d", c.Suggestion, c.StartLine, c.Line)
 	}
@@ -161,20 +165,133 @@ func TestSuggestions(t *testing.T) {
 func TestEscaping(t *testing.T) {
 	f := contract.Finding{Path: "main.go", StartLine: 13, Rule: "x`y", Tool: "<b>t</b>",
 		Message: "--> <img src=x onerror=alert(1)> ping @acme/security ```\nfence"}
-	c := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, nil).Comments[0]
+	c := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, lint, nil).Comments[0]
 	b := Body(c, Suggestion)
 	for _, bad := range []string{"<img", "<b>", "-->  <", "@acme", "```"} {
-		if strings.Contains(b[len(Marker(c.Fingerprint)):], bad) {
+		if strings.Contains(b[len(Marker(c.Key)):], bad) {
 			t.Errorf("body holds %q:\n%s", bad, b)
 		}
 	}
 	if !strings.Contains(b, "--&gt; &lt;img") || !strings.Contains(b, "@\u200dacme/security") {
 		t.Errorf("body %q", b)
 	}
-	if FingerprintOf(b) != c.Fingerprint || strings.Count(b, "-->") != 1 {
+	if KeyOf(b) != c.Key || strings.Count(b, "-->") != 1 {
 		t.Errorf("marker: %q", b)
 	}
-	if FingerprintOf("text "+Marker(c.Fingerprint)) != "" {
+	if KeyOf("text "+Marker(c.Key)) != "" {
 		t.Error("a marker not at the start counts")
+	}
+}
+
+// TestEscapeHostile: what a pull request's code could make a finding say
+// is shown as text on every forge: no line a GitLab quick action, no
+// link, image or reference, no block or inline markup, no entity.
+func TestEscapeHostile(t *testing.T) {
+	zwj := "\u200d"
+	for _, tc := range []struct{ in, want string }{
+		{"/approve", `\/approve`},
+		{"looks fine\n/approve\n  /merge\n\t/label ~bug", "looks fine\n\\/approve\n  \\/merge\n\t\\/label \\~bug"},
+		{"ok\r\n/unassign", "ok\n\\/unassign"},
+		{"x\n\r/approve", "x\n\\/approve"}, // GitLab drops \r before it looks for commands
+		{"\u200b/approve", "\u200b\\/approve"},
+		{"a/b and 1/2 stay", "a/b and 1/2 stay"},
+		{"[click me](https://evil.example/x)", `\[click me\]\(https://evil.example/x\)`},
+		{"![](https://evil.example/pixel.png)", `\!\[\]\(https://evil.example/pixel.png\)`},
+		{"[a][1]\n[1]: https://evil.example", "\\[a\\]\\[1\\]\n\\[1\\]: https://evil.example"},
+		{"<https://evil.example> &#x5b;x&#x5d;(u) &amp;", "&lt;https://evil.example&gt; \\&#" + zwj + "x5b;x\\&#" + zwj + "x5d;\\(u\\) \\&amp;"},
+		{"@acme/sec #12 o/r#3 !4 %m ^a $x$ &5", "@" + zwj + "acme/sec #" + zwj + "12 o/r#" + zwj + "3 \\!4 \\%m \\^a \\$x\\$ \\&5"},
+		{"**b** _e_ ~~s~~ `c` {+i+} \\[x](y)", "\\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ \\`c\\` \\{+i+\\} \\\\\\[x\\]\\(y\\)"},
+		{"# h\n- i\n+ j\n 12. n\n3) m\n---\n===\n| a | b |", "#" + zwj + " h\n\\- i\n\\+ j\n 12\\. n\n3\\) m\n\\---\n\\===\n\\| a \\| b \\|"},
+		{"v1.2 - x + y = z", "v1.2 - x + y = z"},
+	} {
+		got := Escape(tc.in)
+		if got != tc.want {
+			t.Errorf("Escape(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+		if err := inert(got); err != nil {
+			t.Errorf("Escape(%q) = %q: %v", tc.in, got, err)
+		}
+	}
+}
+
+// inert checks s as Escape leaves text: each character that could start
+// markup escaped, no line starting with one, '@' and '#' joined.
+func inert(s string) error {
+	rs := []rune(s)
+	start := true
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '\\':
+			i++ // the escaped character
+		case strings.HasPrefix(string(rs[i:]), "&lt;") || strings.HasPrefix(string(rs[i:]), "&gt;"):
+			i += 3 // '<' or '>' as text
+		case r == '\r' || strings.ContainsRune("<>&[]()!*_~|$%^{}`", r):
+			return fmt.Errorf("%q unescaped at %d", r, i)
+		case start && strings.ContainsRune("/-+=", r):
+			return fmt.Errorf("a line starts with %q at %d", r, i)
+		case (r == '@' || r == '#') && (i+1 == len(rs) || rs[i+1] != '\u200d'):
+			return fmt.Errorf("%q not joined at %d", r, i)
+		}
+		start = r == '\n' || start && blank(r)
+	}
+	return nil
+}
+
+// TestSuggestionNoQuickAction: a suggestion a line of which GitLab could
+// take for a quick action is shown as a fenced diff, whose lines start
+// with - and +; one with // or /* lines stays a suggestion.
+func TestSuggestionNoQuickAction(t *testing.T) {
+	f := contract.Finding{Path: "main.go", StartLine: 13, Rule: "r", Message: "m",
+		Suggestions: []contract.Suggestion{{StartLine: 13, Text: "```\n/approve\n```"}}}
+	c := Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, lint, nil).Comments[0]
+	for _, syn := range []Syntax{Suggestion, SuggestionRange, FencedDiff} {
+		b := Body(c, syn)
+		if strings.Contains(b, "suggestion") || !strings.Contains(b, "````diff\n-\t\tlog.Fatal(\"no config\")\n+```\n+/approve\n+```\n````") {
+			t.Errorf("syntax %d: body %q", syn, b)
+		}
+		for _, l := range strings.Split(b, "\n") {
+			if strings.HasPrefix(strings.TrimLeft(l, " \t"), "/") {
+				t.Errorf("syntax %d: line %q", syn, l)
+			}
+		}
+	}
+	f.Suggestions[0].Text = "// fixed\n/* too */"
+	c = Build([]contract.Finding{f}, diff(), workflows.ReviewOptions{}, lint, nil).Comments[0]
+	if b := Body(c, SuggestionRange); !strings.Contains(b, "```suggestion:-0+0\n// fixed\n/* too */\n```") {
+		t.Errorf("body %q", b)
+	}
+}
+
+// TestWorkflowScope: a workflow's review skips, counts and marks gone
+// only its own earlier comments; another workflow's, and those from
+// before markers named the workflow, are left alone.
+func TestWorkflowScope(t *testing.T) {
+	a := contract.Finding{Path: "main.go", StartLine: 13, Rule: "a", Message: "one"}
+	b := contract.Finding{Path: "main.go", StartLine: 14, Rule: "b", Message: "two"}
+	opts := workflows.ReviewOptions{MaxComments: 30}
+	lintA := Build([]contract.Finding{a}, diff(), opts, lint, nil).Comments[0]
+	ai := Scope("ai")
+	aiB := Build([]contract.Finding{b}, diff(), opts, ai, nil).Comments[0]
+	if lintA.Key == Key(ai, strings.TrimPrefix(lintA.Key, lint+":")) || ai == lint || len(ai) != 16 {
+		t.Fatalf("keys %q %q", lintA.Key, aiB.Key)
+	}
+	oldB := "<!-- hookrun:finding:" + strings.TrimPrefix(aiB.Key, ai+":") + " -->\n**warning**"
+	if KeyOf(oldB) != "" || KeyOf(Body(lintA, Suggestion)) != lintA.Key {
+		t.Errorf("KeyOf: old %q, new %q", KeyOf(oldB), KeyOf(Body(lintA, Suggestion)))
+	}
+	earlier := map[string]int{lintA.Key: 1, aiB.Key: 2}
+	// lint finds b (ai's finding) and no longer a: b is new for lint, a gone.
+	var sum Summary
+	plan, gone := Decide(&sum, []contract.Finding{b}, diff(), opts, "lint", earlier)
+	if len(plan.Comments) != 1 || plan.Comments[0].Key != Key(lint, strings.TrimPrefix(aiB.Key, ai+":")) ||
+		len(gone) != 1 || gone[0] != lintA.Key || sum.New != 1 || sum.Still != 0 || sum.Gone != 1 {
+		t.Errorf("lint: comments %+v gone %q summary %+v", plan.Comments, gone, sum)
+	}
+	// ai finds b again: still, nothing new, lint's a not gone for ai.
+	sum = Summary{}
+	plan, gone = Decide(&sum, []contract.Finding{b}, diff(), opts, "ai", earlier)
+	if len(plan.Comments) != 0 || len(gone) != 0 || sum.Still != 1 || sum.Gone != 0 {
+		t.Errorf("ai: comments %+v gone %q summary %+v", plan.Comments, gone, sum)
 	}
 }
