@@ -49,6 +49,65 @@ func (d *Decider) Tick(t queue.Tick) (Decision, error) {
 	return Decision{Runs: []*queue.RunRequest{d.newRunRequest(w, ev, "")}}, nil
 }
 
+// LateTickBound is how late a tick may be handled and still start its
+// run: a minute, or half the time to the schedule's next tick when that
+// is shorter (@every 10s: 5 s). It is there for what delays an on-time
+// tick: the server's timer (a quarter second), a leader election, a tick
+// handed back once (a second), a serve restarting. A tick later than
+// that fired after an outage (nats-server fires a tick it missed as soon
+// as it is back) or waited in the consumer while no serve or ingress
+// took ticks: the work it stands for is better left to the next tick,
+// due no later than it would have been, than done hours late (a nightly
+// job at noon). Half the period keeps a late tick of a short schedule from
+// running next to the tick after it.
+const LateTickBound = time.Minute
+
+// LateTick says why tick t, handled now, is too late to start its run,
+// or "" when it is not. When t was due: for @every, its Nats-Schedule-Next
+// less the interval (the server counts the interval from the due time);
+// for a cron, the latest time the schedule names at or before the server
+// fired it. The server fires a tick at or after its time, never before.
+//
+// After an outage longer than an @every interval the server counts the
+// interval from the tick it fires on coming back, so that tick's
+// Nats-Schedule-Next cannot tell it was due earlier: it runs (once).
+func (d *Decider) LateTick(t queue.Tick) string {
+	now, bound := d.now(), LateTickBound
+	due, period, ok := tickDue(t)
+	if period > 0 && period/2 < bound {
+		bound = period / 2
+	}
+	switch {
+	case !ok:
+		return fmt.Sprintf("the tick fired at %s and its schedule names no time in the %s before: it was due earlier (a tick more than %s late starts no run)",
+			t.At.UTC().Format(time.RFC3339), LateTickBound, bound)
+	case now.Sub(due) > bound:
+		return fmt.Sprintf("the tick was due at %s and is handled at %s, %s late (a tick more than %s late starts no run)",
+			due.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), now.Sub(due).Round(time.Second), bound)
+	}
+	return ""
+}
+
+// tickDue is when tick t was due and the time from then to the
+// schedule's next tick (0: unknown); ok is false for a cron tick whose
+// schedule names no time in the LateTickBound before it fired (it was due
+// before that).
+func tickDue(t queue.Tick) (due time.Time, period time.Duration, ok bool) {
+	spec := strings.TrimSpace(t.Schedule.Spec)
+	if every, isEvery := strings.CutPrefix(spec, "@every"); isEvery {
+		interval, err := time.ParseDuration(strings.TrimSpace(every))
+		if err != nil || t.Next.IsZero() {
+			return t.At, interval, true // checked when the workflow loaded; a server that says no next time
+		}
+		return t.Next.Add(-interval), interval, true
+	}
+	due, ok = workflows.LatestScheduled(spec, t.Schedule.Timezone, t.At.Add(-LateTickBound), t.At)
+	if ok && t.Next.After(due) {
+		period = t.Next.Sub(due)
+	}
+	return due, period, ok
+}
+
 // cloneURL is the HTTPS clone URL of repo on the forge whose git origin
 // is origin.
 func cloneURL(origin, repo string) string {

@@ -166,13 +166,13 @@ type testEnv struct {
 	logs *logBuffer
 }
 
-func newEnv(t testing.TB, cfg Config, workflowFiles map[string]string) *testEnv {
+func newEnv(t testing.TB, cfg Config, workflowFiles map[string]string, opts ...func(*Deps)) *testEnv {
 	t.Helper()
 	q := openQueue(t, t.TempDir())
-	return newEnvWith(t, cfg, q, workflowFiles)
+	return newEnvWith(t, cfg, q, workflowFiles, opts...)
 }
 
-func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[string]string) *testEnv {
+func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[string]string, opts ...func(*Deps)) *testEnv {
 	t.Helper()
 	if cfg.Forges == nil {
 		cfg.Forges = testForges() // as internal/app registers them
@@ -195,7 +195,7 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 	if cfg.PublishTimeout == 0 {
 		cfg.PublishTimeout = 30 * time.Second // see openQueue
 	}
-	s, err := New(cfg, testDeps(pub, set, logger))
+	s, err := New(cfg, testDeps(pub, set, logger, opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func newEnvWith(t testing.TB, cfg Config, pub Publisher, workflowFiles map[strin
 func testDeps(pub Publisher, src WorkflowSource, logger *slog.Logger, opts ...func(*Deps)) Deps {
 	d := Deps{Publisher: pub, Workflows: src, Logger: logger}
 	if q, ok := pub.(*storestest.Queue); ok {
-		d.Acceptor, d.Runs, d.Deliveries, d.Heads, d.Index = q, q.Runs(), q.Received(), q.Heads(), q.Runs()
+		d.Acceptor, d.Runs, d.Deliveries, d.Heads, d.Index, d.Seen = q, q.Runs(), q.Received(), q.Heads(), q.Runs(), q
 	}
 	for _, o := range opts {
 		o(&d)

@@ -32,6 +32,7 @@ type metrics struct {
 	deliveries *prometheus.CounterVec // by forge, event, outcome
 	publish    prometheus.Histogram
 	runs       *prometheus.CounterVec // by forge, workflow
+	lateTicks  *prometheus.CounterVec // by workflow
 	handler    http.Handler           // GET /metrics
 }
 
@@ -50,9 +51,13 @@ func newMetrics(logger *slog.Logger, more ...prometheus.Collector) *metrics {
 			Name: "hookrun_ingress_runs_created_total",
 			Help: "Run requests newly persisted (duplicates not counted), by forge and workflow.",
 		}, []string{"forge", "workflow"}),
+		lateTicks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrun_ingress_schedule_ticks_late_total",
+			Help: "Schedule ticks that started no run because they were handled too long after they were due (decide.LateTickBound), by workflow.",
+		}, []string{"workflow"}),
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.deliveries, m.publish, m.runs,
+	reg.MustRegister(m.deliveries, m.publish, m.runs, m.lateTicks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(more...)
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{

@@ -39,15 +39,16 @@ steps:
 // nothing; a tick the loaded workflow no longer has is handed back.
 func TestTickStartsOneRun(t *testing.T) {
 	reg := forge.NewRegistry(hooks(github.Name, true, testGitHubSecret).(forge.Forge), hooks(gitlab.Name, true, testGitLabToken).(forge.Forge))
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 	env := newEnv(t, Config{AllowRepos: []string{"myorg/*"}, Forges: reg},
-		map[string]string{"nightly.yaml": nightlyWorkflow, "outside.yaml": outsideWorkflow})
+		map[string]string{"nightly.yaml": nightlyWorkflow, "outside.yaml": outsideWorkflow},
+		func(d *Deps) { d.Now = func() time.Time { return at.Add(time.Second) } })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	defs := queue.SchedulesOf(env.srv.src.Workflows())
 	if len(defs) != 2 || defs[0].Workflow != "nightly" || defs[1].Workflow != "outside" {
 		t.Fatalf("schedules %+v", defs)
 	}
-	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 	tick := queue.Tick{Schedule: defs[0], Seq: 7, At: at}
 
 	out, err := env.srv.Tick(ctx, tick)
@@ -87,5 +88,73 @@ func TestTickStartsOneRun(t *testing.T) {
 	}
 	if n := len(streamRequests(t, env.q)); n != 1 {
 		t.Errorf("%d run requests after the refused ticks, want 1", n)
+	}
+}
+
+const everyTenSeconds = `name: often
+on:
+  - schedule: "@every 10s"
+    repo: myorg/app
+steps:
+  - id: sweep
+    run: "true"
+`
+
+// A tick handled more than decide.LateTickBound (a minute, or half the
+// time to the next tick) after it was due starts no run, logged and
+// counted: a cron tick the server fired on coming back after its time,
+// one that waited in the consumer, an @every tick whose
+// Nats-Schedule-Next says it was due earlier. A tick that started its run
+// on time and is handed out again late is that run, a duplicate.
+func TestLateTickStartsNoRun(t *testing.T) {
+	var now time.Time
+	env := newEnv(t, Config{AllowRepos: []string{"myorg/*"}},
+		map[string]string{"nightly.yaml": nightlyWorkflow, "often.yaml": everyTenSeconds},
+		func(d *Deps) { d.Now = func() time.Time { return now } })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	defs := queue.SchedulesOf(env.srv.src.Workflows())
+	if len(defs) != 2 || defs[0].Workflow != "nightly" || defs[1].Workflow != "often" {
+		t.Fatalf("schedules %+v", defs)
+	}
+	nightly, often := defs[0], defs[1]
+	due := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	tomorrow := due.AddDate(0, 0, 1)
+	for _, c := range []struct {
+		name string
+		tick queue.Tick
+		now  time.Time
+		late string // "" = a new run
+	}{
+		{"on time", queue.Tick{Schedule: nightly, Seq: 1, At: due.Add(300 * time.Millisecond), Next: tomorrow}, due.Add(59 * time.Second), ""},
+		{"fired after an outage", queue.Tick{Schedule: nightly, Seq: 2, At: due.Add(7 * time.Minute), Next: tomorrow}, due.Add(7 * time.Minute),
+			"the tick fired at 2026-12-06T03:07:00Z and its schedule names no time in the 1m0s before: it was due earlier (a tick more than 1m0s late starts no run)"},
+		{"waited in the consumer", queue.Tick{Schedule: nightly, Seq: 3, At: due.Add(time.Second), Next: tomorrow}, due.Add(2 * time.Hour),
+			"the tick was due at 2026-12-06T03:00:00Z and is handled at 2026-12-06T05:00:00Z, 2h0m0s late (a tick more than 1m0s late starts no run)"},
+		{"@every on time", queue.Tick{Schedule: often, Seq: 4, At: due.Add(200 * time.Millisecond), Next: due.Add(10 * time.Second)}, due.Add(5 * time.Second), ""},
+		{"@every after an outage", queue.Tick{Schedule: often, Seq: 5, At: due.Add(6 * time.Second), Next: due.Add(10 * time.Second)}, due.Add(6 * time.Second),
+			"the tick was due at 2026-12-06T03:00:00Z and is handled at 2026-12-06T03:00:06Z, 6s late (a tick more than 5s late starts no run)"},
+	} {
+		now = c.now
+		out, err := env.srv.Tick(ctx, c.tick)
+		if err != nil || out.Late != c.late || (out.RunID == "") != (c.late != "") || out.Duplicate {
+			t.Errorf("%s: Tick = %+v, %v; want late %q", c.name, out, err, c.late)
+		}
+	}
+	reqs := streamRequests(t, env.q)
+	if len(reqs) != 2 || reqs[0].Event.DeliveryID != "schedule-nightly-0-1" || reqs[1].Event.DeliveryID != "schedule-often-0-4" {
+		t.Fatalf("run requests %+v, want the on-time ticks' two", reqs)
+	}
+	mustContain(t, env.logs.String(), "schedule tick is late; starting no run")
+	_, body := env.get(t, "/metrics")
+	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="nightly"} 2`)
+	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="often"} 1`)
+
+	// The on-time tick handed out again hours later (its process died
+	// before it confirmed): the run it started, not a late tick.
+	now = due.Add(3 * time.Hour)
+	out, err := env.srv.Tick(ctx, queue.Tick{Schedule: nightly, Seq: 1, At: due.Add(300 * time.Millisecond), Next: tomorrow})
+	if err != nil || !out.Duplicate || out.RunID != reqs[0].ID || out.Late != "" {
+		t.Errorf("the on-time tick again, late = %+v, %v; want run %s as a duplicate", out, err, reqs[0].ID)
 	}
 }

@@ -80,6 +80,10 @@ type Deps struct {
 	// Index is the run index's health /readyz reports (*stores.RunStore).
 	// nil: /readyz does not check it.
 	Index IndexHealth
+	// Seen tells whether a late schedule tick started its run before
+	// (*queue.Queue). nil: every late tick is dropped, a redelivered one
+	// too (its run exists already; it is logged as late, not duplicate).
+	Seen DeliverySeer
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil is time.Now.
@@ -107,6 +111,7 @@ type Server struct {
 	records    RunRecords
 	deliveries Deliveries
 	index      IndexHealth    // nil: /readyz checks no run index
+	seen       DeliverySeer   // nil: late ticks are not looked up
 	refusals   refusalReplies // refused /retry replies per pull request (refusal.go)
 
 	slackSecrets [][]byte
@@ -143,7 +148,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("creating ingress server: %w", err)
 	}
 	s := &Server{cfg: cfg, pub: deps.Publisher, src: deps.Workflows, dec: dec, logger: deps.Logger,
-		metrics: newMetrics(deps.Logger, cfg.Collectors...), now: deps.Now, records: deps.Runs, deliveries: deps.Deliveries, index: deps.Index,
+		metrics: newMetrics(deps.Logger, cfg.Collectors...), now: deps.Now, records: deps.Runs, deliveries: deps.Deliveries, index: deps.Index, seen: deps.Seen,
 		persist: &persister{pub: deps.Publisher, acceptor: deps.Acceptor, runs: deps.Runs, logger: deps.Logger}}
 	s.persist.latency = s.metrics.publish
 	if cfg.Tracer != nil {

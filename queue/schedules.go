@@ -28,8 +28,11 @@ import (
 // timer of hookrun's own and no leader election: a tick exists once, in
 // the stream.
 //
-// A tick the server would have fired while it was down is not fired late:
-// the scheduler skips ahead to the next time after it comes back.
+// A tick the server would have fired while it was down is fired once, as
+// soon as it is back (nats-server keeps the schedule's pending time, then
+// skips ahead to the next time after now): whoever makes runs of ticks
+// drops one handled well after it was due (decide.Decider.LateTick), from
+// the tick's time and its Nats-Schedule-Next.
 const (
 	StreamSchedules    = "HOOKRUN_SCHEDULES"
 	scheduleDefPrefix  = "hookrun.schedules.def."
@@ -220,6 +223,11 @@ type Tick struct {
 	Schedule Schedule
 	Seq      uint64    // the tick's stream sequence: unique per tick
 	At       time.Time // when the server fired it
+	// Next is when the server fires the schedule next, as the tick's
+	// Nats-Schedule-Next header says (zero without one). The server counts
+	// an @every interval from the time the tick was due, so Next less the
+	// interval is that time.
+	Next time.Time
 }
 
 // Key identifies the tick across redeliveries: the delivery id of the run
@@ -247,6 +255,9 @@ func (s *Schedules) Consume(ctx context.Context, handle func(context.Context, Ti
 			return
 		}
 		t.Seq, t.At = md.Sequence.Stream, md.Timestamp
+		if next, err := time.Parse(time.RFC3339Nano, m.Headers().Get(jetstream.ScheduleNextHeader)); err == nil {
+			t.Next = next
+		}
 		if err := handle(ctx, t); err != nil {
 			s.q.log.Warn("schedule tick not handled; handed out again", "schedule", t.Schedule.ID, "err", err)
 			_ = m.NakWithDelay(time.Second)

@@ -42,6 +42,10 @@ func TestScheduleTicksOncePerTick(t *testing.T) {
 				if tk.Schedule.Workflow != "sweep" || tk.Schedule.Repo != "o/r" {
 					t.Errorf("tick of %+v", tk.Schedule)
 				}
+				// Nats-Schedule-Next: the interval on from when the tick was due.
+				if d := tk.Next.Sub(tk.At); d < 1500*time.Millisecond || d > 2500*time.Millisecond {
+					t.Errorf("tick fired at %s says the next is at %s", tk.At, tk.Next)
+				}
 				mu.Lock()
 				seen[tk.Key()] = append(seen[tk.Key()], name)
 				mu.Unlock()

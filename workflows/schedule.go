@@ -70,25 +70,17 @@ func CheckSchedule(spec string) error {
 		}
 		return fmt.Errorf("unknown schedule %q (@every <duration>, %s)", spec, strings.Join(schedulePredefined, ", "))
 	}
-	f := strings.Fields(spec)
-	if len(f) != len(cronFields) {
-		return fmt.Errorf("schedule %q has %d fields; want a 5-field cron (minute hour day-of-month month day-of-week), @every <duration>, @hourly or @daily", spec, len(f))
-	}
-	var sets [5][]bool
-	for i, cf := range cronFields {
-		set, err := cf.parse(f[i])
-		if err != nil {
-			return fmt.Errorf("schedule %q: %s: %w", spec, cf.name, err)
-		}
-		sets[i] = set
+	c, err := parseCron(spec)
+	if err != nil {
+		return err
 	}
 	// A day of month no month has (30 2 *) never fires, unless the day of
 	// week is restricted too (then either matches, as in cron).
-	if f[4] == "*" || f[4] == "?" {
+	if c.anyWeekday {
 		monthDays := []int{31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 		for m := 1; m <= 12; m++ {
 			for d := 1; d <= monthDays[m-1]; d++ {
-				if sets[3][m] && sets[2][d] {
+				if c.sets[3][m] && c.sets[2][d] {
 					return nil
 				}
 			}
@@ -96,6 +88,93 @@ func CheckSchedule(spec string) error {
 		return fmt.Errorf("schedule %q never fires: no month has that day", spec)
 	}
 	return nil
+}
+
+// cron is a parsed 5-field cron expression: the values each field names,
+// and whether the day fields are unrestricted (* or ?, as nats-server's
+// scheduler reads them: then both day fields must match, otherwise
+// either).
+type cron struct {
+	sets               [5][]bool // minute, hour, day of month, month, day of week
+	anyDay, anyWeekday bool
+}
+
+func parseCron(spec string) (cron, error) {
+	f := strings.Fields(spec)
+	if len(f) != len(cronFields) {
+		return cron{}, fmt.Errorf("schedule %q has %d fields; want a 5-field cron (minute hour day-of-month month day-of-week), @every <duration>, @hourly or @daily", spec, len(f))
+	}
+	var c cron
+	for i, cf := range cronFields {
+		set, err := cf.parse(f[i])
+		if err != nil {
+			return cron{}, fmt.Errorf("schedule %q: %s: %w", spec, cf.name, err)
+		}
+		c.sets[i] = set
+	}
+	c.anyDay, c.anyWeekday = unrestricted(f[2]), unrestricted(f[4])
+	return c, nil
+}
+
+// unrestricted is nats-server's reading of a day field as "any day": one
+// of its parts is * or ? without a step over 1.
+func unrestricted(field string) bool {
+	for _, part := range strings.Split(field, ",") {
+		rng, step, _ := strings.Cut(part, "/")
+		if (rng == "*" || rng == "?") && (step == "" || step == "1") {
+			return true
+		}
+	}
+	return false
+}
+
+// names reports whether the minute of t (in its location) is one the
+// expression names.
+func (c cron) names(t time.Time) bool {
+	if !c.sets[0][t.Minute()] || !c.sets[1][t.Hour()] || !c.sets[3][int(t.Month())] {
+		return false
+	}
+	day, weekday := c.sets[2][t.Day()], c.sets[4][int(t.Weekday())]
+	if c.anyDay || c.anyWeekday {
+		return day && weekday
+	}
+	return day || weekday
+}
+
+// cronOfPredefined are the predefined schedules as the 5-field crons
+// nats-server's scheduler reads them as.
+var cronOfPredefined = map[string]string{
+	"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@weekly": "0 0 * * 0",
+	"@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *",
+}
+
+// LatestScheduled is the latest time in [from, to] that a schedule names:
+// a cron expression's (or @hourly's, @daily's, ...) minute, in timezone
+// ("" is UTC). ok is false when it names none there, and for @every, whose
+// times depend on when the server started counting, not on the clock. It
+// looks minute by minute, from to back: from and to should be minutes
+// apart, not days.
+func LatestScheduled(spec, timezone string, from, to time.Time) (at time.Time, ok bool) {
+	spec = strings.TrimSpace(spec)
+	if p, isPredefined := cronOfPredefined[spec]; isPredefined {
+		spec = p
+	}
+	c, err := parseCron(spec)
+	if err != nil {
+		return time.Time{}, false
+	}
+	loc := time.UTC
+	if timezone != "" {
+		if loc, err = time.LoadLocation(timezone); err != nil {
+			return time.Time{}, false
+		}
+	}
+	for m := to.Truncate(time.Minute); !m.Before(from); m = m.Add(-time.Minute) {
+		if c.names(m.In(loc)) {
+			return m, true
+		}
+	}
+	return time.Time{}, false
 }
 
 func checkEvery(d string) error {

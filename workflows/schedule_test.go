@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckSchedule(t *testing.T) {
@@ -113,5 +114,43 @@ steps: [{id: a, run: x}]
 	}
 	if other := (&Event{Kind: KindPush, Action: "pushed", Repo: "o/app"}); slices.ContainsFunc(other.Env(), func(e EnvVar) bool { return e.Name == "HOOKRUN_SCHEDULE" }) {
 		t.Error("a push has HOOKRUN_SCHEDULE")
+	}
+}
+
+// LatestScheduled finds the latest minute a cron schedule names within a
+// window, in the schedule's zone, with cron's day rule (either day field
+// when both are restricted); @every names no clock time.
+func TestLatestScheduled(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		spec, zone, from, to, want string // want "" = none
+	}{
+		{"0 3 * * *", "", "2026-12-06T02:59:05Z", "2026-12-06T03:00:05Z", "2026-12-06T03:00:00Z"},
+		{"0 3 * * *", "", "2026-12-06T03:00:01Z", "2026-12-06T03:01:00Z", ""},
+		{"0 3 * * *", "", "2026-12-06T02:00:00Z", "2026-12-06T02:59:59Z", ""},
+		{"*/15 * * * *", "", "2026-12-06T03:00:00Z", "2026-12-06T03:31:10Z", "2026-12-06T03:30:00Z"},
+		{"@daily", "", "2026-12-05T23:59:00Z", "2026-12-06T00:00:00.3Z", "2026-12-06T00:00:00Z"},
+		{"@hourly", "", "2026-12-06T03:00:30Z", "2026-12-06T03:01:00Z", ""},
+		{"0 3 * * *", "Europe/Berlin", "2026-12-06T01:59:00Z", "2026-12-06T02:00:20Z", "2026-12-06T02:00:00Z"},
+		{"0 3 * * *", "Europe/Berlin", "2026-12-06T02:59:00Z", "2026-12-06T03:00:20Z", ""},
+		// 2026-12-06 is a Sunday, the 6th: with both day fields restricted
+		// either names it (odd days, or Sundays); with one of them any
+		// day (*, */1), both must.
+		{"0 3 */2 * sun", "", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z"},
+		{"0 3 1 * mon", "", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z", ""},
+		{"0 3 */1 * mon", "", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z", ""},
+		{"0 3 * * sun", "", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z", "2026-12-06T03:00:00Z"},
+		{"@every 1m", "", "2026-12-06T03:00:00Z", "2026-12-06T03:10:00Z", ""},
+	} {
+		got, ok := LatestScheduled(c.spec, c.zone, at(c.from), at(c.to))
+		if want := c.want; (want == "") != !ok || ok && !got.Equal(at(want)) {
+			t.Errorf("LatestScheduled(%q, %q, %s, %s) = %s, %v; want %q", c.spec, c.zone, c.from, c.to, got, ok, want)
+		}
 	}
 }

@@ -256,6 +256,7 @@ func (a *App) startIngress(ctx context.Context, forges *Forges, r *runner.Runner
 		Runs:       a.stores.Runs(),
 		Heads:      a.stores.Heads(),
 		Index:      a.stores,
+		Seen:       a.queue,
 		Logger:     a.logger,
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/queue/queuetest"
 	"github.com/hookrun/hookrun/stores"
 )
@@ -210,4 +211,109 @@ func TestScheduleStreamFailureSaysWhy(t *testing.T) {
 	if !strings.Contains(warned, "overlap") || strings.Contains(warned, "2.14") {
 		t.Fatalf("the schedule stream's failure logged as %q; want its reason (subjects overlap), not the server's version", warned)
 	}
+}
+
+const everyTenSeconds = `name: often
+on:
+  - schedule: "@every 10s"
+    repo: o/app
+report: {comment: none, status: false}
+steps:
+  - id: hi
+    run: "true"
+`
+
+// A tick due while the NATS server was down is not run late: serve (with
+// its embedded server) stops before an @every 10s schedule's first tick
+// and starts again, on the same data directory, 6.5 s after it; the
+// server fires the missed tick at once, and hookrun drops it (more than
+// half the interval late) and runs the next one, on time.
+func TestScheduleTickMissedWhileDownIsNotRunLate(t *testing.T) {
+	wf := filepath.Join(t.TempDir(), "workflows")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "often.yaml"), []byte(everyTenSeconds), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := os.CreateTemp(t.TempDir(), "serve-log-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	cfg := &Config{
+		Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
+		Runs:   RunsConfig{RequestKey: "schedule-test-request-key-0123456789abcdef"},
+		GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
+		Runner: RunnerConfig{HostSteps: HostStepsSameUser},
+	}
+	start := func() *App {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		a, err := Start(ctx, ModeServe, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	stop := func(a *App) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a := start()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := a.Queue().Shared().JetStream.Stream(ctx, queue.StreamSchedules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := st.GetLastMsgForSubject(ctx, "hookrun.schedules.def.often-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := def.Time.Round(time.Second).Add(10 * time.Second) // nats-server's first @every tick
+	stop(a)
+	if left := time.Until(due); left < time.Second {
+		t.Fatalf("serve stopped %s before the first tick; the test needs it down across it", left)
+	}
+	time.Sleep(time.Until(due.Add(6500 * time.Millisecond))) // down across the tick, then more than 5 s past it
+	a = start()
+	defer stop(a)
+
+	var recs []*stores.RunRecord
+	deadline := time.Now().Add(20 * time.Second)
+	for len(recs) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of the tick after the missed one (due %s); log:\n%s", due.Add(10*time.Second), readLog(t, logs))
+		}
+		time.Sleep(100 * time.Millisecond)
+		if recs, _, err = a.Stores().Runs().List(ctx, stores.ListFilter{Workflow: "often"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := readLog(t, logs)
+	if !strings.Contains(log, "schedule tick is late; starting no run") {
+		t.Errorf("the missed tick was not dropped as late; log:\n%s", log)
+	}
+	for _, r := range recs {
+		at, err := time.Parse(time.RFC3339, r.Event.Schedule.At)
+		if err != nil || at.Before(due.Add(9*time.Second)) {
+			t.Errorf("run %s of the tick fired at %s; want only the tick due at %s (the one at %s was missed)", r.ID, r.Event.Schedule.At, due.Add(10*time.Second), due)
+		}
+	}
+}
+
+func readLog(t *testing.T, f *os.File) string {
+	t.Helper()
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
