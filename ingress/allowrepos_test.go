@@ -18,8 +18,8 @@ import (
 )
 
 // TestAllowRepos: with allow_repos set, a delivery for a repository outside
-// it is answered 202 "ignored" and leaves nothing in JetStream (no message,
-// no delivery key, no run record), while allowed repositories (matched
+// it is answered 202 "ignored" and leaves no message, delivery key or run
+// record in JetStream (only its summary, TestDeliveriesUnmatched), while allowed repositories (matched
 // case-insensitively, GitLab subgroups through **) run as before.
 func TestAllowRepos(t *testing.T) {
 	// Anyone may trigger it: only allow_repos stands in the way.

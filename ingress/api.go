@@ -364,7 +364,7 @@ func (a *api) replayHandler(c echo.Context) error {
 	switch {
 	case errors.Is(err, stores.ErrNotReceived):
 		return c.JSON(http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stored %s delivery %q (deliveries are kept for %s)", forge, id, a.srv.receivedTTL())})
-	case errors.Is(err, ErrUnhandledEvent) || errors.Is(err, ErrMalformedPayload):
+	case errors.Is(err, ErrUnhandledEvent) || errors.Is(err, ErrMalformedPayload) || errors.Is(err, errNotReplayable):
 		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": err.Error()})
 	case err != nil:
 		a.srv.logger.Error("replaying a delivery", "forge", forge, "delivery", id, "err", err)

@@ -17,8 +17,9 @@ import (
 )
 
 // The deliveries view (issue 29): GET /api/v1/deliveries lists the stored
-// deliveries, newest first, with what became of each (stores'
-// outcomes); GET /api/v1/deliveries/:id shows one: the headers that say
+// deliveries (every verified one: those not matched against the
+// workflows too, unmatched.go), newest first, with what became of each
+// (stores' outcomes) and, for an unmatched one, why; GET /api/v1/deliveries/:id shows one: the headers that say
 // what was sent, the event as normalized, every workflow considered
 // (matched or not, and why it did not run), the runs it started and its
 // replays. The web UI's deliveries pages read the same through Server's
@@ -162,6 +163,9 @@ func (s *Server) Delivery(ctx context.Context, forge workflows.Forge, id string)
 		return nil, err
 	}
 	v := &DeliveryView{Received: d, Outcome: d.Outcome()}
+	if d.Reason != "" {
+		return v, nil // not matched against the workflows: no body to normalize
+	}
 	if ev, _, err := normalizeTolerant(s.cfg.Forges.Get(forge), d.Event, d.Raw, d.ID); err == nil {
 		asReceived(ev, d)
 		ev.Raw = nil

@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hookrun/hookrun/stores"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // strictWorkflow matches a closed pull request and authorizes members only
@@ -148,5 +151,130 @@ func TestDeliveriesAPI(t *testing.T) {
 		if code, _ := apiDo(t, env, http.MethodGet, path, ""); code != http.StatusUnauthorized {
 			t.Errorf("%s without a token: %d, want 401", path, code)
 		}
+	}
+}
+
+// unmatchedRows are the rows of GET /api/v1/deliveries as "id outcome reason".
+func unmatchedRows(t *testing.T, env *testEnv, query string) []string {
+	t.Helper()
+	code, b := apiDo(t, env, http.MethodGet, "/api/v1/deliveries"+query, testAPIToken)
+	var page struct {
+		Deliveries []stores.DeliverySummary `json:"deliveries"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(b), &page) != nil {
+		t.Fatalf("GET /api/v1/deliveries%s: %d %s", query, code, b)
+	}
+	var rows []string
+	for _, d := range page.Deliveries {
+		rows = append(rows, d.ID+" "+d.Outcome+" "+d.Reason)
+	}
+	return rows
+}
+
+// TestDeliveriesUnmatched: every verified delivery is listed, also one
+// that is not matched against the workflows, with its outcome and the
+// reason its webhook answer gave: a repository outside allow_repos
+// (refused, "repository not allowed"), an event hookrun does not handle
+// (skipped), a payload that does not decode or has a field of an
+// unexpected type a workflow may need (refused, the decoder's words), a
+// ping (skipped). The answers are what they were; such a delivery is
+// stored without its body, and a replay of it is refused with the same
+// reason (422). A delivery with a bad signature is not stored.
+func TestDeliveriesUnmatched(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{AllowRepos: []string{"codertocat/*"}}, map[string]string{"pr.yaml": prWorkflow, "push.yaml": pushWorkflow})
+	stranger := patchJSON(t, githubFixtures+"pull_request/opened.payload.json", func(m map[string]any) {
+		obj(m, "repository")["full_name"] = "stranger/repo"
+	})
+	if a := env.github(t, "pull_request", "d-stranger", stranger); a.Code != http.StatusAccepted || !strings.Contains(a.Raw, `"ignored":"repository not allowed"`) {
+		t.Fatalf("not allowed: %d %s", a.Code, a.Raw)
+	}
+	if a := env.github(t, "check_run", "d-unhandled", []byte(`{}`)); a.Code != http.StatusAccepted || a.Reason != "event check_run is not handled" {
+		t.Fatalf("unhandled: %d %s", a.Code, a.Raw)
+	}
+	if a := env.github(t, "push", "d-truncated", []byte(`{"ref": "refs/heads/main", "after": `)); a.Code != http.StatusBadRequest || a.Error != "malformed payload" {
+		t.Fatalf("truncated: %d %s", a.Code, a.Raw)
+	}
+	pushAfter := patchJSON(t, githubFixtures+"push/payload.json", func(m map[string]any) { m["after"] = 123 })
+	if a := env.github(t, "push", "d-drift", pushAfter); a.Code != http.StatusBadRequest || !strings.Contains(a.Error, "field after has an unexpected type") {
+		t.Fatalf("drifted: %d %s", a.Code, a.Raw)
+	}
+	if a := env.github(t, "ping", "d-ping", []byte(`{"zen":"hi"}`)); a.Code != http.StatusOK {
+		t.Fatalf("ping: %d %s", a.Code, a.Raw)
+	}
+	h := http.Header{}
+	h.Set("X-GitHub-Event", "pull_request")
+	h.Set("X-GitHub-Delivery", "d-forged")
+	h.Set("X-Hub-Signature-256", sign("not-the-secret", stranger))
+	if a := env.do(t, "/hooks/github", h, bytes.NewReader(stranger)); a.Code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %d %s", a.Code, a.Raw)
+	}
+
+	rows := unmatchedRows(t, env, "")
+	if len(rows) != 5 {
+		t.Fatalf("deliveries %q, want the 5 verified ones", rows)
+	}
+	for i, want := range []string{
+		"d-ping skipped a ping: the forge checks the webhook",
+		"d-drift refused malformed payload: field after has an unexpected type",
+		"d-truncated refused parsing github event \"push\": malformed payload: ",
+		"d-unhandled skipped event check_run is not handled",
+		"d-stranger refused repository not allowed",
+	} {
+		if !strings.HasPrefix(rows[i], want) {
+			t.Errorf("row %d %q, want %q…", i, rows[i], want)
+		}
+	}
+	if !strings.Contains(rows[2], "unexpected EOF") {
+		t.Errorf("the truncated body's reason %q does not say what its decoding said", rows[2])
+	}
+	if got := unmatchedRows(t, env, "?outcome=refused&repo=stranger/repo"); !slices.Equal(got, []string{"d-stranger refused repository not allowed"}) {
+		t.Errorf("refused in stranger/repo: %q", got)
+	}
+	if got := unmatchedRows(t, env, "?outcome=skipped&forge=github"); len(got) != 2 || !strings.HasPrefix(got[1], "d-unhandled skipped") {
+		t.Errorf("skipped: %q", got)
+	}
+
+	code, b := apiDo(t, env, http.MethodGet, "/api/v1/deliveries/d-stranger?forge=github", testAPIToken)
+	var v struct {
+		Outcome, Reason, Repo, Kind string
+		Headers                     map[string]string
+		Normalized                  *json.RawMessage
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(b), &v) != nil || v.Outcome != stores.OutcomeRefused || v.Reason != "repository not allowed" ||
+		v.Repo != "stranger/repo" || v.Kind != "pull_request" || v.Headers["X-Github-Delivery"] != "d-stranger" || strings.Contains(b, "sha256=") {
+		t.Errorf("GET d-stranger: %d %s", code, b)
+	}
+	if d, err := env.q.Received().Get(context.Background(), workflows.Forge("github"), "d-stranger"); err != nil || len(d.Raw) != 0 {
+		t.Errorf("d-stranger is stored with a body of %d bytes (%v), want none", len(d.Raw), err)
+	}
+	code, b = apiDo(t, env, http.MethodPost, "/api/v1/deliveries/d-stranger/replay", testAPIToken)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(b, "repository not allowed") || !strings.Contains(b, "redeliver it from the forge") {
+		t.Errorf("replay of d-stranger: %d %s, want 422 with its refusal", code, b)
+	}
+	if code, b := apiDo(t, env, http.MethodGet, "/api/v1/deliveries/d-forged", testAPIToken); code != http.StatusNotFound {
+		t.Errorf("the delivery with a bad signature: %d %s, want 404", code, b)
+	}
+	if ids := streamRunIDs(t, env.q); len(ids) != 0 {
+		t.Errorf("stream holds %v", ids)
+	}
+}
+
+// TestDeliveriesUnmatchedUnverified: with --insecure-no-verify, a forge
+// without a secret takes deliveries nobody signed; one that is not matched
+// against the workflows is anyone's, and is not stored.
+func TestDeliveriesUnmatchedUnverified(t *testing.T) {
+	env, _, _ := rerunEnv(t, Config{InsecureNoVerify: true, AllowRepos: []string{"codertocat/*"},
+		Forges: registry(hooks(workflows.Forge("github"), true))}, map[string]string{"pr.yaml": prWorkflow})
+	stranger := patchJSON(t, githubFixtures+"pull_request/opened.payload.json", func(m map[string]any) {
+		obj(m, "repository")["full_name"] = "stranger/repo"
+	})
+	if a := env.github(t, "pull_request", "d-unsigned", stranger); a.Code != http.StatusAccepted || !strings.Contains(a.Raw, "repository not allowed") {
+		t.Fatalf("not allowed: %d %s", a.Code, a.Raw)
+	}
+	if a := env.github(t, "pull_request", "d-allowed", readFile(t, githubFixtures+"pull_request/opened.payload.json")); a.Code != http.StatusAccepted || len(a.Runs) != 1 {
+		t.Fatalf("allowed: %d %s", a.Code, a.Raw)
+	}
+	if rows := unmatchedRows(t, env, ""); !slices.Equal(rows, []string{"d-allowed ran "}) {
+		t.Errorf("deliveries %q, want only the accepted one", rows)
 	}
 }

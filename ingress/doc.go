@@ -58,9 +58,11 @@
 //
 // A delivery for a repository outside Config.AllowRepos (the server's
 // allow_repos) is answered 202 {"delivery", "runs": [], "ignored":
-// "repository not allowed"} as soon as it is normalized: nothing is matched,
-// looked up or persisted; it is only counted (outcome "not_allowed") and
-// logged.
+// "repository not allowed"} as soon as it is normalized: nothing is matched
+// or looked up, and no run, delivery key or head is written; it is counted
+// (outcome "not_allowed"), logged and, when verified, stored as a summary
+// without its body for the deliveries view (unmatched.go), as every
+// verified delivery that is not matched against the workflows is.
 //
 // What authorizes an event is the author's association the forge's
 // normalizer sets, or the one its forge's API reports when the payload

@@ -21,7 +21,7 @@ const (
 	outcomeMalformed    = "malformed"    // missing headers or unparsable body
 	outcomeTooLarge     = "too_large"    // body over the cap
 	outcomeUnavailable  = "unavailable"  // the queue did not persist every run
-	outcomeNotAllowed   = "not_allowed"  // repository outside allow_repos: ignored, nothing persisted
+	outcomeNotAllowed   = "not_allowed"  // repository outside allow_repos: ignored, only its summary stored (unmatched.go)
 )
 
 // metrics are one Server's counters and histogram with the standard Go

@@ -52,6 +52,9 @@ func (s *Server) replay(ctx context.Context, forge workflows.Forge, id string) (
 	if err != nil {
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, err)
 	}
+	if d.Reason != "" {
+		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, notReplayable(d))
+	}
 	n, err := s.deliveries.NextReplay(ctx, forge, id)
 	if err != nil {
 		return replayAnswer{}, fmt.Errorf("replaying delivery %s: %w", id, err)

@@ -67,8 +67,9 @@ type Deps struct {
 	Acceptor DeliveryAcceptor
 	// Deliveries are the stored deliveries (*stores.ReceivedStore): what
 	// POST /api/v1/deliveries/{id}/replay matches again and where re-runs
-	// read their event's payload back. nil: no replays (404), re-runs
-	// without the payload.
+	// read their event's payload back; as an UnmatchedKeeper also where
+	// the deliveries not matched against the workflows are stored
+	// (unmatched.go). nil: no replays (404), re-runs without the payload.
 	Deliveries Deliveries
 	// Runs are the run records re-runs read and link (*stores.RunStore).
 	// nil: no /retry, and the API's re-runs fail.
@@ -431,6 +432,7 @@ func (s *Server) handleForge(f forge.Forge) echo.HandlerFunc {
 		}
 		defer putBody(body)
 		verr := f.Verify(req.Header, body)
+		verified := verr == nil
 		if errors.Is(verr, forge.ErrNoSecret) && s.cfg.InsecureNoVerify {
 			s.logger.Warn("accepting an unverified "+string(name)+" delivery (--insecure-no-verify)", "remote", c.RealIP())
 		} else if !endVerify(s.startVerify(c), verr == nil) {
@@ -447,39 +449,46 @@ func (s *Server) handleForge(f forge.Forge) echo.HandlerFunc {
 			}
 			return c.JSON(http.StatusBadRequest, errorBody{msg})
 		}
+		received := &stores.Received{Forge: name, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
 		if f.Ping(event) {
 			s.count(name, event, outcomePing)
+			s.keepUnmatched(c, received, nil, verified, unmatched{reason: "a ping: the forge checks the webhook"})
 			return c.JSON(http.StatusOK, map[string]string{"delivery": delivery, "pong": "hookrun"})
 		}
-		return s.dispatch(c, name, event, delivery, body)
+		return s.dispatch(c, received, verified)
 	}
 }
 
-// dispatch normalizes a verified delivery, has the decider match and
-// authorize it against every workflow, persists the runs and answers.
-func (s *Server) dispatch(c echo.Context, forge workflows.Forge, event, delivery string, body []byte) error {
+// dispatch normalizes a delivery (verified: its signature or token was
+// checked), has the decider match and authorize it against every
+// workflow, persists the runs and answers. A delivery it does not match
+// against the workflows is stored as unmatched (unmatched.go) when
+// verified, and answered as before.
+func (s *Server) dispatch(c echo.Context, received *stores.Received, verified bool) error {
+	forge, event, delivery := received.Forge, received.Event, received.ID
 	log := s.deliveryLogger(c, delivery)
-	ev, drift, err := normalizeTolerant(s.cfg.Forges.Get(forge), event, body, delivery)
+	ev, drift, err := normalizeTolerant(s.cfg.Forges.Get(forge), event, received.Raw, delivery)
 	switch {
 	case errors.Is(err, ErrUnhandledEvent):
 		s.count(forge, event, outcomeUnhandled)
-		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{},
-			Reason: fmt.Sprintf("event %s is not handled", event)})
+		reason := fmt.Sprintf("event %s is not handled", event)
+		s.keepUnmatched(c, received, nil, verified, unmatched{reason: reason})
+		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Reason: reason})
 	case err != nil:
 		log.Debug("delivery refused: malformed payload", "forge", forge, "event", event, "delivery", delivery, "err", err)
 		s.count(forge, event, outcomeMalformed)
+		s.keepUnmatched(c, received, nil, verified, unmatched{refused: true, reason: err.Error()})
 		return c.JSON(http.StatusBadRequest, errorBody{"malformed payload"})
-	case len(drift) > 0:
-		return s.drifted(c, forge, event, delivery, ev, drift)
-	}
-	if !s.dec.Allowed(ev.Repo) {
+	case !s.dec.Allowed(ev.Repo):
 		// Before anything else reads or writes state: such a delivery
-		// leaves no trace but the log line and the counter.
+		// leaves the log line, the counter and its stored summary.
 		s.count(forge, event, outcomeNotAllowed)
 		log.Info("delivery ignored: repository not allowed", "forge", forge, "event", event, "delivery", delivery, "repo", ev.Repo)
+		s.keepUnmatched(c, received, ev, verified, unmatched{refused: true, reason: ignoredNotAllowed})
 		return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Ignored: ignoredNotAllowed})
+	case len(drift) > 0:
+		return s.drifted(c, received, ev, drift, verified)
 	}
-	received := &stores.Received{Forge: forge, ID: delivery, Event: event, ReceivedAt: s.now().UTC(), Raw: body}
 	s.recallLabels(c.Request().Context(), received, ev)
 	return s.decideAndAccept(c, log, received, ev)
 }
@@ -539,37 +548,50 @@ func (s *Server) answerAccepted(c echo.Context, log *slog.Logger, received *stor
 	return c.JSON(http.StatusAccepted, resp)
 }
 
-// drifted answers a delivery some of whose fields had another JSON type
-// than the forge documents, read as absent (normalize.go): if no workflow
-// listens to events of its kind, nothing needs those fields and the
-// delivery is accepted without runs; if one does, its matching or its run
-// may need what the fields should have said, so the answer is 400 naming
-// them (the forge shows it in its delivery log). Nothing is written either
-// way: neither the pull request's head nor a run.
-func (s *Server) drifted(c echo.Context, forge workflows.Forge, event, delivery string, ev *workflows.Event, drift []Drift) error {
-	fields := make([]string, len(drift))
-	for i, d := range drift {
-		fields[i] = d.Field
-	}
-	var wanted []string
-	if s.dec.Allowed(ev.Repo) {
-		for _, w := range s.src.Workflows() {
-			if w.Listens(ev.Kind) {
-				wanted = append(wanted, w.Name)
-			}
-		}
-	}
-	if len(wanted) > 0 {
+// drifted answers a delivery of an allowed repository some of whose
+// fields had another JSON type than the forge documents, read as absent
+// (normalize.go): if no workflow listens to events of its kind, nothing
+// needs those fields and the delivery is accepted without runs; if one
+// does, its matching or its run may need what the fields should have
+// said, so the answer is 400 naming them (the forge shows it in its
+// delivery log). Neither the pull request's head nor a run is written
+// either way; the delivery is stored as unmatched (skipped or refused)
+// when verified.
+func (s *Server) drifted(c echo.Context, received *stores.Received, ev *workflows.Event, drift []Drift, verified bool) error {
+	forge, event, delivery := received.Forge, received.Event, received.ID
+	fields, wanted, refusal := s.driftRefusal(ev, drift)
+	if refusal != "" {
 		s.count(forge, event, outcomeMalformed)
 		s.logger.Warn("delivery refused: a workflow that takes it may need fields of an unexpected type", "forge", forge, "event", event,
 			"delivery", delivery, "fields", fields, "workflows", wanted, "drift", drift)
-		return c.JSON(http.StatusBadRequest, errorBody{fmt.Sprintf("malformed payload: field %s has an unexpected type (%s); workflow %s takes this event and may need it",
-			strings.Join(fields, ", "), drift[0].Error, strings.Join(wanted, ", "))})
+		s.keepUnmatched(c, received, ev, verified, unmatched{refused: true, reason: refusal})
+		return c.JSON(http.StatusBadRequest, errorBody{refusal})
 	}
 	s.count(forge, event, outcomeNoRun)
 	s.logger.Info("delivery accepted without runs; some fields had an unexpected type", "forge", forge, "event", event, "delivery", delivery, "fields", fields)
-	return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Drift: drift,
-		Reason: "no workflow takes " + string(ev.Kind) + " events (fields " + strings.Join(fields, ", ") + " had an unexpected type and were read as absent)"})
+	reason := "no workflow takes " + string(ev.Kind) + " events (fields " + strings.Join(fields, ", ") + " had an unexpected type and were read as absent)"
+	s.keepUnmatched(c, received, ev, verified, unmatched{reason: reason})
+	return c.JSON(http.StatusAccepted, response{Delivery: delivery, Runs: []runRef{}, Drift: drift, Reason: reason})
+}
+
+// driftRefusal is what refuses a drifted event (the 400's message, a
+// replay's error): "" when no workflow listens to events of its kind,
+// else the fields and the workflows that may need them.
+func (s *Server) driftRefusal(ev *workflows.Event, drift []Drift) (fields, wanted []string, refusal string) {
+	fields = make([]string, len(drift))
+	for i, d := range drift {
+		fields[i] = d.Field
+	}
+	for _, w := range s.src.Workflows() {
+		if w.Listens(ev.Kind) {
+			wanted = append(wanted, w.Name)
+		}
+	}
+	if len(wanted) == 0 || len(drift) == 0 {
+		return fields, nil, ""
+	}
+	return fields, wanted, fmt.Sprintf("malformed payload: field %s has an unexpected type (%s); workflow %s takes this event and may need it",
+		strings.Join(fields, ", "), drift[0].Error, strings.Join(wanted, ", "))
 }
 
 // ignoredNotAllowed is the "ignored" answer to a delivery for a repository

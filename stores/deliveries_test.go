@@ -181,3 +181,64 @@ func TestDeliveryOfTheSameObject(t *testing.T) {
 		t.Errorf("duplicates: %+v %v", page, err)
 	}
 }
+
+// TestUnmatchedDeliveries: a delivery that was not matched against the
+// workflows (KeepUnmatched) is listed with its outcome (refused or skipped)
+// and reason, and Get reads it back without a body; an accepted copy of
+// the same delivery stored afterwards (a redelivery once its repository
+// is allowed) is what Get reads then, body and all, both copies listed.
+func TestUnmatchedDeliveries(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, queue.Config{})
+	ctx := testCtx(t, 60*time.Second)
+	gh := workflows.Forge("github")
+	at := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+
+	notAllowed := &Received{Forge: gh, ID: "na-1", Event: "pull_request", Kind: "pull_request", Repo: "stranger/repo", ReceivedAt: at,
+		Raw: []byte(`{"large":"body"}`), Headers: map[string]string{"X-GitHub-Event": "pull_request"}, Reason: "repository not allowed", Refused: true}
+	unhandled := &Received{Forge: gh, ID: "uh-1", Event: "check_run", ReceivedAt: at.Add(time.Second), Raw: []byte(`{}`), Reason: "event check_run is not handled"}
+	for _, d := range []*Received{notAllowed, unhandled} {
+		if err := q.Received().KeepUnmatched(ctx, d); err != nil {
+			t.Fatalf("keeping %s: %v", d.ID, err)
+		}
+	}
+	if err := q.Received().KeepUnmatched(ctx, &Received{Forge: gh, ID: "no-reason"}); err == nil {
+		t.Error("an unmatched delivery without a reason was stored")
+	}
+	page, _, err := q.Received().List(ctx, DeliveryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DeliverySummary{
+		{Forge: gh, ID: "uh-1", Event: "check_run", Outcome: OutcomeSkipped, Reason: "event check_run is not handled", ReceivedAt: unhandled.ReceivedAt},
+		{Forge: gh, ID: "na-1", Event: "pull_request", Kind: "pull_request", Repo: "stranger/repo", Outcome: OutcomeRefused, Reason: "repository not allowed", ReceivedAt: at},
+	}
+	sameRow := func(a, b DeliverySummary) bool {
+		same := a.ReceivedAt.Equal(b.ReceivedAt)
+		a.ReceivedAt = b.ReceivedAt
+		return same && a == b
+	}
+	if !slices.EqualFunc(page, want, sameRow) {
+		t.Errorf("list %+v, want %+v", page, want)
+	}
+	if page, _, err := q.Received().List(ctx, DeliveryFilter{Outcome: OutcomeRefused}); err != nil || len(page) != 1 || page[0].ID != "na-1" {
+		t.Errorf("refused: %+v %v", page, err)
+	}
+	d, err := q.Received().Get(ctx, gh, "na-1")
+	if err != nil || d.Outcome() != OutcomeRefused || d.Reason != "repository not allowed" || len(d.Raw) != 0 || d.Repo != "stranger/repo" || d.Headers["X-GitHub-Event"] != "pull_request" {
+		t.Fatalf("get na-1: %+v %v", d, err)
+	}
+
+	accepted := &Received{Forge: gh, ID: "na-1", Event: "pull_request", Kind: "pull_request", Repo: "stranger/repo", ReceivedAt: at.Add(2 * time.Second),
+		Raw: []byte(`{"large":"body"}`), Workflows: []Considered{{Workflow: "lint", Reason: "no trigger for event pull_request"}}}
+	if _, err := q.AcceptDelivery(ctx, accepted, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err = q.Received().Get(ctx, gh, "na-1")
+	if err != nil || d.Outcome() != OutcomeSkipped || d.Reason != "" || string(d.Raw) != `{"large":"body"}` {
+		t.Fatalf("get na-1 once accepted: %+v %v", d, err)
+	}
+	if page, _, err := q.Received().List(ctx, DeliveryFilter{Repo: "stranger/repo"}); err != nil || len(page) != 2 || page[0].Outcome != OutcomeSkipped || page[1].Outcome != OutcomeRefused {
+		t.Errorf("both copies: %+v %v", page, err)
+	}
+}

@@ -19,9 +19,11 @@
 //   - ReceivedStore (received.go): hookrun_received, the accepted
 //     deliveries (event name and body) for replays and re-runs, written
 //     by AcceptDelivery with the delivery's keys, all or nothing, with
-//     what ingress decided of each; an index key per accepted copy lists
-//     them by outcome, forge, event and repository (received.go), through
-//     the deliveries index file (deliveryindex.go).
+//     what ingress decided of each, and the verified deliveries ingress
+//     did not match against the workflows, without their body
+//     (KeepUnmatched); an index key per copy lists them by outcome,
+//     forge, event and repository (received.go), through the deliveries
+//     index file (deliveryindex.go).
 //   - OutboxStore (outbox.go): hookrun_outbox, final reports the forge did
 //     not take in time, retried by runner.Outbox.
 //   - LogStore (logstore.go): the HOOKRUN_LOGS stream of step output.

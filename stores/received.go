@@ -51,6 +51,13 @@ type Received struct {
 	// and replays use it rather than asking that memory again. Nil for
 	// other deliveries and those stored before it was kept.
 	LabelChange *LabelChange `json:"label_change,omitempty"`
+	// Reason says why the delivery was not matched against the workflows
+	// at all, for one that was not (KeepUnmatched): "repository not
+	// allowed", "event check_run is not handled", what its payload's
+	// decoding said. Refused tells a refusal (outcome refused) from a
+	// skip (skipped). Such an entry keeps no body.
+	Reason  string `json:"reason,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
 	// Body names the hookrun_bodies object holding Raw when it was too
 	// large to store inline.
 	Body string `json:"body,omitempty"`
@@ -103,6 +110,12 @@ func receivedKey(forge workflows.Forge, id string) string {
 	sum := sha256.Sum256([]byte(string(forge) + ":" + id))
 	return "h." + hex.EncodeToString(sum[:])
 }
+
+// unmatchedKey is the hookrun_received key of a delivery that was not
+// matched against the workflows (KeepUnmatched): apart from receivedKey's,
+// so that an accepted copy of the same delivery (a redelivery once its
+// repository is allowed) is stored whole beside it and Get finds that one.
+func unmatchedKey(forge workflows.Forge, id string) string { return "u." + receivedKey(forge, id) }
 
 // replayCounterKey holds the number of the last replay of a delivery
 // (received keys start with a forge name or "h.").
@@ -206,6 +219,9 @@ func (s *ReceivedStore) TTL() time.Duration { return s.ttl }
 func (s *ReceivedStore) Get(ctx context.Context, forge workflows.Forge, id string) (*Received, error) {
 	e, err := s.kv.Get(ctx, receivedKey(forge, id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		e, err = s.kv.Get(ctx, unmatchedKey(forge, id))
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, fmt.Errorf("reading delivery %s %s: %w", forge, id, ErrNotReceived)
 	}
 	if err != nil {
@@ -226,6 +242,31 @@ func (s *ReceivedStore) Get(ctx context.Context, forge workflows.Forge, id strin
 		d.Raw = raw
 	}
 	return d, nil
+}
+
+// KeepUnmatched stores a verified delivery that was not matched against
+// the workflows (d.Reason says why, d.Refused whether it was refused or
+// skipped) and indexes it for the deliveries list: two small writes, its
+// header without the body, whoever sent it (a repository outside
+// allow_repos may be anyone's who installed the same App), so that such
+// deliveries cost no more than their summary. It is not replayable; the
+// forge can redeliver it.
+func (s *ReceivedStore) KeepUnmatched(ctx context.Context, d *Received) error {
+	if d.Reason == "" {
+		return fmt.Errorf("storing delivery %s: an unmatched delivery needs its reason", d.ID)
+	}
+	if d.ReceivedAt.IsZero() {
+		d.ReceivedAt = s.now().UTC()
+	}
+	d.Raw, d.Body = nil, ""
+	data, err := encodeReceived(d, true)
+	if err != nil {
+		return err
+	}
+	if _, err := s.kv.Put(ctx, unmatchedKey(d.Forge, d.ID), data); err != nil {
+		return fmt.Errorf("storing delivery %s %s: %w", d.Forge, d.ID, err)
+	}
+	return s.indexed(ctx, d, nil)
 }
 
 // NextReplay reserves the number of the next replay of a delivery (1 for
@@ -274,8 +315,10 @@ func (s *ReceivedStore) entry(d *Received) *queue.Entry {
 // The entry of a delivery (received.go) carries, beside its body, what
 // ingress decided of it: each workflow considered, matched or not and
 // why it did not run, and the runs it started; its replays are added to
-// it. Each accepted copy of a delivery (a redelivery included) also gets
-// an index key in the same bucket, which expires with it:
+// it; an unmatched delivery's entry (KeepUnmatched) carries why it was not
+// matched instead. Each accepted copy of a delivery (a redelivery
+// included), and each unmatched one, also gets an index key in the same
+// bucket, which expires with it:
 //
 //	x.<19 digits: MaxInt64 - received unix nanos>.<forge>.<outcome>.<event>.<repo>.<ref>
 //
@@ -290,8 +333,8 @@ func (s *ReceivedStore) entry(d *Received) *queue.Entry {
 // Delivery outcomes (DeliverySummary.Outcome, the list's outcome filter).
 const (
 	OutcomeRan       = "ran"       // at least one run was queued that may execute
-	OutcomeSkipped   = "skipped"   // no workflow's triggers matched
-	OutcomeRefused   = "refused"   // a workflow matched but its authorize policy (or an unknown head) refused the event
+	OutcomeSkipped   = "skipped"   // no workflow's triggers matched, or hookrun does not handle the event
+	OutcomeRefused   = "refused"   // a workflow matched but its authorize policy (or an unknown head) refused the event, or the delivery's repository is not allowed or its payload could not be read
 	OutcomeDuplicate = "duplicate" // every run already existed: a redelivery
 )
 
@@ -329,6 +372,7 @@ type DeliverySummary struct {
 	Kind       string          `json:"kind"`  // the normalized event kind
 	Repo       string          `json:"repo"`
 	Outcome    string          `json:"outcome"`
+	Reason     string          `json:"reason,omitempty"` // why it was not matched against the workflows (Received.Reason)
 	ReceivedAt time.Time       `json:"received_at"`
 	Runs       int             `json:"runs"`
 }
@@ -353,6 +397,9 @@ const MaxDeliveryPage = 1000
 func outcome(d *Received, results []queue.PublishResult) string {
 	if len(results) > 0 && !slices.ContainsFunc(results, func(r queue.PublishResult) bool { return !r.Duplicate }) {
 		return OutcomeDuplicate
+	}
+	if d.Reason != "" && d.Refused {
+		return OutcomeRefused
 	}
 	if slices.ContainsFunc(d.Runs, func(r ReceivedRun) bool { return r.Refused == "" }) {
 		return OutcomeRan
@@ -394,7 +441,7 @@ func indexKey(d *DeliverySummary) string {
 // caller, the delivery is accepted.
 func (s *ReceivedStore) indexed(ctx context.Context, d *Received, results []queue.PublishResult) error {
 	sum := DeliverySummary{Forge: d.Forge, ID: d.ID, Event: d.Event, Kind: d.Kind, Repo: d.Repo,
-		Outcome: outcome(d, results), ReceivedAt: d.ReceivedAt, Runs: len(results)}
+		Outcome: outcome(d, results), Reason: d.Reason, ReceivedAt: d.ReceivedAt, Runs: len(results)}
 	if sum.ReceivedAt.IsZero() {
 		sum.ReceivedAt = s.now().UTC()
 	}
@@ -508,7 +555,7 @@ func validCursor(c string) bool { return cursorKey.MatchString(c) }
 // Outcome is what became of the delivery's first copy; "" for an entry
 // stored before the deliveries view (no decisions).
 func (d *Received) Outcome() string {
-	if d.Kind == "" {
+	if d.Kind == "" && d.Reason == "" {
 		return ""
 	}
 	return outcome(d, nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,10 +37,12 @@ func deliveriesList(f *clientFlags) *cobra.Command {
 			path := listPath("/api/v1/deliveries", map[string]string{"forge": forge, "repo": repo, "event": event, "outcome": outcome, "cursor": cursor}, limit)
 			return answer(f, c, http.MethodGet, path, func(ans *deliveriesAnswer) error {
 				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tFORGE\tEVENT\tREPO\tOUTCOME\tRUNS\tRECEIVED")
+				fmt.Fprintln(tw, "ID\tFORGE\tEVENT\tREPO\tOUTCOME\tRUNS\tRECEIVED\tREASON")
 				now := time.Now()
 				for _, d := range ans.Deliveries {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", d.ID, d.Forge, orDash(d.Kind), orDash(d.Repo), d.Outcome, d.Runs, ago(d.ReceivedAt, now))
+					// A delivery hookrun does not handle has no kind: its forge's event name.
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Forge, orDash(cmp.Or(d.Kind, d.Event)), orDash(d.Repo), d.Outcome, d.Runs,
+						ago(d.ReceivedAt, now), d.Reason)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -148,6 +151,7 @@ func printDelivery(w io.Writer, v *deliveryView) {
 	row("Event", event)
 	row("Repo", v.Repo)
 	row("Outcome", v.Outcome)
+	row("Reason", v.Reason)
 	row("Received", v.ReceivedAt.Format(time.RFC3339))
 	names := make([]string, 0, len(v.Headers))
 	for k := range v.Headers {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,5 +113,80 @@ func TestCLIDeliveries(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "deliveries", "get"); code != 2 || !strings.Contains(errs, "want a delivery id") {
 		t.Errorf("deliveries get without an id: %d %q", code, errs)
+	}
+}
+
+// TestCLIDeliveriesUnmatched runs `hookrun serve` and reads with the CLI
+// what became of deliveries it did not match against the workflows: one
+// for a repository outside allow_repos is listed as refused with the
+// reason "repository not allowed" (--outcome refused --json, the table and
+// `deliveries get`), an event hookrun does not handle as skipped with its
+// reason; one with a bad signature is not stored.
+func TestCLIDeliveriesUnmatched(t *testing.T) {
+	const secret, ghToken, apiToken = "cli-unmatched-secret", "gh-token-unmatched", "api-token-unmatched"
+	_, ghSrv := newFakeGitHub(t, ghToken)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), cliWorkflow)
+	addr := freeAddr(t)
+	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
+listen: `+addr+`
+data_dir: `+filepath.Join(dir, "data")+`
+workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
+github: { webhook_secret: "${CLI_SECRET}", token: "${CLI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
+api: { token: "`+apiToken+`" }
+shutdown_grace: 5s
+`)
+	p := startHookrun(t, "serve", []string{"CLI_SECRET=" + secret, "CLI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	url := "http://" + addr
+	waitReady(t, p, url, 60*time.Second)
+	t.Setenv("HOOKRUN_SERVER", url)
+	t.Setenv("HOOKRUN_API_TOKEN", apiToken)
+
+	var m map[string]any
+	if err := json.Unmarshal(fixture(t, "github/pull_request/opened.payload.json"), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["repository"].(map[string]any)["full_name"] = "stranger/repo"
+	stranger, _ := json.Marshal(m)
+	if code, ans := postGitHub(t, url, secret, "pull_request", "cli-stranger", stranger); code != http.StatusAccepted || len(ans.Runs) != 0 {
+		t.Fatalf("not allowed: %d %+v", code, ans)
+	}
+	if code, ans := postGitHub(t, url, secret, "check_run", "cli-unhandled", []byte(`{}`)); code != http.StatusAccepted || ans.Reason != "event check_run is not handled" {
+		t.Fatalf("unhandled: %d %+v", code, ans)
+	}
+	if code, _ := postGitHub(t, url, "not-the-secret", "pull_request", "cli-forged", stranger); code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %d", code)
+	}
+
+	type row struct{ ID, Outcome, Reason, Repo string }
+	list := func(args ...string) []row {
+		t.Helper()
+		code, out, errs := runCLIWithin(t, 10*time.Second, append([]string{"deliveries", "list", "--json"}, args...)...)
+		var page struct{ Deliveries []row }
+		if code != 0 || json.Unmarshal([]byte(out), &page) != nil {
+			t.Fatalf("deliveries list --json %q: %d %q %q", args, code, out, errs)
+		}
+		return page.Deliveries
+	}
+	if got := list("--outcome", "refused"); len(got) != 1 || got[0] != (row{"cli-stranger", "refused", "repository not allowed", "stranger/repo"}) {
+		t.Errorf("deliveries list --outcome refused: %+v, want cli-stranger refused: repository not allowed", got)
+	}
+	want := []row{{"cli-unhandled", "skipped", "event check_run is not handled", ""}, {"cli-stranger", "refused", "repository not allowed", "stranger/repo"}}
+	if got := list(); !slices.Equal(got, want) {
+		t.Errorf("deliveries list: %+v, want %+v (never the forged one)", got, want)
+	}
+	code, out, _ := runCLIWithin(t, 10*time.Second, "deliveries", "list")
+	if code != 0 || !strings.Contains(out, "REASON") || !strings.Contains(out, "repository not allowed") || !strings.Contains(out, "check_run") {
+		t.Errorf("deliveries list: %d\n%s", code, out)
+	}
+	code, out, _ = runCLIWithin(t, 10*time.Second, "deliveries", "get", "cli-stranger")
+	for _, want := range []string{"Outcome:", "refused", "Reason:", "repository not allowed", "stranger/repo"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("deliveries get: %d, want %q in\n%s", code, want, out)
+		}
+	}
+	if code, _, errs := runCLIWithin(t, 10*time.Second, "deliveries", "get", "cli-forged"); code != 1 || !strings.Contains(errs, "404") {
+		t.Errorf("deliveries get of the forged delivery: %d %q, want 404", code, errs)
 	}
 }

@@ -36,7 +36,8 @@ const pushBody = `{"ref":"refs/heads/main","before":"000000000000000000000000000
 "repository":{"full_name":"o/<b>r</b>","clone_url":"https://github.com/o/r.git"},"sender":{"login":"bob"},"head_commit":{"id":"6dcb09b5b57875f334f61aebed695e2e4193db5e"}}`
 
 // TestDeliveriesPages: the deliveries list shows each stored delivery with
-// its outcome and filters as the API does (a bad filter is a 400 on the
+// its outcome (and, for one not matched against the workflows, why) and
+// filters as the API does (a bad filter is a 400 on the
 // page); a delivery's page shows its event, headers (never the signature)
 // and a Replay button whose post, with the session's CSRF token only,
 // replays it and comes back naming the replay, which the page lists.
@@ -87,6 +88,21 @@ func TestDeliveriesPages(t *testing.T) {
 	older := e.do(c, http.MethodGet, html.UnescapeString(m[1]), nil)
 	if !strings.Contains(older.body, `"/deliveries/github/ui-d-1"`) || strings.Contains(older.body, "ui-d-2") || strings.Contains(older.body, `id="next-page"`) {
 		t.Errorf("the older page %s: %d\n%s", m[1], older.code, older.body)
+	}
+	// An event hookrun does not handle: listed, skipped, with the reason;
+	// its page says why; it cannot be replayed (no body is kept).
+	e.postHook("check_run", "ui-d-3", `{}`)
+	const unhandled = "event check_run is not handled"
+	if p := e.do(c, http.MethodGet, "/deliveries?outcome=skipped", nil); !strings.Contains(p.body, `data-delivery="ui-d-3" data-outcome="skipped"`) ||
+		!strings.Contains(p.body, `<span class="why">`+unhandled+`</span>`) {
+		t.Errorf("the unhandled delivery in the list: %d\n%s", p.code, p.body)
+	}
+	page = e.do(c, http.MethodGet, "/deliveries/github/ui-d-3", nil)
+	if page.code != http.StatusOK || !strings.Contains(page.body, `<dd id="delivery-reason">`+unhandled+`</dd>`) || !strings.Contains(page.body, "No workflow was considered: "+unhandled) {
+		t.Errorf("the unhandled delivery's page: %d\n%s", page.code, page.body)
+	}
+	if a := e.do(c, http.MethodPost, "/deliveries/github/ui-d-3/replay", url.Values{"csrf": {csrfOf(t, page.body)}}); a.code != http.StatusConflict || !strings.Contains(a.body, unhandled) {
+		t.Errorf("replaying the unhandled delivery: %d\n%s", a.code, a.body)
 	}
 	if p := e.do(c, http.MethodGet, "/deliveries/github/nope", nil); p.code != http.StatusNotFound {
 		t.Errorf("unknown delivery: %d", p.code)
