@@ -181,3 +181,26 @@ func ownActions(t *testing.T, h Harness, pr bool) {
 		t.Errorf("after undo: %s %d has %+v", ev.Kind, n, got)
 	}
 }
+
+// noCredentialsActions: forge.Report of a forge without credentials
+// refuses a final report's actions, each with the reason (the forge's
+// Credentials: which forge, what to configure), rather than drop them
+// unsaid.
+func noCredentialsActions(ctx context.Context, t *testing.T, h Harness, f forge.Forge) {
+	t.Helper()
+	ev := *h.Event
+	rep := actionsReport(actionsWorkflow(), &ev, &contract.Actions{ActionSet: contract.ActionSet{
+		Labels: &contract.AddRemove{Add: []string{"bug"}}, Comment: "forgetest"}})
+	if _, err := forge.Report(ctx, f, rep); err != nil {
+		t.Errorf("forge.Report with actions: %v", err)
+	}
+	why := f.Credentials().Error()
+	if rep.Acted == nil || len(rep.Acted.Refused) != 2 || len(rep.Acted.Applied)+len(rep.Acted.Failed) != 0 {
+		t.Fatalf("forge.Report with actions: acted %+v, want both refused", rep.Acted)
+	}
+	for _, n := range rep.Acted.Refused {
+		if n.Reason != why || !strings.Contains(n.Reason, string(h.Name)) {
+			t.Errorf("refused %q for %q, want %q (naming %s)", n.What, n.Reason, why, h.Name)
+		}
+	}
+}

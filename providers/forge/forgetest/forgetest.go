@@ -280,6 +280,7 @@ func noCredentials(t *testing.T, h Harness) {
 	if o, err := f.GitOrigin(); err != nil || o != fake.Origin() {
 		t.Errorf("GitOrigin %q, %v; want %q", o, err, fake.Origin())
 	}
+	noCredentialsActions(ctx, t, h, f)
 	if n := fake.Requests(); n != 0 {
 		t.Errorf("%d requests reached the API of a forge without credentials", n)
 	}
