@@ -55,7 +55,9 @@ type OutboxConfig struct {
 	// Runs, when set, is asked before a report is delivered whether a newer
 	// run of the same workflow has since reported on the same sticky
 	// comment and commit status: such a report is dropped rather than
-	// overwrite the newer run's (*stores.RunStore satisfies it).
+	// overwrite the newer run's; once a report is delivered, its run's
+	// record is told what became of its actions (*stores.RunStore
+	// satisfies it).
 	Runs OutboxRuns
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
@@ -63,9 +65,11 @@ type OutboxConfig struct {
 	Now func() time.Time
 }
 
-// OutboxRuns lists run records. *stores.RunStore satisfies it.
+// OutboxRuns lists run records, and records in one what a delivery of
+// its final report did of its actions. *stores.RunStore satisfies it.
 type OutboxRuns interface {
 	List(ctx context.Context, f stores.ListFilter) ([]*stores.RunRecord, string, error)
+	RecordActions(ctx context.Context, id string, attempt int, out *workflows.ActionsOutcome) error
 }
 
 var _ OutboxRuns = (*stores.RunStore)(nil)
@@ -356,6 +360,7 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
 	defer cancel()
 	if err == nil {
+		o.recordActions(sctx, rep, log) // before the entry goes: a crash in between delivers again, idempotently
 		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, stores.ErrConflict) {
 			log.Warn("removing a delivered report from the outbox", "err", err)
 		}
@@ -376,6 +381,18 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 	log.Warn("final report still not delivered; retrying later", "err", err, "retry_at", e.NextAt)
 	if err := o.store.Update(sctx, e); err != nil && !errors.Is(err, stores.ErrConflict) {
 		log.Warn("rescheduling a report in the outbox", "err", err)
+	}
+}
+
+// recordActions tells the run record what the delivery of rep did of its
+// actions (rep.Acted, set by the reporter): the record kept what the
+// run's own, failed attempt saw.
+func (o *Outbox) recordActions(ctx context.Context, rep *contract.RunReport, log *slog.Logger) {
+	if o.cfg.Runs == nil || rep.Acted == nil {
+		return
+	}
+	if err := o.cfg.Runs.RecordActions(ctx, rep.RunID, rep.Attempt, rep.Acted); err != nil {
+		log.Warn("the run record keeps what the run's own delivery did of its actions", "err", err)
 	}
 }
 

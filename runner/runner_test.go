@@ -81,6 +81,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string, mod func(*runner.Config)) *fixture {
 	t.Helper()
+	return newFixtureEngine(t, yamls, envVars, mod, nil)
+}
+
+// newFixtureEngine is newFixture whose engine's configuration engMod
+// changes (a reporter, an outbox over the fixture's queue).
+func newFixtureEngine(t *testing.T, yamls map[string]string, envVars map[string]string, mod func(*runner.Config), engMod func(*fixture, *engine.Config)) *fixture {
+	t.Helper()
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -100,12 +107,16 @@ func newFixture(t *testing.T, yamls map[string]string, envVars map[string]string
 	if envVars == nil {
 		envVars = testEnv
 	}
-	eng, err := engine.New(engine.Config{
+	ec := engine.Config{
 		Providers: engine.Providers{Host: enginetest.HostExec()},
 		Logs:      f.q.Logs(),
 		LookupEnv: enginetest.Env(envVars),
 		Logger:    quietLogger(),
-	})
+	}
+	if engMod != nil {
+		engMod(f, &ec)
+	}
+	eng, err := engine.New(ec)
 	if err != nil {
 		t.Fatal(err)
 	}

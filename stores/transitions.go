@@ -293,6 +293,7 @@ func (s *RunStore) Claim(ctx context.Context, req *queue.RunRequest, c ClaimSpec
 		r.FinishedAt = nil
 		r.Error = ""
 		r.Steps = nil
+		r.Actions = nil // this attempt's are not applied yet
 		r.ConcurrencyGroup = c.Group
 		if r.TraceID == "" {
 			r.TraceID = c.TraceID
@@ -429,7 +430,8 @@ type FinishSpec struct {
 	Delivery    *workflows.Delivery   // what became of a sandboxed agent's commits; nil: none
 	FinishedAt  time.Time             // when the run ended
 	// Actions is what became of the actions the steps asked for
-	// (actions.json); nil: none asked, or not known yet.
+	// (actions.json); nil: none asked, or not known yet. What
+	// RecordActions wrote while the run ran is kept instead.
 	Actions *workflows.ActionsOutcome
 }
 
@@ -442,7 +444,12 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 		r.Steps = f.Steps
 		r.Error = f.Error
 		r.ReportError = f.ReportError
-		r.Actions = f.Actions
+		if r.Actions == nil {
+			// Else RecordActions wrote them while the run still ran: a
+			// later delivery of this attempt's final report (the
+			// outbox's), newer than what the run itself saw.
+			r.Actions = f.Actions
+		}
 		if f.CommentID != 0 {
 			r.CommentID = f.CommentID
 		}
@@ -455,6 +462,26 @@ func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
 	})
 	if err != nil {
 		return fmt.Errorf("finishing run %s: %w", id, err)
+	}
+	return nil
+}
+
+// RecordActions records out as what became of run id's actions when a
+// later delivery of its final report (the outbox's) applied them: a
+// compare-and-set of Actions alone, so that nothing written meanwhile is
+// lost. Only the record of that report's attempt is changed (a later
+// attempt reports its own); a run that has not finished yet keeps them
+// (Finish does not overwrite them with what the run itself saw).
+func (s *RunStore) RecordActions(ctx context.Context, id string, attempt int, out *workflows.ActionsOutcome) error {
+	_, err := s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
+		if r.Attempt != attempt || out == nil {
+			return false, nil
+		}
+		r.Actions = out
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording what became of the actions of run %s: %w", id, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package stores
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +379,75 @@ func TestConcurrentCAS(t *testing.T) {
 	}
 	if len(final.Steps) != n-1 {
 		t.Fatalf("final record has %d retried appends, want %d (every loser succeeded once)", len(final.Steps), n-1)
+	}
+}
+
+// RecordActions (the outbox's later delivery of a final report) replaces
+// the outcome the run saw, after Finish and before it (Finish then keeps
+// it), only on the report's attempt; a new attempt starts with none.
+func TestRecordActions(t *testing.T) {
+	rs, ctx := openRuns(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	failed := &workflows.ActionsOutcome{Failed: []workflows.ActionNote{{What: `add label "bug" to #7`, Reason: "rate limited"}}}
+	applied := &workflows.ActionsOutcome{Applied: []workflows.ActionNote{{What: `add label "bug" to #7`}}}
+	running := func() string {
+		t.Helper()
+		id := queue.NewRunID()
+		if _, err := rs.Create(ctx, &RunRecord{ID: id, Workflow: "w", Status: workflows.StatusRunning, Attempt: 1,
+			Claimant: "me", HeartbeatAt: now, StartedAt: &now, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	finish := func(id string) {
+		t.Helper()
+		if err := rs.Finish(ctx, id, FinishSpec{Claimant: "me", Now: now, Status: workflows.StatusSucceeded, FinishedAt: now, Actions: failed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	actions := func(id string) *workflows.ActionsOutcome {
+		t.Helper()
+		rec, _, err := rs.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Actions
+	}
+	record := func(id string, attempt int) {
+		t.Helper()
+		if err := rs.RecordActions(ctx, id, attempt, applied); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	after := running()
+	finish(after)
+	record(after, 1)
+	if got := actions(after); !reflect.DeepEqual(got, applied) {
+		t.Errorf("recorded after Finish: actions %+v, want %+v", got, applied)
+	}
+
+	before := running()
+	record(before, 1)
+	finish(before)
+	if got := actions(before); !reflect.DeepEqual(got, applied) {
+		t.Errorf("recorded before Finish: actions %+v, want the recorded %+v", got, applied)
+	}
+
+	other := running()
+	finish(other)
+	record(other, 2)
+	if got := actions(other); !reflect.DeepEqual(got, failed) {
+		t.Errorf("recorded for another attempt: actions %+v, want %+v kept", got, failed)
+	}
+
+	// A stale claim taken over: the next attempt's record starts without
+	// what the earlier attempt's outbox recorded.
+	taken := running()
+	record(taken, 1)
+	req := &queue.RunRequest{ID: taken, Workflow: "w"}
+	res, err := rs.Claim(ctx, req, ClaimSpec{Claimant: "next", Now: now.Add(time.Minute), StaleAfter: 15 * time.Second})
+	if err != nil || res.Outcome != Claimed || res.Record.Attempt != 2 || res.Record.Actions != nil {
+		t.Errorf("claim after a stale one: %+v, %v; want attempt 2 without actions", res.Record, err)
 	}
 }

@@ -239,17 +239,48 @@ func values(acts []contract.PlannedAction) []string {
 // became of them, for the comment to list. An action that failed on the
 // forge makes the error non-nil, joined with the report's, so that whoever
 // keeps the final report (the outbox) tries the whole again: each step is
-// idempotent, and the comment is posted once.
+// idempotent, and the comment is posted once. When f cannot act (it has
+// no credentials, or is no Actor), every action is refused with the
+// reason, in r.Acted, rather than dropped unsaid.
 func Report(ctx context.Context, f Forge, r *contract.RunReport) (contract.ReportRef, error) {
 	var applyErr error
-	if a, ok := f.(Actor); ok && r.Phase == contract.PhaseFinal && r.Results != nil && r.Results.Actions != nil && f.Credentials() == nil {
-		r.Acted, applyErr = ApplyActions(ctx, a, r)
-		if applyErr != nil {
-			applyErr = fmt.Errorf("applying the run's actions: %w", applyErr)
-		}
+	if r.Phase == contract.PhaseFinal && r.Results != nil && r.Results.Actions != nil {
+		r.Acted, applyErr = act(ctx, f, r)
 	}
 	ref, err := f.Report(ctx, r)
 	return ref, errors.Join(err, applyErr)
+}
+
+// act applies r's actions through f, or refuses them all when f cannot
+// act.
+func act(ctx context.Context, f Forge, r *contract.RunReport) (*contract.ActionsOutcome, error) {
+	a, ok := f.(Actor)
+	why := f.Credentials() // says which forge and what to configure
+	if why == nil && !ok {
+		why = fmt.Errorf("forge %s cannot act on issues and pull requests", f.Name())
+	}
+	if why != nil {
+		return refuseActions(r, why.Error()), nil
+	}
+	out, err := ApplyActions(ctx, a, r)
+	if err != nil {
+		err = fmt.Errorf("applying the run's actions: %w", err)
+	}
+	return out, err
+}
+
+// refuseActions is what becomes of r's actions when none can be applied:
+// those the permissions allow refused for why, the others for their own
+// reason.
+func refuseActions(r *contract.RunReport, why string) *contract.ActionsOutcome {
+	if r.Results == nil || r.Results.Actions == nil || r.Event == nil || r.Workflow == nil {
+		return nil
+	}
+	plan, out := contract.PlanActions(r.Results.Actions, r.Workflow.Permissions, EventIssue(r.Event).Number)
+	for _, p := range plan {
+		out.Refuse(p.String(), why)
+	}
+	return out
 }
 
 var _ Actor = Guarded{}

@@ -2,6 +2,7 @@ package forge_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,11 +13,13 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// recActor is an Actor that records calls and keeps comments.
+// recActor is an Actor that records calls and keeps comments; addErr is
+// what AddLabels answers (the forge down, rate limited).
 type recActor struct {
 	labels   []string
 	calls    []string
 	comments map[int][]string
+	addErr   error
 }
 
 func (a *recActor) ListRepoLabels(context.Context, forge.Issue) ([]string, error) {
@@ -29,7 +32,7 @@ func (a *recActor) CreateLabel(_ context.Context, _ forge.Issue, n string) error
 }
 func (a *recActor) AddLabels(_ context.Context, i forge.Issue, n []string) error {
 	a.calls = append(a.calls, fmt.Sprintf("#%d +labels %v", i.Number, n))
-	return nil
+	return a.addErr
 }
 func (a *recActor) RemoveLabels(_ context.Context, i forge.Issue, n []string) error {
 	a.calls = append(a.calls, fmt.Sprintf("#%d -labels %v", i.Number, n))
@@ -164,5 +167,81 @@ func TestApplyActionsCreateLabelsTargetsIdempotent(t *testing.T) {
 	}
 	if got := notes(out.Applied); !strings.Contains(got, "comment on #12 [posted by an earlier attempt]") {
 		t.Errorf("applied %s", got)
+	}
+}
+
+// actingForge is a Forge that is an Actor (recActor), with creds as its
+// Credentials, and keeps the reports it is sent; the rest of the Forge is
+// not called.
+type actingForge struct {
+	forge.Forge
+	*recActor
+	creds    error
+	reported []*contract.RunReport
+}
+
+func (f *actingForge) Name() workflows.Forge { return "acting" }
+func (f *actingForge) Credentials() error    { return f.creds }
+func (f *actingForge) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	f.reported = append(f.reported, r)
+	return r.Ref, nil
+}
+
+// TestReportKeepsTheApplyError: an action that fails on the forge makes
+// forge.Report fail, after the report itself was sent listing it, so that
+// whoever keeps the final report (the outbox) tries the whole again.
+func TestReportKeepsTheApplyError(t *testing.T) {
+	down := errors.New("403 secondary rate limit")
+	f := &actingForge{recActor: &recActor{labels: []string{"bug"}, addErr: down}}
+	r := issueReport(&workflows.Permissions{Labels: []string{"bug"}, Comment: true},
+		&contract.Actions{ActionSet: contract.ActionSet{Labels: &contract.AddRemove{Add: []string{"bug"}}, Comment: "triaged"}})
+	_, err := forge.Report(context.Background(), f, r)
+	if !errors.Is(err, down) || !strings.Contains(err.Error(), "applying the run's actions: adding labels to o/r#7") {
+		t.Errorf("forge.Report: %v, want the apply error", err)
+	}
+	if len(f.reported) != 1 || f.reported[0].Acted != r.Acted {
+		t.Fatalf("reports sent %d, want the final report, with its outcome", len(f.reported))
+	}
+	wantFailed := "add label \"bug\" to #7 [adding labels to o/r#7: 403 secondary rate limit]\n"
+	if got := notes(r.Acted.Failed); got != wantFailed || len(r.Acted.Applied) != 1 {
+		t.Errorf("failed\n%s\nwant\n%s(applied %q)", got, wantFailed, notes(r.Acted.Applied))
+	}
+}
+
+// TestReportWithoutCredentialsRefusesActions: a forge that cannot act (no
+// credentials, or no forge configured under the event's name) refuses
+// each action the permissions allow with the reason, in the report's
+// outcome, and calls nothing; those not allowed keep their own reason.
+func TestReportWithoutCredentialsRefusesActions(t *testing.T) {
+	p := &workflows.Permissions{Labels: []string{"bug"}, State: []string{workflows.PermitClose}}
+	a := &contract.Actions{ActionSet: contract.ActionSet{Labels: &contract.AddRemove{Add: []string{"bug"}}, State: "closed", Comment: "hi"}}
+	noCreds := fmt.Errorf("no acting API token is configured: set acting.token: %w", forge.ErrNoCredentials)
+	for _, tc := range []struct {
+		f    forge.Forge
+		why  string
+		rec  *recActor
+		name string
+	}{
+		{name: "no credentials", rec: &recActor{labels: []string{"bug"}}, why: noCreds.Error()},
+		{name: "not configured", f: forge.NewRegistry().Get("nowhere"), why: `forge "nowhere" is not configured: ` + forge.ErrNotConfigured.Error()},
+	} {
+		f := tc.f
+		if f == nil {
+			f = &actingForge{recActor: tc.rec, creds: noCreds}
+		}
+		r := issueReport(p, a)
+		if _, err := forge.Report(context.Background(), f, r); err != nil {
+			t.Errorf("%s: forge.Report: %v", tc.name, err)
+		}
+		if tc.rec != nil && len(tc.rec.calls) != 0 {
+			t.Errorf("%s: the forge was asked %q", tc.name, tc.rec.calls)
+		}
+		if r.Acted == nil {
+			t.Fatalf("%s: no outcome: the actions were dropped unsaid", tc.name)
+		}
+		want := fmt.Sprintf("comment on #7 (2 characters) [permissions.comment is not true]\nadd label \"bug\" to #7 [%[1]s]\nclose #7 [%[1]s]\n", tc.why)
+		if got := notes(r.Acted.Refused); got != want || len(r.Acted.Applied)+len(r.Acted.Failed) != 0 {
+			t.Errorf("%s: refused\n%s\nwant\n%s", tc.name, got, want)
+		}
 	}
 }

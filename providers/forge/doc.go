@@ -32,7 +32,8 @@
 // refuses labels missing on the repository unless create_labels, marks
 // its comment so that it is posted once, and says what became of each
 // thing asked (contract.ActionsOutcome); Report applies a final report's
-// actions and then reports it, listing them.
+// actions and then reports it, listing them (a forge without credentials
+// refuses them all, saying why).
 //
 // What the forges share is written once here: Guard (guard.go) is the API
 // methods of a forge whose client may be missing, behind its credentials

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
 	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 )
 
@@ -383,25 +384,28 @@ func (f *fakeGitea) issueAPI(w http.ResponseWriter, r *http.Request, body []byte
 	}
 }
 
-// issue is what issue n has (forgetest.IssueFake).
-func (f *fakeGitea) issue(n int) (labels, assignees []string, state string, comments []string) {
+// issue is what issue (or pull request) n has (forgetest.IssueFake). Its
+// Reason stays "": Gitea takes no close reason, and a body that carries
+// one fails decoding.
+func (f *fakeGitea) issue(n int) forgetest.IssueState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	is := f.issues[n]
 	if is == nil {
-		return nil, nil, "", nil
+		return forgetest.IssueState{}
 	}
+	out := forgetest.IssueState{Assignees: slices.Clone(is.Assignees), State: is.State}
 	for _, id := range is.Labels {
 		for _, l := range f.labels {
 			if l.ID == id {
-				labels = append(labels, l.Name)
+				out.Labels = append(out.Labels, l.Name)
 			}
 		}
 	}
 	for _, c := range f.comments[n] {
 		if c.Login == f.login {
-			comments = append(comments, c.Body)
+			out.Comments = append(out.Comments, c.Body)
 		}
 	}
-	return labels, slices.Clone(is.Assignees), is.State, comments
+	return out
 }

@@ -36,9 +36,9 @@ func (v forgeView) Statuses() []string {
 	return out
 }
 
-func (v forgeView) Requests() int                                      { return len(v.f.reqs.All()) }
-func (v forgeView) Issue(n int) ([]string, []string, string, []string) { return v.f.issue(n) }
-func (v forgeView) Origin() string                                     { return v.f.srv.URL }
+func (v forgeView) Requests() int                            { return len(v.f.reqs.All()) }
+func (v forgeView) Issue(n int, _ bool) forgetest.IssueState { return v.f.issue(n) } // a pull request is an issue
+func (v forgeView) Origin() string                           { return v.f.srv.URL }
 
 // TestForgeConformance runs providers/forge/forgetest against the fake
 // Gitea API (method, path, token and a strictly decoded body checked by
@@ -54,6 +54,7 @@ func TestForgeConformance(t *testing.T) {
 			f.pulls[1] = map[string]any{"number": 1, "head": map[string]any{"ref": "feature", "sha": headSHA, "repo": map[string]any{"full_name": "alice/demo"}},
 				"base": map[string]any{"ref": "main", "sha": strings.Repeat("a", 40), "repo": map[string]any{"full_name": "alice/demo"}}}
 			f.files[1] = []string{"README.md", "pr-only.txt"}
+			f.issues[1] = &fakeIssue{State: "open"} // the pull request, through the issues API
 			f.permissions["bob"], f.members["bob"] = "write", true
 			cfg := Config{BaseURL: f.base(), API: testAPI}
 			if creds {

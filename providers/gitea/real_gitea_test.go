@@ -449,8 +449,9 @@ func (v realView) Requests() int {
 
 func (v realView) Origin() string { return v.g.proxy.URL }
 
-// Issue is issue n's labels, assignees, state and the admin's comments.
-func (v realView) Issue(n int) (labels, assignees []string, state string, comments []string) {
+// Issue is issue (or pull request) n's labels, assignees, state and the
+// admin's comments; Gitea keeps no close reason.
+func (v realView) Issue(n int, _ bool) forgetest.IssueState {
 	var is struct {
 		Labels []struct {
 			Name string `json:"name"`
@@ -461,18 +462,19 @@ func (v realView) Issue(n int) (labels, assignees []string, state string, commen
 		State string `json:"state"`
 	}
 	v.g.call(http.MethodGet, fmt.Sprintf("repos/%s/issues/%d", realRepo, n), nil, &is, "")
+	out := forgetest.IssueState{State: is.State}
 	for _, l := range is.Labels {
-		labels = append(labels, l.Name)
+		out.Labels = append(out.Labels, l.Name)
 	}
 	for _, a := range is.Assignees {
-		assignees = append(assignees, a.Login)
+		out.Assignees = append(out.Assignees, a.Login)
 	}
 	for _, c := range v.issueComments(n) {
 		if c.User.Login == realAdmin {
-			comments = append(comments, c.Body)
+			out.Comments = append(out.Comments, c.Body)
 		}
 	}
-	return labels, assignees, is.State, comments
+	return out
 }
 
 // reviewComments are the admin's review comments on pull request 1.

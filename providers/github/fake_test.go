@@ -20,6 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
 	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 )
 
@@ -869,18 +870,19 @@ func (f *fakeGitHub) issueAPI(w http.ResponseWriter, r *http.Request, path strin
 	}
 }
 
-// issue is what issue n has (forgetest.IssueFake).
-func (f *fakeGitHub) issue(n int) (labels, assignees []string, state string, comments []string) {
+// issue is what issue (or pull request) n has (forgetest.IssueFake).
+func (f *fakeGitHub) issue(n int) forgetest.IssueState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	is := f.issues[n]
 	if is == nil {
-		return nil, nil, "", nil
+		return forgetest.IssueState{}
 	}
+	out := forgetest.IssueState{Labels: slices.Clone(is.Labels), Assignees: slices.Clone(is.Assignees), State: is.State, Reason: is.Reason}
 	for _, c := range f.comments {
 		if c.Issue == n && c.Login == f.bot {
-			comments = append(comments, c.Body)
+			out.Comments = append(out.Comments, c.Body)
 		}
 	}
-	return slices.Clone(is.Labels), slices.Clone(is.Assignees), is.State, comments
+	return out
 }

@@ -30,9 +30,9 @@ func (v forgeView) Statuses() []string {
 	return out
 }
 
-func (v forgeView) Requests() int                                      { return len(v.f.allRequests()) }
-func (v forgeView) Issue(n int) ([]string, []string, string, []string) { return v.f.issue(n) }
-func (v forgeView) Origin() string                                     { return v.f.srv.URL }
+func (v forgeView) Requests() int                            { return len(v.f.allRequests()) }
+func (v forgeView) Issue(n int, _ bool) forgetest.IssueState { return v.f.issue(n) } // a pull request is an issue
+func (v forgeView) Origin() string                           { return v.f.srv.URL }
 
 // TestForgeConformance runs providers/forge/forgetest against the fake
 // GitHub API (method, path, token and body checked by the fake).
@@ -43,6 +43,7 @@ func TestForgeConformance(t *testing.T) {
 			f := newFakeGitHub(t)
 			f.pulls[1] = fakePull{HeadSHA: sha, HeadRef: "changes", BaseRef: "main", HeadRepo: "Codertocat/Hello-World"}
 			f.files[1] = []string{"README.md", "docs/a.md"}
+			f.issues[1] = &fakeIssue{State: "open"} // the pull request, through the issues API
 			cfg := Config{APIURL: f.url(), RunURL: "https://hookrun.example/api/v1/runs/{run}", Client: forge.Client{MaxWait: 5 * time.Second}}
 			if creds {
 				cfg.Token = f.token
@@ -75,6 +76,8 @@ func TestForgeConformance(t *testing.T) {
 		},
 		Issue:    5,
 		Assignee: "octocat",
+		// go-github's IssueRequest: completed, not_planned, reopened.
+		Reasons: map[string]string{"completed": "completed", "not_planned": "not_planned", "duplicate": "not_planned", "reopen": "reopened"},
 		Draft: func(t *testing.T) (forge.Forge, contract.DraftRequest, workflows.ChangeRequest) {
 			srv := httptest.NewServer(&pullsAPI{t: t, open: map[string]int{}})
 			t.Cleanup(srv.Close)

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookrun/hookrun/providers/forge/forgetest"
 	"github.com/hookrun/hookrun/providers/internal/sticky/stickytest"
 )
 
@@ -43,7 +44,8 @@ type fakeGitLab struct {
 	compares map[string][]string // "from...to" → the files between them
 	labels   []string            // the project's labels
 	issues   map[int64]*fakeIssue
-	users    map[string]int64 // username → id
+	mrState  map[int64]*fakeIssue // what the actions change on a merge request (its labels, assignees, state)
+	users    map[string]int64     // username → id
 
 	reqs    stickytest.Requests
 	limited stickytest.Limits // answered 429
@@ -91,7 +93,7 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 	f := &fakeGitLab{t: t, project: "gitlab-org/gitlab-test", projID: 5, token: "glpat-testtoken-abc123", botID: 9001, bot: "hookrun-bot",
 		pageSz: 3, nextID: 2000, current: map[string]string{}, members: map[int64]fakeMember{}, mrs: map[int64]fakeMR{},
 		diffs: map[int64][]string{}, compares: map[string][]string{},
-		labels: []string{"bug", "area/queue"}, issues: map[int64]*fakeIssue{5: {State: "opened"}}, users: map[string]int64{"dave": 77}}
+		labels: []string{"bug", "area/queue"}, issues: map[int64]*fakeIssue{5: {State: "opened"}}, mrState: map[int64]*fakeIssue{}, users: map[string]int64{"dave": 77}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -211,13 +213,16 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.labelsAPI(w, r, body)
 
-	case reIssue.MatchString(path):
-		m := reIssue.FindStringSubmatch(path)
+	case reIssue.MatchString(path), reMR.MatchString(path) && r.Method == "PUT":
+		m, mr := reIssue.FindStringSubmatch(path), false
+		if m == nil {
+			m, mr = reMR.FindStringSubmatch(path), true
+		}
 		if !projectOK(m[1]) {
 			return
 		}
 		iid, _ := strconv.ParseInt(m[2], 10, 64)
-		f.issueAPI(w, r, iid, body)
+		f.issueAPI(w, r, mr, iid, body)
 
 	case reNotes.MatchString(path):
 		m := reNotes.FindStringSubmatch(path)
@@ -356,22 +361,7 @@ func (f *fakeGitLab) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		iid, _ := strconv.ParseInt(m[2], 10, 64)
-		f.mu.Lock()
-		mr, ok := f.mrs[iid]
-		f.mu.Unlock()
-		if !ok {
-			f.fail(w, 404, "404 Not found", "")
-			return
-		}
-		src := mr.SourceProject
-		if src == 0 {
-			src = f.projID
-		}
-		f.json(w, 200, map[string]any{"id": 100 + iid, "iid": iid, "project_id": f.projID, "title": "MR " + m[2], "state": "opened",
-			"target_branch": mr.Target, "source_branch": mr.Source, "source_project_id": src, "target_project_id": f.projID,
-			"sha": mr.SHA, "merge_commit_sha": nil, "squash_commit_sha": nil, "draft": false, "work_in_progress": false,
-			"web_url":   fmt.Sprintf("http://example.com/%s/-/merge_requests/%d", f.project, iid),
-			"diff_refs": map[string]any{"base_sha": strings.Repeat("1", 40), "head_sha": mr.SHA, "start_sha": strings.Repeat("1", 40)}})
+		f.getMR(w, iid)
 
 	case reMRDiffs.MatchString(path) && r.Method == "GET":
 		m := reMRDiffs.FindStringSubmatch(path)
@@ -552,63 +542,112 @@ func (f *fakeGitLab) labelsAPI(w http.ResponseWriter, r *http.Request, body []by
 	}
 }
 
-// issueAPI answers GET and PUT /projects/:id/issues/:iid: add_labels and
-// remove_labels (comma-separated; GitLab creates a missing label, the
-// fake refuses it so a test sees hookrun never relies on that),
-// assignee_ids, state_event.
-func (f *fakeGitLab) issueAPI(w http.ResponseWriter, r *http.Request, iid int64, body []byte) {
+// getMR answers GET /projects/:id/merge_requests/:iid: its head, and the
+// labels, assignees and state the actions changed.
+func (f *fakeGitLab) getMR(w http.ResponseWriter, iid int64) {
+	f.mu.Lock()
+	mr, ok := f.mrs[iid]
+	st := f.mrState[iid]
+	if st == nil {
+		st = &fakeIssue{State: "opened"}
+	}
+	state, labels, as := st.State, append([]string{}, st.Labels...), f.assigneesJSON(st)
+	f.mu.Unlock()
+	if !ok {
+		f.fail(w, 404, "404 Not found", "")
+		return
+	}
+	src := mr.SourceProject
+	if src == 0 {
+		src = f.projID
+	}
+	f.json(w, 200, map[string]any{"id": 100 + iid, "iid": iid, "project_id": f.projID, "title": fmt.Sprintf("MR %d", iid), "state": state,
+		"target_branch": mr.Target, "source_branch": mr.Source, "source_project_id": src, "target_project_id": f.projID,
+		"sha": mr.SHA, "merge_commit_sha": nil, "squash_commit_sha": nil, "draft": false, "work_in_progress": false,
+		"labels": labels, "assignees": as,
+		"web_url":   fmt.Sprintf("http://example.com/%s/-/merge_requests/%d", f.project, iid),
+		"diff_refs": map[string]any{"base_sha": strings.Repeat("1", 40), "head_sha": mr.SHA, "start_sha": strings.Repeat("1", 40)}})
+}
+
+// issueAPI answers GET and PUT /projects/:id/issues/:iid (PUT
+// /projects/:id/merge_requests/:iid: mr, whose GET is getMR):
+// add_labels and remove_labels (comma-separated; GitLab creates a missing
+// label, the fake refuses it so a test sees hookrun never relies on that),
+// assignee_ids, state_event; GitLab takes no close reason.
+func (f *fakeGitLab) issueAPI(w http.ResponseWriter, r *http.Request, mr bool, iid int64, body []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	is := f.issues[iid]
+	if mr {
+		is = f.mrState[iid]
+		if _, ok := f.mrs[iid]; ok && is == nil {
+			is = &fakeIssue{State: "opened"}
+			f.mrState[iid] = is
+		}
+	}
 	if is == nil {
 		f.fail(w, 404, "404 Not found", "")
 		return
 	}
 	if r.Method == "PUT" {
-		var in struct {
-			AddLabels    *string  `json:"add_labels"`
-			RemoveLabels *string  `json:"remove_labels"`
-			AssigneeIDs  *[]int64 `json:"assignee_ids"`
-			StateEvent   *string  `json:"state_event"`
-		}
-		if err := stickytest.StrictJSON(body, &in); err != nil {
-			f.fail(w, 400, "400 Bad request", fmt.Sprintf("issue update %s: %v", body, err))
+		if !f.updateIssue(w, is, body) {
 			return
-		}
-		if in.AddLabels != nil {
-			for _, l := range strings.Split(*in.AddLabels, ",") {
-				if !slices.Contains(f.labels, l) {
-					f.fail(w, 400, "400 Bad request", "label "+l+" does not exist")
-					return
-				}
-				if !slices.Contains(is.Labels, l) {
-					is.Labels = append(is.Labels, l)
-				}
-			}
-		}
-		if in.RemoveLabels != nil {
-			for _, l := range strings.Split(*in.RemoveLabels, ",") {
-				is.Labels = slices.DeleteFunc(is.Labels, func(x string) bool { return x == l })
-			}
-		}
-		if in.AssigneeIDs != nil {
-			is.Assignees = slices.DeleteFunc(slices.Clone(*in.AssigneeIDs), func(id int64) bool { return id == 0 })
-		}
-		if in.StateEvent != nil {
-			switch *in.StateEvent {
-			case "close":
-				is.State = "closed"
-			case "reopen":
-				is.State = "opened"
-			default:
-				f.fail(w, 400, "400 Bad request", "state_event "+*in.StateEvent)
-				return
-			}
 		}
 	} else if r.Method != "GET" {
 		f.fail(w, 405, "405 Method Not Allowed", "")
 		return
 	}
+	f.json(w, 200, map[string]any{"id": 9000 + iid, "iid": iid, "project_id": f.projID, "state": is.State, "labels": append([]string{}, is.Labels...), "assignees": f.assigneesJSON(is)})
+}
+
+// updateIssue applies the PUT body of an issue or merge request to is
+// (under f.mu), or answers GitLab's error: false.
+func (f *fakeGitLab) updateIssue(w http.ResponseWriter, is *fakeIssue, body []byte) bool {
+	var in struct {
+		AddLabels    *string  `json:"add_labels"`
+		RemoveLabels *string  `json:"remove_labels"`
+		AssigneeIDs  *[]int64 `json:"assignee_ids"`
+		StateEvent   *string  `json:"state_event"`
+	}
+	if err := stickytest.StrictJSON(body, &in); err != nil {
+		f.fail(w, 400, "400 Bad request", fmt.Sprintf("update %s: %v", body, err))
+		return false
+	}
+	if in.AddLabels != nil {
+		for _, l := range strings.Split(*in.AddLabels, ",") {
+			if !slices.Contains(f.labels, l) {
+				f.fail(w, 400, "400 Bad request", "label "+l+" does not exist")
+				return false
+			}
+			if !slices.Contains(is.Labels, l) {
+				is.Labels = append(is.Labels, l)
+			}
+		}
+	}
+	if in.RemoveLabels != nil {
+		for _, l := range strings.Split(*in.RemoveLabels, ",") {
+			is.Labels = slices.DeleteFunc(is.Labels, func(x string) bool { return x == l })
+		}
+	}
+	if in.AssigneeIDs != nil {
+		is.Assignees = slices.DeleteFunc(slices.Clone(*in.AssigneeIDs), func(id int64) bool { return id == 0 })
+	}
+	if in.StateEvent != nil {
+		switch *in.StateEvent {
+		case "close":
+			is.State = "closed"
+		case "reopen":
+			is.State = "opened"
+		default:
+			f.fail(w, 400, "400 Bad request", "state_event "+*in.StateEvent)
+			return false
+		}
+	}
+	return true
+}
+
+// assigneesJSON are is's assignees as GitLab answers them (under f.mu).
+func (f *fakeGitLab) assigneesJSON(is *fakeIssue) []map[string]any {
 	as := []map[string]any{}
 	for _, id := range is.Assignees {
 		for u, uid := range f.users {
@@ -617,30 +656,34 @@ func (f *fakeGitLab) issueAPI(w http.ResponseWriter, r *http.Request, iid int64,
 			}
 		}
 	}
-	f.json(w, 200, map[string]any{"id": 9000 + iid, "iid": iid, "project_id": f.projID, "state": is.State, "labels": append([]string{}, is.Labels...), "assignees": as})
+	return as
 }
 
-// issue is what issue n has (forgetest.IssueFake), in the suite's words:
-// state "open" or "closed".
-func (f *fakeGitLab) issue(n int) (labels, assignees []string, state string, comments []string) {
+// issue is what issue n (merge request n: mr) has (forgetest.IssueFake),
+// in the suite's words: state "open" or "closed". Its Reason stays "":
+// GitLab takes no close reason, and a body that carries one fails
+// decoding.
+func (f *fakeGitLab) issue(n int, mr bool) forgetest.IssueState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	is := f.issues[int64(n)]
-	if is == nil {
-		return nil, nil, "", nil
-	}
-	for _, id := range is.Assignees {
-		for u, uid := range f.users {
-			if uid == id {
-				assignees = append(assignees, u)
-			}
+	if mr {
+		is = f.mrState[int64(n)]
+		if _, ok := f.mrs[int64(n)]; ok && is == nil {
+			is = &fakeIssue{State: "opened"}
 		}
+	}
+	if is == nil {
+		return forgetest.IssueState{}
+	}
+	out := forgetest.IssueState{Labels: slices.Clone(is.Labels), State: map[string]string{"opened": "open", "closed": "closed"}[is.State]}
+	for _, a := range f.assigneesJSON(is) {
+		out.Assignees = append(out.Assignees, a["username"].(string))
 	}
 	for _, nt := range f.notes {
-		if !nt.MR && nt.IID == int64(n) && nt.AuthorID == f.botID {
-			comments = append(comments, nt.Body)
+		if nt.MR == mr && nt.IID == int64(n) && nt.AuthorID == f.botID {
+			out.Comments = append(out.Comments, nt.Body)
 		}
 	}
-	state = map[string]string{"opened": "open", "closed": "closed"}[is.State]
-	return slices.Clone(is.Labels), assignees, state, comments
+	return out
 }

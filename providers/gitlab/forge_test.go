@@ -30,9 +30,9 @@ func (v forgeView) Statuses() []string {
 	return out
 }
 
-func (v forgeView) Requests() int                                      { return len(v.f.allRequests()) }
-func (v forgeView) Issue(n int) ([]string, []string, string, []string) { return v.f.issue(n) }
-func (v forgeView) Origin() string                                     { return v.f.srv.URL }
+func (v forgeView) Requests() int                             { return len(v.f.allRequests()) }
+func (v forgeView) Issue(n int, mr bool) forgetest.IssueState { return v.f.issue(n, mr) }
+func (v forgeView) Origin() string                            { return v.f.srv.URL }
 
 // TestForgeConformance runs providers/forge/forgetest against the fake
 // GitLab API (method, path, token and body checked by the fake).

@@ -27,13 +27,25 @@ type Fake interface {
 	Origin() string
 }
 
-// IssueFake is a Fake that keeps issues, for the Actions case.
+// IssueFake is a Fake that keeps issues and pull (merge) requests, for
+// the Actions cases.
 type IssueFake interface {
 	Fake
-	// Issue is what issue n has: the names of its labels, the logins of
-	// its assignees, its state ("open", "closed") and the bodies of the
-	// comments hookrun wrote on it.
-	Issue(n int) (labels, assignees []string, state string, comments []string)
+	// Issue is what issue n has or, with pr, the pull (merge) request n
+	// (a forge that numbers both alike may ignore pr).
+	Issue(n int, pr bool) IssueState
+}
+
+// IssueState is what an issue or pull (merge) request has on a fake.
+type IssueState struct {
+	// Labels are the names of its labels; Assignees the logins of its
+	// assignees.
+	Labels, Assignees []string
+	// State is "open" or "closed"; Reason the close (or reopen) reason
+	// the API was last sent with it, as sent ("" when none).
+	State, Reason string
+	// Comments are the bodies of the comments hookrun wrote on it.
+	Comments []string
 }
 
 // Harness is one forge under test.
@@ -78,11 +90,17 @@ type Harness struct {
 	// discussion).
 	MarksGone bool
 	// Issue is an open issue of Event's repository, without labels or
-	// assignees, that New's fake (an IssueFake) keeps; the repository
-	// has the labels "bug" and "area/queue" and no "area/new". Assignee
-	// is a login the fake accepts as its assignee.
+	// assignees, that New's fake (an IssueFake) keeps, as it keeps
+	// Event's open pull request; the repository has the labels "bug" and
+	// "area/queue" and no "area/new". Assignee is a login the fake
+	// accepts as an assignee of both.
 	Issue    int
 	Assignee string
+	// Reasons is the close reason the forge's API is sent for each that
+	// actions.json names ("completed", "not_planned", "duplicate") and
+	// for a reopening ("reopen"), in the API's words; nil: the forge
+	// records no reason, and none is sent.
+	Reasons map[string]string
 }
 
 // Run runs the suite.
@@ -187,7 +205,7 @@ func Run(t *testing.T, h Harness) {
 	})
 	t.Run("Review", func(t *testing.T) { reviewCase(t, h) })
 	t.Run("ReviewTwoWorkflows", func(t *testing.T) { twoWorkflowsCase(t, h) })
-	t.Run("Actions", func(t *testing.T) { actions(t, h) })
+	t.Run("Actions", func(t *testing.T) { actionCases(t, h) })
 	t.Run("NoCredentials", func(t *testing.T) { noCredentials(t, h) })
 	t.Run("NotConfigured", func(t *testing.T) {
 		f := forge.NewRegistry().Get(h.Name)
@@ -263,82 +281,8 @@ func noCredentials(t *testing.T, h Harness) {
 	if o, err := f.GitOrigin(); err != nil || o != fake.Origin() {
 		t.Errorf("GitOrigin %q, %v; want %q", o, err, fake.Origin())
 	}
+	noCredentialsActions(ctx, t, h, f)
 	if n := fake.Requests(); n != 0 {
 		t.Errorf("%d requests reached the API of a forge without credentials", n)
-	}
-}
-
-// actions: the forge's Actor labels, assigns, closes and comments on an
-// issue (a target) as forge.ApplyActions tells it; a label missing on the
-// repository is refused; a second apply comments no second time; then it
-// unlabels, unassigns and reopens.
-func actions(t *testing.T, h Harness) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	f, fake := h.New(t, true)
-	act, ok := f.(forge.Actor)
-	if !ok {
-		t.Fatalf("%s's forge is no forge.Actor", h.Name)
-	}
-	issues, ok := fake.(IssueFake)
-	if !ok || h.Issue == 0 {
-		t.Fatalf("%s's harness has no issue fake (Harness.Issue, IssueFake)", h.Name)
-	}
-	wf := &workflows.Workflow{Name: "forgetest", Permissions: &workflows.Permissions{Labels: []string{"bug", "area/*"},
-		AnyAssignee: true, State: []string{workflows.PermitClose, workflows.PermitReopen}, Comment: true, Targets: true}}
-	ev := *h.Event
-	report := func(s contract.ActionSet) *contract.RunReport {
-		return &contract.RunReport{Phase: contract.PhaseFinal, RunID: "01JDQ4V6RZ3M8W1K9T2XGQY7PA", Workflow: wf, Event: &ev,
-			Status: workflows.StatusSucceeded, Results: &contract.Results{Actions: &contract.Actions{
-				Targets: []contract.TargetActions{{Number: h.Issue, ActionSet: s}}}}}
-	}
-	first := report(contract.ActionSet{Labels: &contract.AddRemove{Add: []string{"bug", "area/queue", "area/new"}},
-		Assignees: &contract.AddRemove{Add: []string{h.Assignee}}, State: "closed", Reason: "completed", Comment: "forgetest triage"})
-	for attempt := 1; attempt <= 2; attempt++ {
-		out, err := forge.ApplyActions(ctx, act, first)
-		if err != nil {
-			t.Fatalf("apply %d: %v", attempt, err)
-		}
-		if len(out.Refused) != 1 || !strings.Contains(out.Refused[0].Reason, `"area/new" does not exist`) || len(out.Failed) != 0 {
-			t.Errorf("apply %d: refused %+v, failed %+v; want area/new refused as missing", attempt, out.Refused, out.Failed)
-		}
-		labels, assignees, state, comments := issues.Issue(h.Issue)
-		slices.Sort(labels)
-		if !slices.Equal(labels, []string{"area/queue", "bug"}) || !slices.Equal(assignees, []string{h.Assignee}) || state != "closed" {
-			t.Errorf("apply %d: issue has labels %q, assignees %q, state %q", attempt, labels, assignees, state)
-		}
-		if len(comments) != 1 || !strings.HasPrefix(comments[0], "forgetest triage") || !strings.Contains(comments[0], "<!-- hookrun:action:") {
-			t.Errorf("apply %d: comments %q, want the one marked comment", attempt, comments)
-		}
-	}
-	out, err := forge.ApplyActions(ctx, act, report(contract.ActionSet{Labels: &contract.AddRemove{Remove: []string{"bug"}},
-		Assignees: &contract.AddRemove{Remove: []string{h.Assignee}}, State: "open"}))
-	if err != nil || len(out.Applied) != 3 {
-		t.Fatalf("undo: %+v, %v", out, err)
-	}
-	labels, assignees, state, _ := issues.Issue(h.Issue)
-	if !slices.Equal(labels, []string{"area/queue"}) || len(assignees) != 0 || state != "open" {
-		t.Errorf("after undo: labels %q, assignees %q, state %q", labels, assignees, state)
-	}
-
-	// forge.Report applies the final report's actions, then lists them in
-	// the run's comment: the refused one with its reason.
-	wf.Report = workflows.Report{Comment: workflows.CommentSticky}
-	rep := report(contract.ActionSet{Labels: &contract.AddRemove{Add: []string{"bug", "wontfix"}}})
-	if _, err := forge.Report(ctx, f, rep); err != nil {
-		t.Fatalf("forge.Report: %v", err)
-	}
-	if rep.Acted == nil || len(rep.Acted.Applied) != 1 || len(rep.Acted.Refused) != 1 {
-		t.Errorf("forge.Report: acted %+v", rep.Acted)
-	}
-	found := false
-	for _, c := range fake.Comments() {
-		found = found || strings.Contains(c, "**Actions**") && strings.Contains(c, "label \"wontfix\" is not in permissions.labels")
-	}
-	if !found {
-		t.Errorf("no run comment lists the refused label: %v", fake.Comments())
-	}
-	if labels, _, _, _ := issues.Issue(h.Issue); !slices.Contains(labels, "bug") {
-		t.Errorf("forge.Report: issue labels %q, want bug added", labels)
 	}
 }
