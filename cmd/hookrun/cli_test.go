@@ -49,24 +49,7 @@ func runCLIWithin(t *testing.T, d time.Duration, args ...string) (int, string, s
 // (401 names HOOKRUN_API_TOKEN).
 func TestCLIAgainstServe(t *testing.T) {
 	const secret, ghToken, apiToken = "cli-secret", "gh-token-cli", "api-token-cli"
-	gh, ghSrv := newFakeGitHub(t, ghToken)
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), cliWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${CLI_SECRET}", token: "${CLI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
-	p := startHookrun(t, "serve", []string{"CLI_SECRET=" + secret, "CLI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
-	url := "http://" + addr
-	waitReady(t, p, url, 60*time.Second)
-	t.Setenv("HOOKRUN_SERVER", url)
-	t.Setenv("HOOKRUN_API_TOKEN", apiToken)
+	gh, url := serveForCLI(t, secret, ghToken, apiToken)
 
 	code, ans := postGitHub(t, url, secret, "pull_request", "cli-delivery-1", fixture(t, "github/pull_request/opened.payload.json"))
 	if code != http.StatusAccepted || len(ans.Runs) != 1 {
@@ -185,7 +168,7 @@ shutdown_grace: 5s
 	if code, _, errs = runCLIWithin(t, 10*time.Second, "runs", "list"); code != 1 || !strings.Contains(errs, "check HOOKRUN_API_TOKEN") || strings.Contains(errs, "wrong") {
 		t.Errorf("a wrong token: %d %q", code, errs)
 	}
-	tokenFile := writeFile(t, filepath.Join(dir, "token"), apiToken+"\n")
+	tokenFile := writeFile(t, filepath.Join(t.TempDir(), "token"), apiToken+"\n")
 	if code, out, errs = runCLIWithin(t, 10*time.Second, "runs", "list", "--token-file", tokenFile, "--server", url); code != 0 || !strings.Contains(out, orig) {
 		t.Errorf("--token-file: %d %q %q", code, out, errs)
 	}
@@ -287,4 +270,29 @@ func TestCLIListPaging(t *testing.T) {
 	if strings.Contains(out+errs, token) {
 		t.Error("the token was printed")
 	}
+}
+
+// serveForCLI starts `hookrun serve` on cliWorkflow against a fake GitHub
+// and points the CLI at it (HOOKRUN_SERVER, HOOKRUN_API_TOKEN).
+func serveForCLI(t *testing.T, secret, ghToken, apiToken string) (*fakeGitHub, string) {
+	t.Helper()
+	gh, ghSrv := newFakeGitHub(t, ghToken)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), cliWorkflow)
+	addr := freeAddr(t)
+	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
+listen: `+addr+`
+data_dir: `+filepath.Join(dir, "data")+`
+workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
+github: { webhook_secret: "${CLI_SECRET}", token: "${CLI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
+api: { token: "`+apiToken+`" }
+shutdown_grace: 5s
+`)
+	p := startHookrun(t, "serve", []string{"CLI_SECRET=" + secret, "CLI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	url := "http://" + addr
+	waitReady(t, p, url, 60*time.Second)
+	t.Setenv("HOOKRUN_SERVER", url)
+	t.Setenv("HOOKRUN_API_TOKEN", apiToken)
+	return gh, url
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -124,24 +123,7 @@ func TestCLIDeliveries(t *testing.T) {
 // reason; one with a bad signature is not stored.
 func TestCLIDeliveriesUnmatched(t *testing.T) {
 	const secret, ghToken, apiToken = "cli-unmatched-secret", "gh-token-unmatched", "api-token-unmatched"
-	_, ghSrv := newFakeGitHub(t, ghToken)
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), cliWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${CLI_SECRET}", token: "${CLI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
-	p := startHookrun(t, "serve", []string{"CLI_SECRET=" + secret, "CLI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
-	url := "http://" + addr
-	waitReady(t, p, url, 60*time.Second)
-	t.Setenv("HOOKRUN_SERVER", url)
-	t.Setenv("HOOKRUN_API_TOKEN", apiToken)
+	_, url := serveForCLI(t, secret, ghToken, apiToken)
 
 	var m map[string]any
 	if err := json.Unmarshal(fixture(t, "github/pull_request/opened.payload.json"), &m); err != nil {
