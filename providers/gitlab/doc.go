@@ -13,7 +13,9 @@
 // (RunReport.Ref.CommentID), else by its hidden marker
 // `<!-- hookrun:<workflow> -->` among the bot user's notes. Rate limits are
 // waited out by providers/internal/ratelimit; the final report waits for as
-// long as its context allows.
+// long as its context allows. Every note, discussion and description body
+// goes through inert (inert.go): no line of a run's text becomes a quick
+// action run with the bot's permissions.
 //
 // Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/gitlab,
 // X-Gitlab-Event, X-Gitlab-Token compared in constant time with every

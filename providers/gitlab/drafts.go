@@ -30,7 +30,7 @@ func (r *Reporter) OpenDraft(ctx context.Context, req contract.DraftRequest) (wo
 		},
 		func() (*gl.BasicMergeRequest, int, error) {
 			mr, resp, err := r.api.MergeRequests.CreateMergeRequest(ev.Repo, &gl.CreateMergeRequestOptions{
-				Title: gl.Ptr("Draft: " + req.Title), Description: gl.Ptr(req.Body),
+				Title: gl.Ptr("Draft: " + req.Title), Description: inert(req.Body),
 				SourceBranch: gl.Ptr(req.Head), TargetBranch: gl.Ptr(req.Base),
 			}, gl.WithContext(ctx))
 			if mr == nil {

@@ -71,7 +71,8 @@ func (a *mrAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestOpenDraft: a draft merge request ("Draft: " title) from the delivered
 // branch into the merge request's source branch; a 409 for a branch with an
-// open one returns that one.
+// open one returns that one. The description's quick action line is
+// inert (the body is the agent's).
 func TestOpenDraft(t *testing.T) {
 	api := &mrAPI{open: map[string]int{"hookrun/fix/3": 4}}
 	srv := httptest.NewServer(api)
@@ -82,7 +83,7 @@ func TestOpenDraft(t *testing.T) {
 	}
 	ev := &workflows.Event{Forge: Name, Repo: "group/project"}
 	ctx := context.Background()
-	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "feature", Title: "the agent's commits", Body: "see"})
+	cr, err := r.OpenDraft(ctx, contract.DraftRequest{Event: ev, Head: "hookrun/fix/2", Base: "feature", Title: "the agent's commits", Body: "see\n/approve"})
 	if err != nil || cr != (workflows.ChangeRequest{Number: 21, URL: "https://gitlab.example/group/project/-/merge_requests/21"}) {
 		t.Fatalf("OpenDraft: %+v, %v", cr, err)
 	}
@@ -96,7 +97,7 @@ func TestOpenDraft(t *testing.T) {
 		t.Errorf("requests GitLab would refuse: %v", api.bad)
 	}
 	if len(api.posts) != 2 || api.posts[0]["title"] != "Draft: the agent's commits" || api.posts[0]["source_branch"] != "hookrun/fix/2" ||
-		api.posts[0]["target_branch"] != "feature" || api.posts[0]["description"] != "see" {
+		api.posts[0]["target_branch"] != "feature" || api.posts[0]["description"] != "see\n\\/approve" {
 		t.Errorf("POST bodies %v", api.posts)
 	}
 	if len(api.gets) != 1 {

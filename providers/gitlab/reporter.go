@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
@@ -169,7 +170,15 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // note writes the run's note (see sticky.Writer.Write) and returns its id.
 func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contract.RunReport, sum *review.Summary) (int64, error) {
-	body := render.Comment(rep, render.Options{Limit: noteLimit, Links: links(""), RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum})
+	opts := render.Options{Limit: noteLimit, Links: links(""), RunURL: render.RunURL(r.cfg.RunURL, rep.RunID), Review: sum}
+	body := render.Comment(rep, opts)
+	// The note GitLab gets is inert(body), a backslash longer for each line
+	// that could be a quick action: render it shorter until that fits.
+	over := func() int { return utf8.RuneCountInString(review.Inert(body)) - noteLimit }
+	for o := over(); o > 0 && opts.Limit > o; o = over() {
+		opts.Limit -= o
+		body = render.Comment(rep, opts)
+	}
 	return r.notes.Write(ctx, &thread{r: r, n: n}, rep, mode, body)
 }
 
@@ -190,9 +199,9 @@ func (t *thread) Edit(ctx context.Context, id int64, body string) error {
 	n := t.n
 	var err error
 	if n.mr {
-		_, _, err = t.r.api.Notes.UpdateMergeRequestNote(n.project, n.iid, id, &gl.UpdateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		_, _, err = t.r.api.Notes.UpdateMergeRequestNote(n.project, n.iid, id, &gl.UpdateMergeRequestNoteOptions{Body: inert(body)}, gl.WithContext(ctx))
 	} else {
-		_, _, err = t.r.api.Notes.UpdateIssueNote(n.project, n.iid, id, &gl.UpdateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		_, _, err = t.r.api.Notes.UpdateIssueNote(n.project, n.iid, id, &gl.UpdateIssueNoteOptions{Body: inert(body)}, gl.WithContext(ctx))
 	}
 	if err != nil {
 		return fmt.Errorf("editing note %d on %s: %w", id, n, err)
@@ -207,9 +216,9 @@ func (t *thread) Create(ctx context.Context, body string) (int64, error) {
 	var nt *gl.Note
 	var err error
 	if n.mr {
-		nt, _, err = t.r.api.Notes.CreateMergeRequestNote(n.project, n.iid, &gl.CreateMergeRequestNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		nt, _, err = t.r.api.Notes.CreateMergeRequestNote(n.project, n.iid, &gl.CreateMergeRequestNoteOptions{Body: inert(body)}, gl.WithContext(ctx))
 	} else {
-		nt, _, err = t.r.api.Notes.CreateIssueNote(n.project, n.iid, &gl.CreateIssueNoteOptions{Body: gl.Ptr(body)}, gl.WithContext(ctx))
+		nt, _, err = t.r.api.Notes.CreateIssueNote(n.project, n.iid, &gl.CreateIssueNoteOptions{Body: inert(body)}, gl.WithContext(ctx))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("creating note on %s: %w", n, err)

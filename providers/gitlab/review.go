@@ -57,7 +57,7 @@ func (r *Reporter) Review(ctx context.Context, rep *contract.RunReport) (*review
 			pos.OldLine = gl.Ptr(int64(fd.Old[c.StartLine]))
 		}
 		if _, _, err := r.api.Discussions.CreateMergeRequestDiscussion(pid, mr.iid, &gl.CreateMergeRequestDiscussionOptions{
-			Body: gl.Ptr(review.Body(c, review.SuggestionRange)), Position: pos}, gl.WithContext(ctx)); err != nil {
+			Body: inert(review.Body(c, review.SuggestionRange)), Position: pos}, gl.WithContext(ctx)); err != nil {
 			err = fmt.Errorf("commenting on %s line %d of %s: %w", c.Finding.Path, c.StartLine, mr, err)
 			var er *gl.ErrorResponse
 			if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusBadRequest {

@@ -25,5 +25,7 @@
 // marker, no @mentions or references, no code spans, links or images, no
 // line GitLab takes for a quick action), and suggestions in fences longer
 // than any backtick run of their text (a fenced diff when a line could be
-// a quick action).
+// a quick action). Inert applies the quick action rule alone to a whole
+// body, fenced code left as it is: GitLab's reporter sends every note,
+// discussion and description through it.
 package review
