@@ -158,3 +158,47 @@ func TestLateTickStartsNoRun(t *testing.T) {
 		t.Errorf("the on-time tick again, late = %+v, %v; want run %s as a duplicate", out, err, reqs[0].ID)
 	}
 }
+
+const kathmanduWorkflow = `name: kathmandu
+on:
+  - schedule: "15 9 * * *"
+    timezone: Asia/Kathmandu
+    repo: myorg/app
+steps:
+  - id: sweep
+    run: "true"
+`
+
+// The late-tick check reads a cron in its timezone: 09:15 in
+// Asia/Kathmandu (UTC+05:45) is 03:30 UTC, so a tick fired then is on
+// time and starts its run, and one fired at 09:15 UTC (the schedule read
+// in UTC) names no time of the schedule before it and starts none.
+func TestTimezoneTickOnTime(t *testing.T) {
+	var now time.Time
+	env := newEnv(t, Config{AllowRepos: []string{"myorg/*"}}, map[string]string{"kathmandu.yaml": kathmanduWorkflow},
+		func(d *Deps) { d.Now = func() time.Time { return now } })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	defs := queue.SchedulesOf(env.srv.src.Workflows())
+	if len(defs) != 1 || defs[0].Timezone != "Asia/Kathmandu" {
+		t.Fatalf("schedules %+v", defs)
+	}
+	due := time.Date(2026, 12, 6, 3, 30, 0, 0, time.UTC)
+	onTime := queue.Tick{Schedule: defs[0], Seq: 1, At: due.Add(300 * time.Millisecond), Next: due.AddDate(0, 0, 1)}
+	now = due.Add(time.Second)
+	out, err := env.srv.Tick(ctx, onTime)
+	if err != nil || out.RunID == "" || out.Late != "" {
+		t.Fatalf("the tick at 09:15 in Kathmandu = %+v, %v; want a run", out, err)
+	}
+	run := out.RunID
+	inUTC := time.Date(2026, 12, 6, 9, 15, 0, 0, time.UTC)
+	now = inUTC.Add(time.Second)
+	out, err = env.srv.Tick(ctx, queue.Tick{Schedule: defs[0], Seq: 2, At: inUTC.Add(300 * time.Millisecond), Next: due.AddDate(0, 0, 1)})
+	if want := "the tick fired at 2026-12-06T09:15:00Z and its schedule names no time in the 1m0s before: it was due earlier (a tick more than 1m0s late starts no run)"; err != nil || out.RunID != "" || out.Late != want {
+		t.Errorf("a tick at 09:15 UTC = %+v, %v; want late %q", out, err, want)
+	}
+	reqs := streamRequests(t, env.q)
+	if len(reqs) != 1 || reqs[0].ID != run || reqs[0].Event.Schedule.Timezone != "Asia/Kathmandu" || reqs[0].Event.Schedule.At != "2026-12-06T03:30:00Z" {
+		t.Fatalf("run requests %+v, want the on-time tick's", reqs)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -391,4 +392,79 @@ func (s *GroupStore) updateTTL(ctx context.Context, key string, data []byte, rev
 	_, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: "$KV." + BucketGroups + "." + key, Data: data},
 		jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
 	return err
+}
+
+// ExpireOldComments gives the sticky comment keys that have no TTL (written
+// before their keys expired, or by such a process in a rolling update)
+// CommentTTL from now, so that they expire with the run retention too; it
+// returns how many it gave one. A key changed meanwhile is left to its
+// writer (which gave it a TTL). It reads the keys' headers, not their
+// values, in one pass. The retention sweep calls it.
+func (s *GroupStore) ExpireOldComments(ctx context.Context) (int, error) {
+	if s.CommentTTL <= 0 {
+		return 0, nil
+	}
+	prefix := "$KV." + BucketGroups + "."
+	cons, err := s.js.OrderedConsumer(ctx, "KV_"+BucketGroups, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{prefix + "comment.>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, HeadersOnly: true})
+	if err != nil {
+		return 0, fmt.Errorf("listing sticky comment keys: %w", err)
+	}
+	var old map[string]uint64 // key → revision
+	if info := cons.CachedInfo(); info != nil && info.NumPending > 0 {
+		if old, err = keysWithoutTTL(ctx, cons, prefix); err != nil {
+			return 0, fmt.Errorf("listing sticky comment keys: %w", err)
+		}
+	}
+	given := 0
+	for key, rev := range old {
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			continue
+		case err != nil:
+			return given, fmt.Errorf("giving sticky comment key %s a TTL: %w", key, err)
+		case e.Revision() != rev:
+			continue
+		}
+		err = s.updateTTL(ctx, key, e.Value(), rev, s.CommentTTL)
+		switch {
+		case err == nil:
+			given++
+		case !isWrongLastSequence(err):
+			return given, fmt.Errorf("giving sticky comment key %s a TTL: %w", key, err)
+		}
+	}
+	return given, nil
+}
+
+// keysWithoutTTL reads the (headers only) last messages cons delivers
+// until none is pending, and returns the keys of those that are values
+// without a Nats-TTL, with their revisions.
+func keysWithoutTTL(ctx context.Context, cons jetstream.Consumer, prefix string) (map[string]uint64, error) {
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	old := map[string]uint64{}
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return nil, err
+		}
+		h := m.Headers()
+		if op := h.Get("KV-Operation"); op == "" && h.Get(jetstream.MsgTTLHeader) == "" {
+			old[strings.TrimPrefix(m.Subject(), prefix)] = meta.Sequence.Stream
+		}
+		if meta.NumPending == 0 {
+			return old, nil
+		}
+	}
 }

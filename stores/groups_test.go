@@ -128,6 +128,84 @@ func TestGroupCommentKeysExpire(t *testing.T) {
 	advance("advanced", "01A", true) // the older run: nothing remembers 01B
 }
 
+// Sticky comment keys written without a TTL (before their keys expired
+// with the run retention) get CommentTTL from the retention sweep; keys
+// with one, deleted keys and group keys are left alone, and a second pass
+// finds nothing to do.
+func TestOldCommentKeysGetATTL(t *testing.T) {
+	t.Parallel()
+	q := openTestOpts(t, queue.Config{}, Options{CommentTTL: 2 * time.Hour})
+	ctx := testCtx(t, 20*time.Second)
+	g := q.Groups()
+	st, err := q.Shared().JetStream.Stream(ctx, "KV_"+BucketGroups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func(key string) *jetstream.RawStreamMsg {
+		t.Helper()
+		m, err := st.GetLastMsgForSubject(ctx, "$KV."+BucketGroups+"."+key)
+		if err != nil {
+			t.Fatalf("reading %s: %v", key, err)
+		}
+		return m
+	}
+	old := func(name string) string {
+		t.Helper()
+		key := groupKey("comment", name)
+		if _, err := g.kv.Put(ctx, key, []byte(`{"holder":"01A"}`)); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	oldKey := old("old")
+	gone := old("gone")
+	if err := g.kv.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Advance(ctx, "new", "01B"); err != nil {
+		t.Fatal(err)
+	}
+	newRev := stored(groupKey("comment", "new")).Sequence
+	if _, _, err := g.Acquire(ctx, GroupLock{Group: "deploy", RunID: "01A", Claimant: "r1", Now: time.Now(), TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	groupRev := stored(groupKey("group", "deploy")).Sequence
+
+	if n, err := g.ExpireOldComments(ctx); err != nil || n != 1 {
+		t.Fatalf("ExpireOldComments = %d, %v; want 1", n, err)
+	}
+	if m := stored(oldKey); m.Header.Get(jetstream.MsgTTLHeader) != "2h0m0s" || string(m.Data) != `{"holder":"01A"}` {
+		t.Errorf("the old comment key after the pass: TTL %q, value %s", m.Header.Get(jetstream.MsgTTLHeader), m.Data)
+	}
+	if m := stored(groupKey("comment", "new")); m.Sequence != newRev {
+		t.Errorf("the comment key with a TTL was written again")
+	}
+	if m := stored(groupKey("group", "deploy")); m.Sequence != groupRev || m.Header.Get(jetstream.MsgTTLHeader) != "" {
+		t.Errorf("the group key was given a TTL")
+	}
+	if m := stored(gone); m.Header.Get("KV-Operation") != "DEL" {
+		t.Errorf("the deleted comment key was written again: %v", m.Header)
+	}
+	if n, err := g.ExpireOldComments(ctx); err != nil || n != 0 {
+		t.Fatalf("ExpireOldComments again = %d, %v; want 0", n, err)
+	}
+
+	// The retention sweep runs it.
+	later := old("later")
+	stop, err := q.StartRetention(RetentionConfig{Retention: time.Hour, Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for stored(later).Header.Get(jetstream.MsgTTLHeader) != "2h0m0s" {
+		if time.Now().After(deadline) {
+			t.Fatal("the retention sweep gave the old comment key no TTL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A delivery whose handler says Wait is called again with the same
 // delivery (no delivery spent, even past MaxDeliver, and no slot held while
 // it waits: another run is handled meanwhile); Close hands a waiting run

@@ -124,9 +124,10 @@ func (c *RetentionConfig) Validate() error {
 	return nil
 }
 
-// StartRetention sweeps (SweepRuns at Now − Retention) at once and every
-// Interval until the returned stop is called or the stores close; stop
-// waits for a sweep in progress to end.
+// StartRetention sweeps (SweepRuns at Now − Retention, then
+// GroupStore.ExpireOldComments) at once and every Interval until the
+// returned stop is called or the stores close; stop waits for a sweep in
+// progress to end.
 func (s *Stores) StartRetention(c RetentionConfig) (stop func(), _ error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("starting the retention sweep: %w", err)
@@ -147,6 +148,12 @@ func (s *Stores) StartRetention(c RetentionConfig) (stop func(), _ error) {
 				s.opts.Logger.Warn("sweeping expired runs", "err", err)
 			case n > 0:
 				s.opts.Logger.Info("removed expired runs", "runs", n, "retention", c.Retention)
+			}
+			switch n, err := s.groups.ExpireOldComments(ctx); {
+			case err != nil && ctx.Err() == nil:
+				s.opts.Logger.Warn("giving old sticky comment keys a TTL", "err", err)
+			case n > 0:
+				s.opts.Logger.Info("gave old sticky comment keys a TTL", "keys", n, "ttl", s.groups.CommentTTL)
 			}
 			select {
 			case <-ctx.Done():

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -353,5 +356,69 @@ func TestRunIndexRestartsAStalledWatch(t *testing.T) {
 	}
 	if x.Len() != 6 {
 		t.Fatalf("index holds %d records, want 6", x.Len())
+	}
+}
+
+// waitLog records the waits the index's restarts log, and when.
+type waitLog struct {
+	mu    sync.Mutex
+	waits []time.Duration
+	at    []time.Time
+}
+
+func (l *waitLog) Warn(msg string, args ...any) {
+	for i := 0; i+1 < len(args); i += 2 {
+		if d, ok := args[i+1].(time.Duration); ok && args[i] == "in" {
+			l.mu.Lock()
+			l.waits, l.at = append(l.waits, d), append(l.at, time.Now())
+			l.mu.Unlock()
+		}
+	}
+}
+
+// A watch that keeps failing to be set up (here its file cannot be
+// opened) is retried after waits that double from retryMin up to
+// retryMax, each drawn between half and all of its step, and the index is
+// down meanwhile.
+func TestRunIndexRestartBacksOff(t *testing.T) {
+	t.Parallel()
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &waitLog{}
+	x := newRunIndex(nil, filepath.Join(notADir, "index"), log)
+	x.retryMin, x.retryMax = 8*time.Millisecond, 64*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	x.start(ctx)
+	defer x.close()
+	defer cancel()
+	steps := []time.Duration{8, 16, 32, 64, 64, 64}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		log.mu.Lock()
+		n := len(log.waits)
+		log.mu.Unlock()
+		if n > len(steps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d restarts in 10 s", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := x.Health(); err == nil || !strings.Contains(err.Error(), "watch down since") {
+		t.Errorf("health while the watch fails: %v", err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for i, step := range steps {
+		step *= time.Millisecond
+		if d := log.waits[i]; d < step/2 || d > step {
+			t.Errorf("wait %d before a restart is %s, want between %s and %s (all: %v)", i+1, d, step/2, step, log.waits)
+		}
+		if waited := log.at[i+1].Sub(log.at[i]); waited < log.waits[i] {
+			t.Errorf("restart %d came %s after the one before, which said it waits %s", i+2, waited, log.waits[i])
+		}
 	}
 }
