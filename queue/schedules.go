@@ -164,12 +164,12 @@ func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
 		msg := nats.NewMsg(subj)
 		msg.Data = body
 		msg.Header.Set(jetstream.ScheduleHeader, pattern)
-		msg.Header.Set("Nats-Schedule-Target", scheduleTickPrefix+d.ID)
+		msg.Header.Set(jetstream.ScheduleTargetHeader, scheduleTickPrefix+d.ID)
 		if d.Timezone != "" && !strings.HasPrefix(pattern, "@every ") {
-			msg.Header.Set("Nats-Schedule-Time-Zone", d.Timezone)
+			msg.Header.Set(jetstream.ScheduleTimeZoneHeader, d.Timezone)
 		}
 		if last, err := s.s.GetLastMsgForSubject(ctx, subj); err == nil && bytes.Equal(last.Data, body) &&
-			last.Header.Get(jetstream.ScheduleHeader) == pattern && last.Header.Get("Nats-Schedule-Time-Zone") == msg.Header.Get("Nats-Schedule-Time-Zone") {
+			last.Header.Get(jetstream.ScheduleHeader) == pattern && last.Header.Get(jetstream.ScheduleTimeZoneHeader) == msg.Header.Get(jetstream.ScheduleTimeZoneHeader) {
 			continue
 		} else if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return fmt.Errorf("reading schedule %s: %w", d.ID, err)
