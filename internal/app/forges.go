@@ -150,13 +150,20 @@ func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.Re
 	return r.Ref, nil
 }
 
+// ApplyActions applies the actions of a final report whose comment and
+// status are a newer run's (contract.ActionApplier): on the event's forge
+// (forge.Act), without reporting.
+func (f *Forges) ApplyActions(ctx context.Context, r *contract.RunReport) error {
+	return forge.Act(ctx, f.Registry.Get(r.Event.Forge), r)
+}
+
+func isChat(r *contract.RunReport) bool { return r.Event != nil && r.Event.Kind == workflows.KindChat }
+
 // chatElsewhere takes the reports of chat runs of a platform hookrun has
 // no reporter for: nothing to report to.
 type chatElsewhere struct{}
 
-func (chatElsewhere) Applies(r *contract.RunReport) bool {
-	return r.Event != nil && r.Event.Kind == workflows.KindChat
-}
+func (chatElsewhere) Applies(r *contract.RunReport) bool { return isChat(r) }
 
 func (chatElsewhere) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
 	return r.Ref, nil
@@ -181,6 +188,7 @@ func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (work
 }
 
 var (
-	_ contract.Reporter    = (*Forges)(nil)
-	_ contract.DraftOpener = (*Forges)(nil)
+	_ contract.Reporter      = (*Forges)(nil)
+	_ contract.ActionApplier = (*Forges)(nil)
+	_ contract.DraftOpener   = (*Forges)(nil)
 )
