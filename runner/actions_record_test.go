@@ -49,6 +49,7 @@ type actionsGitHub struct {
 	limitHit int
 	labels   []string // on issue 7
 	comments []string // bodies of comments created or edited, in order
+	writes   []string // method and path of the requests that change something, in order
 }
 
 func (f *actionsGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,6 +63,9 @@ func (f *actionsGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := r.URL.Path
+	if r.Method != http.MethodGet {
+		f.writes = append(f.writes, r.Method+" "+p)
+	}
 	if f.limited.Load() && (p == "/repos/octo/demo/labels" || p == "/repos/octo/demo/issues/7/labels") {
 		f.limitHit++
 		w.Header().Set("Retry-After", "1")
@@ -90,6 +94,12 @@ func (f *actionsGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.labels = append(f.labels, "bug")
 		}
 		io.WriteString(w, `[{"id":11,"name":"bug","color":"d73a4a","default":false,"description":null}]`)
+	case r.Method == http.MethodDelete && p == "/repos/octo/demo/issues/7/labels/bug":
+		if len(body) != 0 {
+			f.t.Errorf("removing a label: body %s", body)
+		}
+		f.labels = slices.DeleteFunc(f.labels, func(l string) bool { return l == "bug" })
+		io.WriteString(w, `[]`)
 	case r.Method == http.MethodGet && p == "/repos/octo/demo/issues/7/comments":
 		io.WriteString(w, `[]`)
 	case r.Method == http.MethodPost && p == "/repos/octo/demo/issues/7/comments",
@@ -97,7 +107,9 @@ func (f *actionsGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Body string `json:"body"`
 		}
-		if err := json.Unmarshal(body, &in); err != nil {
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || in.Body == "" {
 			f.t.Errorf("%s %s: body %s (%v)", r.Method, p, body, err)
 		}
 		f.comments = append(f.comments, in.Body)
@@ -117,27 +129,47 @@ func (f *actionsGitHub) snapshot() (hits int, labels, comments []string) {
 	return f.limitHit, slices.Clone(f.labels), slices.Clone(f.comments)
 }
 
+// changes are the method and path of the requests that changed something.
+func (f *actionsGitHub) changes() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.writes)
+}
+
 // forgeReports reports on one forge as internal/app does: forge.Report
-// applies a final report's actions, then reports it.
+// applies a final report's actions, then reports it; ApplyActions applies
+// them alone (forge.Act).
 type forgeReports struct{ f forge.Forge }
 
 func (r forgeReports) Report(ctx context.Context, rep *contract.RunReport) (contract.ReportRef, error) {
 	return forge.Report(ctx, r.f, rep)
 }
 
-// triageFixture is a runner whose engine reports on a GitHub forge (token
-// ghs_test, or none) at url, with an outbox (not started) over the
-// fixture's queue that tells the run records what its deliveries did.
-func triageFixture(t *testing.T, url string, token string) (*fixture, *runner.Outbox) {
+func (r forgeReports) ApplyActions(ctx context.Context, rep *contract.RunReport) error {
+	return forge.Act(ctx, r.f, rep)
+}
+
+// githubForge is a GitHub forge at url with token (ghs_test, or none).
+func githubForge(t *testing.T, url, token string) forge.Forge {
 	t.Helper()
 	fg, err := github.NewForge(github.Config{APIURL: url + "/", Token: token, BotLogin: "hookrun-bot",
 		Client: forge.Client{MaxWait: 300 * time.Millisecond, Backoff: 200 * time.Millisecond, Logger: quietLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := forgeReports{fg}
+	return fg
+}
+
+// triageFixture is a runner whose engine reports on a GitHub forge (token
+// ghs_test, or none) at url, with an outbox (not started) over the
+// fixture's queue that tells the run records what its deliveries did;
+// both report through runner.NewestOnly, as internal/app's do.
+func triageFixture(t *testing.T, url string, token string) (*fixture, *runner.Outbox) {
+	t.Helper()
+	fg := githubForge(t, url, token)
 	var ob *runner.Outbox
 	f := newFixtureEngine(t, map[string]string{"triage": triageWorkflow}, nil, nil, func(f *fixture, c *engine.Config) {
+		rep := runner.NewestOnly(forgeReports{fg}, f.q.Groups(), quietLogger())
 		var err error
 		ob, err = runner.NewOutbox(runner.OutboxConfig{Poll: 100 * time.Millisecond, AttemptTimeout: time.Second,
 			Backoff: 300 * time.Millisecond, MaxBackoff: time.Second, Runs: f.q.Runs(), Logger: quietLogger()}, f.q.Outbox(), rep)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -22,6 +23,12 @@ type NewestStore interface {
 // reports (an edit of a cancelled run, a final edit that arrives late) are
 // dropped. Reports without a sticky comment pass as they are; so do all
 // when the store cannot be read (a report never holds a run back).
+//
+// The actions of a dropped final report (actions.json) are not the
+// comment's: they are still applied, by next when it is a
+// contract.ActionApplier, in the order of the runs (ApplyActions). The
+// returned reporter is an ActionApplier too, for the outbox's superseded
+// reports.
 func NewestOnly(next contract.Reporter, store NewestStore, log *slog.Logger) contract.Reporter {
 	if log == nil {
 		log = slog.Default()
@@ -41,12 +48,74 @@ func (n *newestOnly) Report(ctx context.Context, r *contract.RunReport) (contrac
 		switch {
 		case err != nil:
 			n.log.Warn("checking for a newer run of the sticky comment; reporting anyway", "run", r.RunID, "err", err)
+		case !newest && r.AsksActions():
+			n.log.Info("a newer run reported in this sticky comment; applying only this run's actions", "run", r.RunID)
+			return r.Ref, n.ApplyActions(ctx, r)
 		case !newest:
 			n.log.Info("a newer run reported in this sticky comment; dropping this run's report", "run", r.RunID, "phase", r.Phase)
 			return r.Ref, nil
 		}
 	}
+	if r.AsksActions() {
+		if why := n.actsInOrder(ctx, r); why != "" {
+			return n.next.Report(ctx, withActionsRefused(r, why))
+		}
+	}
 	return n.next.Report(ctx, r)
+}
+
+// ApplyActions applies the actions of r alone (its comment and status are
+// a newer run's) through next, unless a newer run of the workflow on the
+// same issue or pull request has acted already: applied after the newer
+// run's, they could undo them (add again a label it removed), so they are
+// refused, with that reason. r.Acted says what became of them.
+func (n *newestOnly) ApplyActions(ctx context.Context, r *contract.RunReport) error {
+	if !r.AsksActions() {
+		return nil
+	}
+	if why := n.actsInOrder(ctx, r); why != "" {
+		r.Acted = contract.RefuseActions(r, why)
+		return nil
+	}
+	a, ok := n.next.(contract.ActionApplier)
+	if !ok {
+		r.Acted = contract.RefuseActions(r, "a newer run reports in this run's place, and this reporter cannot act without reporting")
+		return nil
+	}
+	return a.ApplyActions(ctx, r)
+}
+
+// actsInOrder records r, a final report about to act, as the newest run
+// of its workflow that acted on its event's issue or pull request, and
+// returns "" - unless a newer run did already: then why r's actions are
+// refused. Actions are thus applied in the order of the runs, never an
+// older run's after a newer one's. When the store cannot be read, r acts.
+func (n *newestOnly) actsInOrder(ctx context.Context, r *contract.RunReport) string {
+	ev := r.Event
+	key := "actions:" + string(ev.Forge) + ":" + ev.Repo + "#" + strconv.Itoa(ev.Number()) + ":" + r.Workflow.Name
+	newest, err := n.store.Advance(ctx, key, r.RunID)
+	if err != nil {
+		n.log.Warn("checking for a newer run that acted; acting anyway", "run", r.RunID, "err", err)
+		return ""
+	}
+	if newest {
+		return ""
+	}
+	where := "the repository"
+	if ev.Number() > 0 {
+		where = "#" + strconv.Itoa(ev.Number())
+	}
+	return fmt.Sprintf("a newer run of workflow %s has acted on %s already: this older run's actions, applied after its, could undo them", r.Workflow.Name, where)
+}
+
+// withActionsRefused is r to report with none of its actions applied, each
+// refused for why (r.Acted says so, for the run record).
+func withActionsRefused(r *contract.RunReport, why string) *contract.RunReport {
+	r.Acted = contract.RefuseActions(r, why)
+	c, res := *r, *r.Results
+	res.Actions = nil
+	c.Results = &res
+	return &c
 }
 
 // stickyKey names the sticky comment r is shown in ("" when none): one per
@@ -59,4 +128,7 @@ func stickyKey(r *contract.RunReport) string {
 	return "comment:" + string(r.Event.Forge) + ":" + r.Event.Repo + "#" + strconv.Itoa(r.Event.Number()) + ":" + r.Workflow.Name
 }
 
-var _ contract.Reporter = (*newestOnly)(nil)
+var (
+	_ contract.Reporter      = (*newestOnly)(nil)
+	_ contract.ActionApplier = (*newestOnly)(nil)
+)

@@ -54,10 +54,11 @@ type OutboxConfig struct {
 	MaxAge time.Duration
 	// Runs, when set, is asked before a report is delivered whether a newer
 	// run of the same workflow has since reported on the same sticky
-	// comment and commit status: such a report is dropped rather than
-	// overwrite the newer run's; once a report is delivered, its run's
-	// record is told what became of its actions (*stores.RunStore
-	// satisfies it).
+	// comment and commit status: such a report is not sent rather than
+	// overwrite the newer run's, but its actions are still applied (the
+	// reporter's contract.ActionApplier) or refused; once a report is
+	// delivered, its run's record is told what became of its actions
+	// (*stores.RunStore satisfies it).
 	Runs OutboxRuns
 	// Logger is the operator log. Default slog.Default().
 	Logger *slog.Logger
@@ -338,7 +339,8 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 		o.giveUp(ctx, e, log, "decoding it: "+err.Error())
 		return
 	}
-	if newer := o.supersededBy(ctx, rep); newer != "" {
+	newer := o.supersededBy(ctx, rep)
+	if newer != "" && !rep.AsksActions() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
 		defer cancel()
 		if err := o.store.Delete(sctx, e.Key, e.Revision); err == nil {
@@ -355,7 +357,7 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 		return // another runner has it, or a newer report replaced it
 	}
 	actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout) // Close ends it: the entry stays for the next runner
-	_, err = o.rep.Report(actx, rep)
+	err = o.deliver(actx, rep, newer)
 	cancel()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.cfg.AttemptTimeout)
 	defer cancel()
@@ -363,6 +365,10 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 		o.recordActions(sctx, rep, log) // before the entry goes: a crash in between delivers again, idempotently
 		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, stores.ErrConflict) {
 			log.Warn("removing a delivered report from the outbox", "err", err)
+		}
+		if newer != "" && !rep.AsksActions() {
+			log.Info("applied the actions of an undelivered final report, and dropped its comment and status: a newer run reported on them", "newer", newer)
+			return
 		}
 		o.delivered.Inc()
 		log.Info("final report delivered from the outbox", "age", o.cfg.Now().Sub(e.CreatedAt).Round(time.Millisecond))
@@ -382,6 +388,23 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 	if err := o.store.Update(sctx, e); err != nil && !errors.Is(err, stores.ErrConflict) {
 		log.Warn("rescheduling a report in the outbox", "err", err)
 	}
+}
+
+// deliver sends rep, or, when the newer run names a run whose reports
+// replace rep's comment and status, applies only rep's actions (the
+// reporter's contract.ActionApplier, which keeps the runs' order), or
+// refuses them when the reporter cannot act without reporting.
+func (o *Outbox) deliver(ctx context.Context, rep *contract.RunReport, newer string) error {
+	if newer == "" {
+		_, err := o.rep.Report(ctx, rep)
+		return err
+	}
+	a, ok := o.rep.(contract.ActionApplier)
+	if !ok {
+		rep.Acted = contract.RefuseActions(rep, "run "+newer+" reports in this run's place, and this reporter cannot act without reporting")
+		return nil
+	}
+	return a.ApplyActions(ctx, rep)
 }
 
 // recordActions tells the run record what the delivery of rep did of its

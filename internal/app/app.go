@@ -196,7 +196,10 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	removeOrphans(ctx, execs, a.stores.Runs(), runner.DefaultStaleAfter(c.Runner.Heartbeat), c.Runner.OrphanAge, a.logger)
 	oc := c.outboxConfig()
 	oc.Runs, oc.Logger = a.stores.Runs(), a.logger
-	outbox, err := runner.NewOutbox(oc, a.stores.Outbox(), forges)
+	// The engine and the outbox report alike: never over a newer run's
+	// sticky comment, and a run's actions in the order of the runs.
+	reporter := runner.NewestOnly(forges, a.stores.Groups(), a.logger)
+	outbox, err := runner.NewOutbox(oc, a.stores.Outbox(), reporter)
 	if err != nil {
 		return nil, fmt.Errorf("configuring report outbox: %w", err)
 	}
@@ -209,7 +212,7 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 		Metrics:   a.metrics,
 		Providers: execs.Providers,
 		Logs:      a.stores.Logs(),
-		Reporter:  runner.NewestOnly(forges, a.stores.Groups(), a.logger),
+		Reporter:  reporter,
 		Outbox:    outbox,
 		Logger:    a.logger,
 		Redact:    append(serverCredentials(c), string(a.requestKey)),

@@ -139,9 +139,13 @@ func tracedTransport(cfg *Config, forge string) func(http.RoundTripper) http.Rou
 
 // Report sends a run's report to the first reporter that applies: a
 // chat run's goes to where the command was typed (Slack) and never to the
-// forge (it has no pull request to comment on, no commit status to set);
-// any other to its event's forge, which does nothing without credentials.
+// forge (it has no pull request to comment on, no commit status to set),
+// its actions refused (chatActions); any other to its event's forge,
+// which does nothing without credentials.
 func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.ReportRef, error) {
+	if isChat(r) && r.AsksActions() {
+		r.Acted = contract.RefuseActions(r, chatActions)
+	}
 	for _, rep := range f.reporters {
 		if rep.Applies(r) {
 			return rep.Report(ctx, r)
@@ -150,13 +154,30 @@ func (f *Forges) Report(ctx context.Context, r *contract.RunReport) (contract.Re
 	return r.Ref, nil
 }
 
+// chatActions is why a chat run's actions are refused: its report goes to
+// the chat alone, and its actions to no forge, also those that name
+// targets on the trigger's repository (a schedule or a comment command
+// acts there).
+const chatActions = "a chat command's run does not act on issues or pull requests: its result goes to the chat alone"
+
+// ApplyActions applies the actions of a final report whose comment and
+// status are a newer run's (contract.ActionApplier): on the event's forge
+// (forge.Act), without reporting; a chat run's are refused.
+func (f *Forges) ApplyActions(ctx context.Context, r *contract.RunReport) error {
+	if isChat(r) {
+		r.Acted = contract.RefuseActions(r, chatActions)
+		return nil
+	}
+	return forge.Act(ctx, f.Registry.Get(r.Event.Forge), r)
+}
+
+func isChat(r *contract.RunReport) bool { return r.Event != nil && r.Event.Kind == workflows.KindChat }
+
 // chatElsewhere takes the reports of chat runs of a platform hookrun has
 // no reporter for: nothing to report to.
 type chatElsewhere struct{}
 
-func (chatElsewhere) Applies(r *contract.RunReport) bool {
-	return r.Event != nil && r.Event.Kind == workflows.KindChat
-}
+func (chatElsewhere) Applies(r *contract.RunReport) bool { return isChat(r) }
 
 func (chatElsewhere) Report(_ context.Context, r *contract.RunReport) (contract.ReportRef, error) {
 	return r.Ref, nil
@@ -181,6 +202,7 @@ func (f *Forges) OpenDraft(ctx context.Context, req contract.DraftRequest) (work
 }
 
 var (
-	_ contract.Reporter    = (*Forges)(nil)
-	_ contract.DraftOpener = (*Forges)(nil)
+	_ contract.Reporter      = (*Forges)(nil)
+	_ contract.ActionApplier = (*Forges)(nil)
+	_ contract.DraftOpener   = (*Forges)(nil)
 )

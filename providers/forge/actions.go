@@ -234,53 +234,46 @@ func values(acts []contract.PlannedAction) []string {
 }
 
 // Report sends r to f. A final report whose steps asked for actions
-// (r.Results.Actions) first has them applied within the workflow's
-// permissions, when f is an Actor with credentials; r.Acted then says what
-// became of them, for the comment to list. An action that failed on the
-// forge makes the error non-nil, joined with the report's, so that whoever
-// keeps the final report (the outbox) tries the whole again: each step is
-// idempotent, and the comment is posted once. When f cannot act (it has
-// no credentials, or is no Actor), every action is refused with the
-// reason, in r.Acted, rather than dropped unsaid.
+// (r.Results.Actions) first has them applied (Act); r.Acted then says
+// what became of them, for the comment to list. An action that failed on
+// the forge makes the error non-nil, joined with the report's, so that
+// whoever keeps the final report (the outbox) tries the whole again: each
+// step is idempotent, and the comment is posted once.
 func Report(ctx context.Context, f Forge, r *contract.RunReport) (contract.ReportRef, error) {
 	var applyErr error
-	if r.Phase == contract.PhaseFinal && r.Results != nil && r.Results.Actions != nil {
-		r.Acted, applyErr = act(ctx, f, r)
+	if r.AsksActions() {
+		applyErr = Act(ctx, f, r)
 	}
 	ref, err := f.Report(ctx, r)
 	return ref, errors.Join(err, applyErr)
 }
 
-// act applies r's actions through f, or refuses them all when f cannot
-// act.
-func act(ctx context.Context, f Forge, r *contract.RunReport) (*contract.ActionsOutcome, error) {
+// Act applies the final report r's actions within its workflow's
+// permissions through f, when f is an Actor with credentials, and sets
+// r.Acted to what became of them; it sends no report (the comment and
+// status of a superseded run are the newer run's). When f cannot act (it
+// has no credentials, or is no Actor), every action is refused with the
+// reason, in r.Acted, rather than dropped unsaid. The error says what
+// failed on the forge.
+func Act(ctx context.Context, f Forge, r *contract.RunReport) error {
+	if !r.AsksActions() {
+		return nil
+	}
 	a, ok := f.(Actor)
 	why := f.Credentials() // says which forge and what to configure
 	if why == nil && !ok {
 		why = fmt.Errorf("forge %s cannot act on issues and pull requests", f.Name())
 	}
 	if why != nil {
-		return refuseActions(r, why.Error()), nil
-	}
-	out, err := ApplyActions(ctx, a, r)
-	if err != nil {
-		err = fmt.Errorf("applying the run's actions: %w", err)
-	}
-	return out, err
-}
-
-// refuseActions is what becomes of r's actions when none can be applied:
-// those the permissions allow refused for why, the others for their own
-// reason.
-func refuseActions(r *contract.RunReport, why string) *contract.ActionsOutcome {
-	if r.Results == nil || r.Results.Actions == nil || r.Event == nil || r.Workflow == nil {
+		r.Acted = contract.RefuseActions(r, why.Error())
 		return nil
 	}
-	plan, out := contract.PlanActions(r.Results.Actions, r.Workflow.Permissions, EventIssue(r.Event).Number)
-	for _, p := range plan {
-		out.Refuse(p.String(), why)
+	out, err := ApplyActions(ctx, a, r)
+	r.Acted = out
+	if err != nil {
+		return fmt.Errorf("applying the run's actions: %w", err)
 	}
-	return out
+	return nil
 }
 
 var _ Actor = Guarded{}

@@ -161,9 +161,10 @@ func (r *Reporter) Report(ctx context.Context, rep *contract.RunReport) (contrac
 
 // Text is the message of a final report: the workflow, its outcome and
 // run id (render.Description), the repository, who asked, a link to the
-// run, and report.body (cut to bodyLimit). Everything but the link is
-// escaped: outputs and names are untrusted text, and must not turn into
-// mentions (<!channel>) or links.
+// run, report.body (cut to bodyLimit) and the actions refused (a chat
+// run acts on no forge: its actions are all refused). Everything but the
+// link is escaped: outputs and names are untrusted text, and must not
+// turn into mentions (<!channel>) or links.
 func Text(rep *contract.RunReport, runURL string) string {
 	ev := rep.Event
 	head := fmt.Sprintf("%s %s: %s on %s", icon(rep.Status), rep.Workflow.Name, render.Description(rep, 500), ev.Repo)
@@ -180,6 +181,31 @@ func Text(rep *contract.RunReport, runURL string) string {
 			body = string([]rune(body)[:bodyLimit]) + " … (cut)"
 		}
 		b.WriteString("\n" + escape(body))
+	}
+	b.WriteString(refused(rep.Acted))
+	return b.String()
+}
+
+// maxRefusedLines bounds the refused actions a message lists.
+const maxRefusedLines = 3
+
+// refused lists the actions (actions.json) refused, with the reason, each
+// on a line of its own (escaped: a step wrote them); "" when none.
+func refused(o *contract.ActionsOutcome) string {
+	if o == nil || len(o.Refused) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, n := range o.Refused {
+		if i == maxRefusedLines {
+			fmt.Fprintf(&b, "\n… and %d more refused actions (see the run record)", len(o.Refused)-i)
+			break
+		}
+		line := "Refused: " + n.What + ": " + n.Reason
+		if utf8.RuneCountInString(line) > 300 {
+			line = string([]rune(line)[:300]) + " …"
+		}
+		b.WriteString("\n" + escape(strings.Join(strings.Fields(line), " ")))
 	}
 	return b.String()
 }

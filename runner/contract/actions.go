@@ -171,3 +171,23 @@ func permissionRefusal(p *workflows.Permissions, op, value string) string {
 	}
 	return ""
 }
+
+// AsksActions reports whether r is a final report whose steps asked for
+// actions (actions.json): the report that applies them.
+func (r *RunReport) AsksActions() bool {
+	return r.Phase == PhaseFinal && r.Results != nil && r.Results.Actions != nil && r.Event != nil && r.Workflow != nil
+}
+
+// RefuseActions is what becomes of r's actions when none is applied: those
+// the workflow's permissions allow are refused for why, the others for
+// their own reason; nil when r asks for none.
+func RefuseActions(r *RunReport, why string) *ActionsOutcome {
+	if !r.AsksActions() {
+		return nil
+	}
+	plan, out := PlanActions(r.Results.Actions, r.Workflow.Permissions, r.Event.Number())
+	for _, p := range plan {
+		out.Refuse(p.String(), why)
+	}
+	return out
+}

@@ -195,6 +195,18 @@ type Reporter interface {
 	Report(ctx context.Context, r *RunReport) (ReportRef, error)
 }
 
+// ActionApplier applies the actions of a final report alone, without
+// sending the report: the comment and status of a run a newer run has
+// superseded are the newer run's to write, but what its steps asked for
+// (actions.json) is still applied within its workflow's permissions, or
+// refused. r.Acted then says what became of them; an error says some
+// failed on the forge and the whole is worth trying again (each step is
+// idempotent). A Reporter that can act implements it (internal/app's
+// Forges).
+type ActionApplier interface {
+	ApplyActions(ctx context.Context, r *RunReport) error
+}
+
 // Phase says which moment of a run a report describes.
 type Phase string
 
