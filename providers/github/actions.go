@@ -18,12 +18,12 @@ import (
 // state_reason), of a forge modeled on it.
 
 // issueClient is the client, owner and name of i's repository.
-func (r *Reporter) issueClient(i forge.Issue) (*gh.Client, string, string, error) {
+func (r *Reporter) issueClient(ctx context.Context, i forge.Issue) (*gh.Client, string, string, error) {
 	owner, repo, ok := strings.Cut(i.Repo, "/")
 	if !ok || owner == "" || repo == "" {
 		return nil, "", "", fmt.Errorf("repository %q is not owner/name", i.Repo)
 	}
-	c, err := r.client(i.InstallationID)
+	c, err := r.clientOf(ctx, i.InstallationID, i.Repo)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -47,7 +47,7 @@ func (r *Reporter) do(ctx context.Context, c *gh.Client, method, path string, bo
 // repoLabels lists the repository's labels (GET /repos/{o}/{r}/labels,
 // every page).
 func (r *Reporter) repoLabels(ctx context.Context, i forge.Issue) ([]*gh.Label, error) {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (r *Reporter) ListRepoLabels(ctx context.Context, i forge.Issue) ([]string,
 
 // CreateLabel implements forge.Actor: POST /repos/{o}/{r}/labels, grey.
 func (r *Reporter) CreateLabel(ctx context.Context, i forge.Issue, name string) error {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (r *Reporter) labelIDs(ctx context.Context, i forge.Issue, names []string) 
 // AddLabels implements forge.Actor: POST /repos/{o}/{r}/issues/{n}/labels
 // with the names, or the ids (Dialect.LabelsByID).
 func (r *Reporter) AddLabels(ctx context.Context, i forge.Issue, names []string) error {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (r *Reporter) AddLabels(ctx context.Context, i forge.Issue, names []string)
 // /repos/{o}/{r}/issues/{n}/labels/{name} ({id}: Dialect.LabelsByID) for each; a label
 // the issue does not carry (404) is fine.
 func (r *Reporter) RemoveLabels(ctx context.Context, i forge.Issue, names []string) error {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (r *Reporter) assignees(ctx context.Context, c *gh.Client, owner, repo stri
 // /repos/{o}/{r}/issues/{n}/assignees; with Dialect.AssigneesByEdit, the
 // issue's PATCH with the whole new list.
 func (r *Reporter) assign(ctx context.Context, i forge.Issue, logins []string, add bool) error {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (r *Reporter) RemoveAssignees(ctx context.Context, i forge.Issue, logins []
 // duplicate is sent as not_planned; reopening sends reopened), unless
 // Dialect.NoStateReason.
 func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, reason string) error {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (r *Reporter) SetState(ctx context.Context, i forge.Issue, state, reason st
 // posts body (POST /repos/{o}/{r}/issues/{n}/comments) unless one of
 // hookrun's own (any, when its login cannot be learned) contains marker.
 func (r *Reporter) Comment(ctx context.Context, i forge.Issue, marker, body string) (bool, error) {
-	c, owner, repo, err := r.issueClient(i)
+	c, owner, repo, err := r.issueClient(ctx, i)
 	if err != nil {
 		return false, err
 	}

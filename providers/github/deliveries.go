@@ -110,14 +110,7 @@ func (r *Reporter) deliveriesLister(ctx context.Context, hook *Hook) (deliveries
 // hookClient is the client for a repository's webhook endpoints: the token,
 // or the installation of the App on that repository.
 func (r *Reporter) hookClient(ctx context.Context, repo string) (*gh.Client, error) {
-	if r.token != nil {
-		return r.token, nil
-	}
-	id, err := r.repoInstallation(ctx, repo)
-	if err != nil {
-		return nil, err
-	}
-	return r.client(id)
+	return r.clientOf(ctx, 0, repo)
 }
 
 // Redeliver asks GitHub to deliver d again (POST

@@ -6,10 +6,12 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/runner/contract"
 )
 
@@ -101,5 +103,35 @@ func TestGitCredentials(t *testing.T) {
 	other.Repo = "someone/else"
 	if _, _, err := rep.GitCredentials(ctx, other); err == nil || !strings.Contains(err.Error(), "finding the app's installation on someone/else") {
 		t.Errorf("a repository without the app: %v", err)
+	}
+}
+
+// TestActionsWithoutInstallationID: with an App, actions of a run whose
+// event names no installation (a schedule's tick, an operator's run: the
+// stale sweep's targets) go through the installation the App has on the
+// repository, looked up once with the App's JWT.
+func TestActionsWithoutInstallationID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, rep := appFake(t)
+	f.repoInst = 778
+	f.issues[7] = &fakeIssue{State: "open"}
+	i := forge.Issue{Repo: "Codertocat/Hello-World", Number: 7}
+	if err := rep.AddLabels(ctx, i, []string{"bug"}); err != nil {
+		t.Fatalf("adding a label without an installation id: %v", err)
+	}
+	if err := rep.SetState(ctx, i, "closed", "not_planned"); err != nil {
+		t.Fatalf("closing without an installation id: %v", err)
+	}
+	if is := f.issues[7]; !slices.Equal(is.Labels, []string{"bug"}) || is.State != "closed" {
+		t.Errorf("issue 7: %+v, want labelled bug and closed", is)
+	}
+	if n := f.count("GET", `^/repos/Codertocat/Hello-World/installation$`); n != 1 {
+		t.Errorf("%d installation lookups, want 1", n)
+	}
+	for _, r := range f.allRequests() {
+		if strings.Contains(r.Path, "/issues/7") && r.Auth != "token ghs_installation778_1" {
+			t.Errorf("%s %s with %q, want installation 778's token", r.Method, r.Path, r.Auth)
+		}
 	}
 }

@@ -134,6 +134,20 @@ func (r *Reporter) client(installation int64) (*gh.Client, error) {
 	return c, nil
 }
 
+// clientOf is client for an event of repo: with an App and an event that
+// carries no installation id (a schedule's tick, an operator's run), the
+// installation the App has on repo (repoInstallation, asked once).
+func (r *Reporter) clientOf(ctx context.Context, installation int64, repo string) (*gh.Client, error) {
+	if r.token == nil && installation == 0 {
+		id, err := r.repoInstallation(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		installation = id
+	}
+	return r.client(installation)
+}
+
 // Report implements contract.Reporter. Comment, status and reaction are each
 // attempted; their errors are joined. The returned ReportRef carries the
 // comment id whenever one is known, also with an error.
