@@ -14,7 +14,7 @@ type ReviewSummary = review.Summary
 
 // Text is s shown as text in a comment's Markdown (review.Escape, the one
 // rule for it): no HTML (so no closing a hidden marker), no @mentions or
-// references, no code spans, links or images, no line a GitLab quick
+// references, no code spans, links or images, no line a forge's quick
 // action.
 func Text(s string) string { return review.Escape(s) }
 

@@ -174,7 +174,7 @@ func (r *Reporter) note(ctx context.Context, n noteable, mode string, rep *contr
 	body := render.Comment(rep, opts)
 	// The note GitLab gets is inert(body), a backslash longer for each line
 	// that could be a quick action: render it shorter until that fits.
-	over := func() int { return utf8.RuneCountInString(review.Inert(body)) - noteLimit }
+	over := func() int { return utf8.RuneCountInString(inertMarkdown(body)) - noteLimit }
 	for o := over(); o > 0 && opts.Limit > o; o = over() {
 		opts.Limit -= o
 		body = render.Comment(rep, opts)

@@ -23,9 +23,9 @@
 // A finding's text is a step's output, which a pull request's code can
 // write: Body shows it as text (Escape: no HTML, so it cannot close the
 // marker, no @mentions or references, no code spans, links or images, no
-// line GitLab takes for a quick action), and suggestions in fences longer
+// line a forge takes for a quick action), and suggestions in fences longer
 // than any backtick run of their text (a fenced diff when a line could be
-// a quick action). Inert applies the quick action rule alone to a whole
-// body, fenced code left as it is: GitLab's reporter sends every note,
-// discussion and description through it.
+// a quick action). A forge that runs quick actions in whatever its bot
+// posts applies the quick action rule to every body itself, with Blank
+// for where a line starts.
 package review

@@ -252,7 +252,7 @@ const (
 
 // Body is the comment of c: the marker, the level, rule and tool, the
 // message shown as text, and the suggestion in the forge's syntax (a
-// fenced diff when a line of it could be taken for a GitLab quick action:
+// fenced diff when a line of it could be taken for a quick action:
 // slashLine).
 func Body(c Comment, syn Syntax) string {
 	f := c.Finding
@@ -297,8 +297,8 @@ func Body(c Comment, syn Syntax) string {
 }
 
 // slashLine reports whether a line of s starts with '/' and a letter: a
-// GitLab quick action (/approve, /merge) should a reader of the note miss
-// the fence around it (GitLab's older extractor knew only ``` fences), so
+// forge's quick action (/approve, /merge) should a reader of the note miss
+// the fence around it (an older extractor knew only ``` fences), so
 // Body shows such a suggestion as a fenced diff, whose lines start with
 // '-' and '+'.
 func slashLine(s string) bool {
@@ -315,16 +315,17 @@ func slashLine(s string) bool {
 //   - '&' is backslash-escaped and '<', '>' become entities: no HTML, so no
 //     closing of a hidden marker, no <autolink>, no entity;
 //   - a zero-width joiner follows '@' and '#': no mention of a user or
-//     team, no reference to an issue or pull request (GitHub and Gitea
-//     find those in the rendered text, where a backslash is gone);
+//     team, no reference to an issue or pull request (forges find those
+//     in the rendered text, where a backslash is gone);
 //   - the other ASCII punctuation that starts inline Markdown is
 //     backslash-escaped (CommonMark's escapes render as the character
 //     itself): '\\' '`' '*' '_' '[' ']' '(' ')' '!' '~' '|' '$' '%' '^' '{'
 //     '}', so no code span or fence, emphasis, link, image, reference link
-//     or footnote, table, math, and no GitLab reference ('!', '~', '%',
-//     '$', '^', '&': GitLab leaves an escaped one alone);
+//     or footnote, table, math, and no reference of a forge that marks
+//     them with '!', '~', '%', '$', '^' or '&' (an escaped one is left
+//     alone);
 //   - a line's first character after blanks is escaped when it is '/'
-//     (GitLab runs a note's line "/approve", "/merge" as a quick action;
+//     (a forge with quick actions runs a note's line "/approve", "/merge";
 //     "\/approve" is none), '-', '+' or '=' (a list, a rule, a heading's
 //     underline), and the '.' after a line's leading digits (a numbered
 //     list);
@@ -338,7 +339,7 @@ func Escape(s string) string {
 	start, number := true, false
 	for _, r := range s {
 		if r == '\r' {
-			continue // dropped, and the line goes on as GitLab reads it (without it)
+			continue // dropped, and the line goes on as a forge that drops it reads it
 		}
 		switch {
 		case r == '\n':
@@ -362,7 +363,7 @@ func Escape(s string) string {
 		switch {
 		case r == '\n':
 			start, number = true, false
-		case start && blank(r):
+		case start && Blank(r):
 		case digit && (start || number):
 			start, number = false, true
 		default:
@@ -380,9 +381,9 @@ const (
 	lineActive   = "/-+="
 )
 
-// blank reports whether r leaves a line "starting" for Escape: a space, a
+// Blank reports whether r leaves a line "starting" for Escape: a space, a
 // tab or any other Unicode space, or an invisible format character.
-func blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
+func Blank(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
 
 // Code is s as an inline code span (no backticks inside).
 func Code(s string) string {

@@ -233,7 +233,7 @@ func inert(s string) error {
 		case (r == '@' || r == '#') && (i+1 == len(rs) || rs[i+1] != '\u200d'):
 			return fmt.Errorf("%q not joined at %d", r, i)
 		}
-		start = r == '\n' || start && blank(r)
+		start = r == '\n' || start && Blank(r)
 	}
 	return nil
 }

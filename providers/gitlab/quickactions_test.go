@@ -1,8 +1,12 @@
-package review
+package gitlab
 
-import "testing"
+import (
+	"testing"
 
-// TestInert: a line whose first character after blanks is '/' gets its '/'
+	"github.com/hookrun/hookrun/providers/internal/review"
+)
+
+// TestInert: inertMarkdown: a line whose first character after blanks is '/' gets its '/'
 // escaped, once; fenced code, indented code and hookrun's marker lines are
 // left as they are, and fences stop being trusted after anything that could
 // pair them differently on GitLab.
@@ -31,11 +35,11 @@ func TestInert(t *testing.T) {
 		{"multi-line quote", ">>>\n```\n>>>\n/approve\n```", ">>>\n```\n>>>\n\\/approve\n```"},
 		{"front matter", "---\n```\n---\n/approve\n```", "---\n```\n---\n\\/approve\n```"},
 	} {
-		if got := Inert(tc.in); got != tc.want {
-			t.Errorf("%s: Inert(%q)\n = %q\nwant %q", tc.name, tc.in, got, tc.want)
+		if got := inertMarkdown(tc.in); got != tc.want {
+			t.Errorf("%s: inertMarkdown(%q)\n = %q\nwant %q", tc.name, tc.in, got, tc.want)
 		}
-		if got := Inert(tc.want); got != tc.want {
-			t.Errorf("%s: Inert is not idempotent: Inert(%q) = %q", tc.name, tc.want, got)
+		if got := inertMarkdown(tc.want); got != tc.want {
+			t.Errorf("%s: Inert is not idempotent: inertMarkdown(%q) = %q", tc.name, tc.want, got)
 		}
 	}
 }
@@ -44,8 +48,8 @@ func TestInert(t *testing.T) {
 // and Inert does not escape it twice.
 func TestInertLeavesEscapeAlone(t *testing.T) {
 	for _, s := range []string{"/approve", "looks fine\n/approve\n  /merge\n\t/label ~bug", "<!-- x -->\n/merge", "```\n/approve\n```"} {
-		if e := Escape(s); Inert(e) != e {
-			t.Errorf("Inert(Escape(%q)) = %q, want %q", s, Inert(e), e)
+		if e := review.Escape(s); inertMarkdown(e) != e {
+			t.Errorf("inertMarkdown(review.Escape(%q)) = %q, want %q", s, inertMarkdown(e), e)
 		}
 	}
 }

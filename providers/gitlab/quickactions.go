@@ -1,24 +1,26 @@
-package review
+package gitlab
 
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hookrun/hookrun/providers/internal/review"
 )
 
-// Inert returns the Markdown md, rendered as before, with no line GitLab
+// inertMarkdown returns the Markdown md, rendered as before, with no line GitLab
 // would run as a quick action (/approve, /merge, /label ~x) in a note or
 // a description the bot posts: such a line's first character after blanks
-// is '/', and Inert backslash-escapes that '/' ("\/approve" renders as
-// "/approve" and is no quick action; a line already escaped so, as Escape
+// is '/', and inertMarkdown backslash-escapes that '/' ("\/approve" renders as
+// "/approve" and is no quick action; a line already escaped so, as review.Escape
 // writes it, is left alone). GitLab runs only a line that starts with '/'
-// in a paragraph at the top level; Inert escapes more (any blanks first),
+// in a paragraph at the top level; inertMarkdown escapes more (any blanks first),
 // except:
 //   - a line indented four columns or more (with spaces and tabs): an
 //     indented code block, or a paragraph's line GitLab does not run;
 //   - the lines of a fenced code block whose opening fence (``` or ~~~)
 //     starts the line, up to its closing fence: shown as they are.
 //
-// Those fenced lines are left alone only while Inert is sure GitLab reads
+// Those fenced lines are left alone only while inertMarkdown is sure GitLab reads
 // the same fences: after a line that could open an HTML block (one starting
 // with '<', but a whole HTML comment such as hookrun's markers), a
 // multi-line quote (>>>), an indented fence, a fence closed other than by
@@ -26,7 +28,7 @@ import (
 // of a hostile text could be paired differently, and every later line is
 // escaped, fence or not. '\r' is dropped, as GitLab drops it before it
 // looks for quick actions.
-func Inert(md string) string {
+func inertMarkdown(md string) string {
 	lines := strings.Split(strings.ReplaceAll(md, "\r", ""), "\n")
 	trusted := !frontMatter(md)
 	fence := "" // the opening run of the fenced code block the line is in
@@ -68,7 +70,7 @@ func lead(line string) (rest string, cols int) {
 			cols++
 		case indenting && r == '\t':
 			cols += 4 - cols%4
-		case blank(r):
+		case review.Blank(r):
 			indenting = false
 		default:
 			return line[i:], cols
@@ -101,7 +103,7 @@ func closes(line, fence string) bool {
 	}
 	rest = strings.TrimLeft(rest, fence[:1])
 	for _, r := range rest {
-		if !blank(r) {
+		if !review.Blank(r) {
 			return false
 		}
 	}
@@ -113,7 +115,7 @@ func closes(line, fence string) bool {
 func frontMatter(md string) bool {
 	for len(md) > 0 {
 		r, n := utf8.DecodeRuneInString(md)
-		if !blank(r) {
+		if !review.Blank(r) {
 			break
 		}
 		md = md[n:]
