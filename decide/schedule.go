@@ -70,7 +70,9 @@ const LateTickBound = time.Minute
 //
 // After an outage longer than an @every interval the server counts the
 // interval from the tick it fires on coming back, so that tick's
-// Nats-Schedule-Next cannot tell it was due earlier: it runs (once).
+// Nats-Schedule-Next cannot tell it was due earlier; the tick handled
+// before it can (t.Expected, its Nats-Schedule-Next): a tick fired more
+// than the bound after that is late too, whatever its own header says.
 func (d *Decider) LateTick(t queue.Tick) string {
 	now, bound := d.now(), LateTickBound
 	due, period, ok := tickDue(t)
@@ -81,6 +83,9 @@ func (d *Decider) LateTick(t queue.Tick) string {
 	case !ok:
 		return fmt.Sprintf("the tick fired at %s and its schedule names no time in the %s before: it was due earlier (a tick more than %s late starts no run)",
 			t.At.UTC().Format(time.RFC3339), LateTickBound, bound)
+	case !t.Expected.IsZero() && t.At.Sub(t.Expected) > bound:
+		return fmt.Sprintf("the tick was due at %s (the tick before it said so) and fired at %s, %s late (a tick more than %s late starts no run)",
+			t.Expected.UTC().Format(time.RFC3339), t.At.UTC().Format(time.RFC3339), t.At.Sub(t.Expected).Round(time.Second), bound)
 	case now.Sub(due) > bound:
 		return fmt.Sprintf("the tick was due at %s and is handled at %s, %s late (a tick more than %s late starts no run)",
 			due.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), now.Sub(due).Round(time.Second), bound)

@@ -104,7 +104,8 @@ steps:
 // time to the next tick) after it was due starts no run, logged and
 // counted: a cron tick the server fired on coming back after its time,
 // one that waited in the consumer, an @every tick whose
-// Nats-Schedule-Next says it was due earlier. A tick that started its run
+// Nats-Schedule-Next says it was due earlier, or whose tick before said
+// so (Tick.Expected). A tick that started its run
 // on time and is handed out again late is that run, a duplicate.
 func TestLateTickStartsNoRun(t *testing.T) {
 	var now time.Time
@@ -134,6 +135,12 @@ func TestLateTickStartsNoRun(t *testing.T) {
 		{"@every on time", queue.Tick{Schedule: often, Seq: 4, At: due.Add(200 * time.Millisecond), Next: due.Add(10 * time.Second)}, due.Add(5 * time.Second), ""},
 		{"@every after an outage", queue.Tick{Schedule: often, Seq: 5, At: due.Add(6 * time.Second), Next: due.Add(10 * time.Second)}, due.Add(6 * time.Second),
 			"the tick was due at 2026-12-06T03:00:00Z and is handled at 2026-12-06T03:00:06Z, 6s late (a tick more than 5s late starts no run)"},
+		// After an outage longer than the interval, the server counts it
+		// from the tick it fires on coming back: its own Next says it is on
+		// time; the tick before it said it was due 15 s earlier.
+		{"@every after an outage longer than its interval", queue.Tick{Schedule: often, Seq: 6, At: due.Add(25300 * time.Millisecond), Next: due.Add(35 * time.Second), Expected: due.Add(10 * time.Second)}, due.Add(25400 * time.Millisecond),
+			"the tick was due at 2026-12-06T03:00:10Z (the tick before it said so) and fired at 2026-12-06T03:00:25Z, 15s late (a tick more than 5s late starts no run)"},
+		{"@every, the tick after it", queue.Tick{Schedule: often, Seq: 7, At: due.Add(35200 * time.Millisecond), Next: due.Add(45 * time.Second), Expected: due.Add(35 * time.Second)}, due.Add(35300 * time.Millisecond), ""},
 	} {
 		now = c.now
 		out, err := env.srv.Tick(ctx, c.tick)
@@ -142,13 +149,13 @@ func TestLateTickStartsNoRun(t *testing.T) {
 		}
 	}
 	reqs := streamRequests(t, env.q)
-	if len(reqs) != 2 || reqs[0].Event.DeliveryID != "schedule-nightly-0-1" || reqs[1].Event.DeliveryID != "schedule-often-0-4" {
-		t.Fatalf("run requests %+v, want the on-time ticks' two", reqs)
+	if len(reqs) != 3 || reqs[0].Event.DeliveryID != "schedule-nightly-0-1" || reqs[1].Event.DeliveryID != "schedule-often-0-4" || reqs[2].Event.DeliveryID != "schedule-often-0-7" {
+		t.Fatalf("run requests %+v, want the on-time ticks' three", reqs)
 	}
 	mustContain(t, env.logs.String(), "schedule tick is late; starting no run")
 	_, body := env.get(t, "/metrics")
 	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="nightly"} 2`)
-	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="often"} 1`)
+	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="often"} 2`)
 
 	// The on-time tick handed out again hours later (its process died
 	// before it confirmed): the run it started, not a late tick.

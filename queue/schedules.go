@@ -32,7 +32,8 @@ import (
 // soon as it is back (nats-server keeps the schedule's pending time, then
 // skips ahead to the next time after now): whoever makes runs of ticks
 // drops one handled well after it was due (decide.Decider.LateTick), from
-// the tick's time and its Nats-Schedule-Next.
+// the tick's time, its Nats-Schedule-Next and when the tick before it
+// said it was due (Tick.Expected, schedules_due.go).
 const (
 	StreamSchedules    = "HOOKRUN_SCHEDULES"
 	scheduleDefPrefix  = "hookrun.schedules.def."
@@ -111,11 +112,11 @@ func (q *Queue) Schedules(ctx context.Context) (*Schedules, error) {
 	s, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              StreamSchedules,
 		Description:       "hookrun workflow schedules (message schedules) and their ticks",
-		Subjects:          []string{scheduleDefPrefix + ">", scheduleTickPrefix + ">"},
+		Subjects:          []string{scheduleDefPrefix + ">", scheduleTickPrefix + ">", scheduleDuePrefix + ">"},
 		Retention:         jetstream.LimitsPolicy,
 		Storage:           jetstream.FileStorage,
 		Replicas:          q.cfg.Replicas,
-		MaxMsgsPerSubject: 1, // the latest definition replaces the one before; a tick the one before
+		MaxMsgsPerSubject: 1, // the latest definition replaces the one before; a tick, a due record the one before
 		Discard:           jetstream.DiscardOld,
 		AllowMsgSchedules: true,
 	})
@@ -144,7 +145,8 @@ func (q *Queue) Schedules(ctx context.Context) (*Schedules, error) {
 // Sync makes the stored schedules those of defs: a new or changed one is
 // published (replacing the one before), an unchanged one is left alone
 // (publishing it again would restart its timer), and one no longer in
-// defs is purged (the workflow or its trigger went).
+// defs is purged (the workflow or its trigger went). A schedule published
+// or purged loses its due record (schedules_due.go).
 func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
 	want := map[string]bool{}
 	for _, d := range defs {
@@ -177,6 +179,9 @@ func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
 		if _, err := s.q.js.PublishMsg(ctx, msg); err != nil {
 			return fmt.Errorf("publishing schedule %s: %w", d.ID, err)
 		}
+		if err := s.forgetDue(ctx, d.ID); err != nil {
+			return err
+		}
 	}
 	info, err := s.s.Info(ctx, jetstream.WithSubjectFilter(scheduleDefPrefix+">"))
 	if err != nil {
@@ -186,8 +191,12 @@ func (s *Schedules) Sync(ctx context.Context, defs []Schedule) error {
 		if want[subj] {
 			continue
 		}
+		id := strings.TrimPrefix(subj, scheduleDefPrefix)
 		if err := s.s.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-			return fmt.Errorf("removing schedule %s: %w", strings.TrimPrefix(subj, scheduleDefPrefix), err)
+			return fmt.Errorf("removing schedule %s: %w", id, err)
+		}
+		if err := s.forgetDue(ctx, id); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -226,8 +235,13 @@ type Tick struct {
 	// Next is when the server fires the schedule next, as the tick's
 	// Nats-Schedule-Next header says (zero without one). The server counts
 	// an @every interval from the time the tick was due, so Next less the
-	// interval is that time.
+	// interval is that time, except after an outage longer than the
+	// interval: then it counts from the tick it fires on coming back.
 	Next time.Time
+	// Expected is when the tick was due as hookrun knows it: the Next of
+	// the tick of the same definition handled before it (zero: none, as
+	// for a definition's first tick; schedules_due.go).
+	Expected time.Time
 }
 
 // Key identifies the tick across redeliveries: the delivery id of the run
@@ -257,6 +271,11 @@ func (s *Schedules) Consume(ctx context.Context, handle func(context.Context, Ti
 		t.Seq, t.At = md.Sequence.Stream, md.Timestamp
 		if next, err := time.Parse(time.RFC3339Nano, m.Headers().Get(jetstream.ScheduleNextHeader)); err == nil {
 			t.Next = next
+		}
+		if err := s.remember(ctx, &t, m.Data()); err != nil {
+			s.q.log.Warn("schedule tick not handled; handed out again", "schedule", t.Schedule.ID, "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
 		}
 		if err := handle(ctx, t); err != nil {
 			s.q.log.Warn("schedule tick not handled; handed out again", "schedule", t.Schedule.ID, "err", err)

@@ -229,42 +229,7 @@ steps:
 // server fires the missed tick at once, and hookrun drops it (more than
 // half the interval late) and runs the next one, on time.
 func TestScheduleTickMissedWhileDownIsNotRunLate(t *testing.T) {
-	wf := filepath.Join(t.TempDir(), "workflows")
-	if err := os.MkdirAll(wf, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(wf, "often.yaml"), []byte(everyTenSeconds), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := os.CreateTemp(t.TempDir(), "serve-log-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	on := true
-	cfg := &Config{
-		Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
-		Runs:   RunsConfig{RequestKey: "schedule-test-request-key-0123456789abcdef"},
-		GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
-		Runner: RunnerConfig{HostSteps: HostStepsSameUser},
-	}
-	start := func() *App {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		a, err := Start(ctx, ModeServe, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
-	stop := func(a *App) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := a.Shutdown(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	start, stop, logs := restartableServe(t, "often.yaml", everyTenSeconds)
 
 	a := start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -309,6 +274,50 @@ func TestScheduleTickMissedWhileDownIsNotRunLate(t *testing.T) {
 	}
 }
 
+// restartableServe writes the workflow file name with src and returns
+// how to start serve on it (always on the same data directory, logging
+// to logs) and to stop it.
+func restartableServe(t *testing.T, name, src string) (start func() *App, stop func(*App), logs *os.File) {
+	t.Helper()
+	wf := filepath.Join(t.TempDir(), "workflows")
+	if err := os.MkdirAll(wf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, name), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := os.CreateTemp(t.TempDir(), "serve-log-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	cfg := &Config{
+		Listen: "127.0.0.1:0", DataDir: t.TempDir(), Workflows: wf, AllowRepos: []string{"o/*"},
+		Runs:   RunsConfig{RequestKey: "schedule-test-request-key-0123456789abcdef"},
+		GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
+		Runner: RunnerConfig{HostSteps: HostStepsSameUser},
+	}
+	start = func() *App {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		a, err := Start(ctx, ModeServe, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	stop = func(a *App) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return start, stop, logs
+}
+
 func readLog(t *testing.T, f *os.File) string {
 	t.Helper()
 	b, err := os.ReadFile(f.Name())
@@ -316,4 +325,97 @@ func readLog(t *testing.T, f *os.File) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+const everyFiveSeconds = `name: five
+on:
+  - schedule: "@every 5s"
+    repo: o/app
+report: {comment: none, status: false}
+steps:
+  - id: hi
+    run: "true"
+`
+
+// A tick missed in an outage longer than an @every interval is not run
+// late either: serve (with its embedded server) stops after an @every 5s
+// schedule's first tick and starts again, on the same data directory,
+// more than 5 s after the next was due. The server fires the missed tick
+// at once and counts the interval from it, so its Nats-Schedule-Next says
+// it is on time; the tick before it said when it was due (the schedule's
+// due record), and hookrun drops it. The tick after it runs, on time.
+func TestScheduleTickAfterLongOutageIsNotRunLate(t *testing.T) {
+	start, stop, logs := restartableServe(t, "five.yaml", everyFiveSeconds)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// runsAfter polls until a run of a tick with a key not in before exists.
+	runsAfter := func(a *App, before map[string]bool) []*stores.RunRecord {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			recs, _, err := a.Stores().Runs().List(ctx, stores.ListFilter{Workflow: "five"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if !before[r.Event.DeliveryID] {
+					return recs
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no new run of the schedule; log:\n%s", readLog(t, logs))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	a := start()
+	first := runsAfter(a, nil)
+	st, err := a.Queue().Shared().JetStream.Stream(ctx, queue.StreamSchedules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick, err := st.GetLastMsgForSubject(ctx, "hookrun.schedules.tick.five-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due, err := time.Parse(time.RFC3339Nano, tick.Header.Get("Nats-Schedule-Next"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop(a)
+	if left := time.Until(due); left < 500*time.Millisecond {
+		t.Fatalf("serve stopped %s before the next tick; the test needs it down across it", left)
+	}
+	// Down across the tick due then and more than an interval past it: the
+	// server skips ahead and counts the interval from the tick it fires
+	// on coming back.
+	time.Sleep(time.Until(due.Add(6500 * time.Millisecond)))
+	a = start()
+	defer stop(a)
+
+	before := map[string]bool{}
+	for _, r := range first {
+		before[r.Event.DeliveryID] = true
+	}
+	recs := runsAfter(a, before)
+	log := readLog(t, logs)
+	var late string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "schedule tick is late; starting no run") {
+			late = l
+		}
+	}
+	if !strings.Contains(late, "(the tick before it said so)") {
+		t.Fatalf("the tick fired on coming back was not dropped as late by when the tick before said it was due; log:\n%s", log)
+	}
+	for _, r := range recs {
+		if before[r.Event.DeliveryID] {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, r.Event.Schedule.At)
+		if err != nil || strings.Contains(late, "tick="+r.Event.DeliveryID+" ") || at.Before(due.Add(10*time.Second)) {
+			t.Errorf("run %s of tick %s fired at %s; want only ticks after the one fired on coming back (%s)", r.ID, r.Event.DeliveryID, r.Event.Schedule.At, late)
+		}
+	}
 }
