@@ -329,6 +329,8 @@ func slashLine(s string) bool {
 //     "\/approve" is none), '-', '+' or '=' (a list, a rule, a heading's
 //     underline), and the '.' after a line's leading digits (a numbered
 //     list);
+//   - a line's leading spaces and tabs become no-break spaces (a tab four):
+//     indentation would make a code block, which shows the escapes;
 //   - '\r' is dropped ('\n' stays: a message may have lines).
 //
 // A bare URL may still be shown as a link to itself, as the forge links
@@ -344,6 +346,12 @@ func Escape(s string) string {
 		switch {
 		case r == '\n':
 			b.WriteRune(r)
+		case start && r == ' ':
+			// Indentation would make a code block, where the escapes
+			// show: no-break spaces indent without it.
+			b.WriteRune('\u00a0')
+		case start && r == '\t':
+			b.WriteString("\u00a0\u00a0\u00a0\u00a0")
 		case r == '&':
 			b.WriteString(`\&`)
 		case r == '<':

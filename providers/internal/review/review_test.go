@@ -190,7 +190,9 @@ func TestEscapeHostile(t *testing.T) {
 	zwj := "\u200d"
 	for _, tc := range []struct{ in, want string }{
 		{"/approve", `\/approve`},
-		{"looks fine\n/approve\n  /merge\n\t/label ~bug", "looks fine\n\\/approve\n  \\/merge\n\t\\/label \\~bug"},
+		{"looks fine\n/approve\n  /merge\n\t/label ~bug", "looks fine\n\\/approve\n" + nbsp(2) + "\\/merge\n" + nbsp(4) + "\\/label \\~bug"},
+		// Indented after a blank line: a code block would show the escapes.
+		{"x\n\n    if a < b {\n\treturn a_b", "x\n\n" + nbsp(4) + "if a &lt; b \\{\n" + nbsp(4) + "return a\\_b"},
 		{"ok\r\n/unassign", "ok\n\\/unassign"},
 		{"x\n\r/approve", "x\n\\/approve"}, // GitLab drops \r before it looks for commands
 		{"\u200b/approve", "\u200b\\/approve"},
@@ -201,7 +203,7 @@ func TestEscapeHostile(t *testing.T) {
 		{"<https://evil.example> &#x5b;x&#x5d;(u) &amp;", "&lt;https://evil.example&gt; \\&#" + zwj + "x5b;x\\&#" + zwj + "x5d;\\(u\\) \\&amp;"},
 		{"@acme/sec #12 o/r#3 !4 %m ^a $x$ &5", "@" + zwj + "acme/sec #" + zwj + "12 o/r#" + zwj + "3 \\!4 \\%m \\^a \\$x\\$ \\&5"},
 		{"**b** _e_ ~~s~~ `c` {+i+} \\[x](y)", "\\*\\*b\\*\\* \\_e\\_ \\~\\~s\\~\\~ \\`c\\` \\{+i+\\} \\\\\\[x\\]\\(y\\)"},
-		{"# h\n- i\n+ j\n 12. n\n3) m\n---\n===\n| a | b |", "#" + zwj + " h\n\\- i\n\\+ j\n 12\\. n\n3\\) m\n\\---\n\\===\n\\| a \\| b \\|"},
+		{"# h\n- i\n+ j\n 12. n\n3) m\n---\n===\n| a | b |", "#" + zwj + " h\n\\- i\n\\+ j\n" + nbsp(1) + "12\\. n\n3\\) m\n\\---\n\\===\n\\| a \\| b \\|"},
 		{"v1.2 - x + y = z", "v1.2 - x + y = z"},
 	} {
 		got := Escape(tc.in)
@@ -213,6 +215,9 @@ func TestEscapeHostile(t *testing.T) {
 		}
 	}
 }
+
+// nbsp is n no-break spaces, Escape's indentation.
+func nbsp(n int) string { return strings.Repeat("\u00a0", n) }
 
 // inert checks s as Escape leaves text: each character that could start
 // markup escaped, no line starting with one, '@' and '#' joined.
@@ -230,6 +235,8 @@ func inert(s string) error {
 			return fmt.Errorf("%q unescaped at %d", r, i)
 		case start && strings.ContainsRune("/-+=", r):
 			return fmt.Errorf("a line starts with %q at %d", r, i)
+		case start && (r == ' ' || r == '\t'):
+			return fmt.Errorf("a line is indented with %q at %d (a code block)", r, i)
 		case (r == '@' || r == '#') && (i+1 == len(rs) || rs[i+1] != '\u200d'):
 			return fmt.Errorf("%q not joined at %d", r, i)
 		}
