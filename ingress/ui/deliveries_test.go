@@ -101,6 +101,9 @@ func TestDeliveriesPages(t *testing.T) {
 	if page.code != http.StatusOK || !strings.Contains(page.body, `<dd id="delivery-reason">`+unhandled+`</dd>`) || !strings.Contains(page.body, "No workflow was considered: "+unhandled) {
 		t.Errorf("the unhandled delivery's page: %d\n%s", page.code, page.body)
 	}
+	if strings.Contains(page.body, `id="replay"`) || !strings.Contains(page.body, `id="no-replay"`) {
+		t.Errorf("the unhandled delivery's page offers a replay:\n%s", page.body)
+	}
 	if a := e.do(c, http.MethodPost, "/deliveries/github/ui-d-3/replay", url.Values{"csrf": {csrfOf(t, page.body)}}); a.code != http.StatusConflict || !strings.Contains(a.body, unhandled) {
 		t.Errorf("replaying the unhandled delivery: %d\n%s", a.code, a.body)
 	}
