@@ -20,7 +20,8 @@ import (
 // (LabelActionUnknown) until RecallLabels compares the event's labels with
 // those it saw last, decides ev's action and label, and remembers ev's
 // labels; it reports whether ev is a label change. Each call overwrites
-// what was seen last.
+// what was seen last, unless ev's payload is older than that (the forge
+// sending an old one again under a new delivery id).
 type labelRecaller interface {
 	RecallLabels(ctx context.Context, ev *workflows.Event) bool
 }

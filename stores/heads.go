@@ -1,6 +1,7 @@
 package stores
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -124,34 +125,42 @@ func OpenLabels(ctx context.Context, o Options) (*LabelStore, error) {
 }
 
 // SwapLabels records labels as those of issue or pull request number of
-// repo on forge and returns the ones recorded before; known is false when
-// there were none (never seen, or expired). Concurrent swaps of one key
-// are ordered by compare-and-set (the run records' retry policy,
-// casAttempts): each returns what the previous one stored.
-func (s *LabelStore) SwapLabels(ctx context.Context, forge workflows.Forge, repo string, number int, labels []string) (previous []string, known bool, err error) {
+// repo on forge, as of at (when the forge last changed it, as its
+// delivery says; zero when it does not), and returns the ones recorded
+// before; known is false when there were none (never seen, or expired).
+// A delivery older than the one recorded (at before its time: the forge
+// redelivering an old one) is stale: nothing is recorded, and previous
+// is what stays. The time recorded is the later of the two, so a
+// delivery without one (zero at) is never stale and does not move it.
+// Concurrent swaps of one key are ordered by compare-and-set (the run
+// records' retry policy, casAttempts): each returns what the previous
+// one stored.
+func (s *LabelStore) SwapLabels(ctx context.Context, forge workflows.Forge, repo string, number int, labels []string, at time.Time) (previous []string, known, stale bool, err error) {
 	if number <= 0 {
-		return nil, false, fmt.Errorf("recording labels of %s %s#%d: no number", forge, repo, number)
+		return nil, false, false, fmt.Errorf("recording labels of %s %s#%d: no number", forge, repo, number)
 	}
 	if labels == nil {
 		labels = []string{}
-	}
-	data, err := json.Marshal(labels)
-	if err != nil {
-		return nil, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, err)
 	}
 	key := headKey(forge, repo, number)
 	for n := range casAttempts {
 		if n > 1 {
 			select {
 			case <-ctx.Done():
-				return nil, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, ctx.Err())
+				return nil, false, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, ctx.Err())
 			case <-time.After(time.Duration(n-1) * casBackoff):
 			}
 		}
-		var rev uint64
-		previous, known, rev, err = s.get(ctx, key)
+		prev, known, rev, err := s.get(ctx, key)
 		if err != nil {
-			return nil, false, fmt.Errorf("reading labels of %s %s#%d: %w", forge, repo, number, err)
+			return nil, false, false, fmt.Errorf("reading labels of %s %s#%d: %w", forge, repo, number, err)
+		}
+		if known && !at.IsZero() && at.Before(prev.At) {
+			return prev.Labels, true, true, nil
+		}
+		data, err := json.Marshal(seenLabels{Labels: labels, At: latest(prev.At, at)})
+		if err != nil {
+			return nil, false, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, err)
 		}
 		if known {
 			_, err = s.kv.Update(ctx, key, data, rev)
@@ -160,26 +169,55 @@ func (s *LabelStore) SwapLabels(ctx context.Context, forge workflows.Forge, repo
 		}
 		switch {
 		case err == nil:
-			return previous, known, nil
+			return prev.Labels, known, false, nil
 		case !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-			return nil, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, err)
+			return nil, false, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, err)
 		}
 	}
-	return nil, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, ErrConflict)
+	return nil, false, false, fmt.Errorf("recording labels of %s %s#%d: %w", forge, repo, number, ErrConflict)
 }
 
-// get reads key: its labels and revision, known false when absent.
-func (s *LabelStore) get(ctx context.Context, key string) ([]string, bool, uint64, error) {
+// seenLabels is an entry of hookrun_labels: the labels and the time the
+// forge said it changed them (zero when it did not). An entry written
+// before the time was kept is the bare list of labels.
+type seenLabels struct {
+	Labels []string  `json:"labels"`
+	At     time.Time `json:"at,omitzero"`
+}
+
+// UnmarshalJSON reads an entry, or the bare list of an older one.
+func (e *seenLabels) UnmarshalJSON(data []byte) error {
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		*e = seenLabels{}
+		return json.Unmarshal(data, &e.Labels)
+	}
+	type plain seenLabels
+	return json.Unmarshal(data, (*plain)(e))
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// get reads key: its entry and revision, known false when absent.
+func (s *LabelStore) get(ctx context.Context, key string) (seenLabels, bool, uint64, error) {
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return nil, false, 0, nil
+		return seenLabels{}, false, 0, nil
 	}
 	if err != nil {
-		return nil, false, 0, err
+		return seenLabels{}, false, 0, err
 	}
-	var labels []string
-	if err := json.Unmarshal(e.Value(), &labels); err != nil {
-		return nil, false, 0, fmt.Errorf("decoding: %w", err)
+	var seen seenLabels
+	if err := json.Unmarshal(e.Value(), &seen); err != nil {
+		return seenLabels{}, false, 0, fmt.Errorf("decoding: %w", err)
 	}
-	return labels, true, e.Revision(), nil
+	if seen.Labels == nil {
+		seen.Labels = []string{}
+	}
+	return seen, true, e.Revision(), nil
 }

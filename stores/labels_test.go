@@ -21,16 +21,16 @@ func TestLabelStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if prev, known, err := s.SwapLabels(ctx, "gitea", "o/r", 2, nil); err != nil || known || prev != nil {
+	if prev, known, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, nil, time.Time{}); err != nil || known || prev != nil {
 		t.Fatalf("first swap: %v %v %v, want unknown", prev, known, err)
 	}
-	if prev, known, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"bug"}); err != nil || !known || len(prev) != 0 {
+	if prev, known, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"bug"}, time.Time{}); err != nil || !known || len(prev) != 0 {
 		t.Fatalf("second swap: %v %v %v, want known and empty", prev, known, err)
 	}
-	if _, known, _ := s.SwapLabels(ctx, "gitea", "o/r", 3, []string{"x"}); known {
+	if _, known, _, _ := s.SwapLabels(ctx, "gitea", "o/r", 3, []string{"x"}, time.Time{}); known {
 		t.Error("another number shares the entry")
 	}
-	if _, known, _ := s.SwapLabels(ctx, "github", "o/r", 2, []string{"x"}); known {
+	if _, known, _, _ := s.SwapLabels(ctx, "github", "o/r", 2, []string{"x"}, time.Time{}); known {
 		t.Error("another forge shares the entry")
 	}
 
@@ -40,7 +40,7 @@ func TestLabelStore(t *testing.T) {
 	got := make([][]string, n)
 	for i := range n {
 		wg.Go(func() {
-			prev, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{string(rune('a' + i))})
+			prev, _, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{string(rune('a' + i))}, time.Time{})
 			if err != nil {
 				t.Errorf("swap %d: %v", i, err)
 			}
@@ -48,7 +48,7 @@ func TestLabelStore(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	last, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"end"})
+	last, _, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"end"}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,46 @@ func TestLabelStore(t *testing.T) {
 	}
 
 	time.Sleep(3 * time.Second)
-	if prev, known, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"bug"}); err != nil || known {
+	if prev, known, _, err := s.SwapLabels(ctx, "gitea", "o/r", 2, []string{"bug"}, time.Time{}); err != nil || known {
 		t.Errorf("after the TTL: %v %v %v, want unknown", prev, known, err)
+	}
+}
+
+// TestLabelStoreIgnoresOlderDeliveries: with labels [a b] recorded as of
+// T, a swap as of before T (the forge redelivering an old delivery) is
+// stale and returns [a b] without recording; the entry stays [a b] at T,
+// so a swap at T itself still sees [a b] and records, and one without a
+// time records without moving T. An entry of the bare list (written
+// before times were kept) reads as known, of no time.
+func TestLabelStoreIgnoresOlderDeliveries(t *testing.T) {
+	q := openTestOpts(t, queue.Config{}, Options{LabelTTL: time.Minute})
+	ctx := testCtx(t, 30*time.Second)
+	s, err := q.Labels(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 6, 9, 3, 5, 0, time.UTC)
+	swap := func(step string, labels []string, when time.Time, want []string, wantStale bool) {
+		t.Helper()
+		prev, known, stale, err := s.SwapLabels(ctx, "gitea", "o/r", 7, labels, when)
+		if err != nil || !known || stale != wantStale || !slices.Equal(prev, want) {
+			t.Errorf("%s: %v known %v stale %v %v, want %v known stale %v", step, prev, known, stale, err, want, wantStale)
+		}
+	}
+	if _, _, _, err := s.SwapLabels(ctx, "gitea", "o/r", 7, []string{"a", "b"}, at); err != nil {
+		t.Fatal(err)
+	}
+	swap("older", []string{"a"}, at.Add(-time.Second), []string{"a", "b"}, true)
+	swap("older again", []string{"x"}, at.Add(-time.Hour), []string{"a", "b"}, true)
+	swap("same second", []string{"a", "b", "c"}, at, []string{"a", "b"}, false)
+	swap("no time", []string{"c"}, time.Time{}, []string{"a", "b", "c"}, false)
+	swap("older than T still", []string{"a"}, at.Add(-time.Second), []string{"c"}, true)
+	swap("newer", []string{"d"}, at.Add(time.Second), []string{"c"}, false)
+
+	if _, err := s.kv.Put(ctx, headKey("gitea", "o/r", 8), []byte(`["old"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if prev, known, stale, err := s.SwapLabels(ctx, "gitea", "o/r", 8, nil, at); err != nil || !known || stale || !slices.Equal(prev, []string{"old"}) {
+		t.Errorf("bare list entry: %v known %v stale %v %v, want [old] known", prev, known, stale, err)
 	}
 }

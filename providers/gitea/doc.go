@@ -18,5 +18,6 @@
 // and Forge.RecallLabels (labels.go), which ingress calls on a delivery's
 // first receipt only, tells which from the labels seen last on that issue
 // or pull request (LabelMemory, given by the composition root) and
-// remembers the delivery's, or says when it cannot.
+// remembers the delivery's, or says when it cannot (also for a payload
+// older than the one remembered, as Gitea's Redeliver sends).
 package gitea

@@ -14,9 +14,12 @@ import (
 // composition root gives one kept in a bucket with a TTL.
 type LabelMemory interface {
 	// SwapLabels records labels as those of issue or pull request number
-	// of repo on forge and returns the ones recorded before; known is
-	// false when there were none (never seen, or expired).
-	SwapLabels(ctx context.Context, forge workflows.Forge, repo string, number int, labels []string) (previous []string, known bool, err error)
+	// of repo on forge as of at (the payload's updated_at; zero when it
+	// has none) and returns the ones recorded before; known is false when
+	// there were none (never seen, or expired). When at is before the time
+	// recorded, the delivery is stale: nothing is recorded, and previous is
+	// what stays.
+	SwapLabels(ctx context.Context, forge workflows.Forge, repo string, number int, labels []string, at time.Time) (previous []string, known, stale bool, err error)
 }
 
 // labelMemoryTimeout bounds one SwapLabels: a memory that is down must
@@ -29,9 +32,20 @@ const labelMemoryTimeout = 2 * time.Second
 // label was added or removed (labelChange); it reports whether ev is such
 // a label change (its Action, Label and LabelActionUnknown are then the
 // ones decided). Without a memory, or when it fails, the change stays
-// unknown. Each call overwrites what the memory saw last: only a
-// delivery's first receipt may ask, never a stored delivery shown or
-// replayed.
+// unknown. Each call overwrites what the memory saw last, unless ev is
+// older (staleness): only a delivery's first receipt may ask, never a
+// stored delivery shown or replayed.
+//
+// Gitea's own Redeliver sends an old payload under a new delivery id, so
+// it is a first receipt here. Its issue's or pull request's updated_at
+// tells it: Gitea moves that time on every label change (each writes a
+// label comment, which updates the issue) and a label_updated payload
+// carries it, at one-second granularity. A payload older than the one
+// remembered neither overwrites the memory nor is decided against it:
+// its change stays unknown. One of the same second is taken as current,
+// since two real changes in one second are told apart only that way; a
+// redelivery of a payload from the very second of the change remembered
+// last is therefore still read against it.
 func (f *Forge) RecallLabels(ctx context.Context, ev *workflows.Event) bool {
 	number := 0
 	switch {
@@ -49,9 +63,19 @@ func (f *Forge) RecallLabels(ctx context.Context, ev *workflows.Event) bool {
 	if labels == nil {
 		labels = []string{}
 	}
-	prev, known, err := f.labels.SwapLabels(ctx, Name, ev.Repo, number, labels)
-	labelChange(ev, prev, known && err == nil)
+	prev, known, stale, err := f.labels.SwapLabels(ctx, Name, ev.Repo, number, labels, updatedAt(ev))
+	labelChange(ev, prev, known && !stale && err == nil)
 	return isLabelChange(ev)
+}
+
+// updatedAt is ev's UpdatedAt (the issue's or pull request's updated_at,
+// as Normalize made it), zero when it does not parse.
+func updatedAt(ev *workflows.Event) time.Time {
+	t, err := time.Parse(time.RFC3339, ev.UpdatedAt)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // isLabelChange: ev says a label was added or removed.

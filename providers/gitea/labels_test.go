@@ -2,29 +2,42 @@ package gitea
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hookrun/hookrun/providers/forge"
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// mapMemory is a LabelMemory in a map; err, when set, is every answer.
+// mapMemory is a LabelMemory in a map (labels in m, their times in at),
+// keeping stores.LabelStore's contract; err, when set, is every answer.
 type mapMemory struct {
 	m   map[string][]string
+	at  map[string]time.Time
 	err error
 }
 
-func (m *mapMemory) SwapLabels(_ context.Context, forge workflows.Forge, repo string, number int, labels []string) ([]string, bool, error) {
+func (m *mapMemory) SwapLabels(_ context.Context, forge workflows.Forge, repo string, number int, labels []string, at time.Time) ([]string, bool, bool, error) {
 	if m.err != nil {
-		return nil, false, m.err
+		return nil, false, false, m.err
+	}
+	if m.at == nil {
+		m.at = map[string]time.Time{}
 	}
 	k := fmt.Sprintf("%s %s#%d", forge, repo, number)
 	prev, ok := m.m[k]
+	if ok && !at.IsZero() && at.Before(m.at[k]) {
+		return prev, true, true, nil
+	}
 	m.m[k] = slices.Clone(labels)
-	return prev, ok, nil
+	if at.After(m.at[k]) {
+		m.at[k] = at
+	}
+	return prev, ok, false, nil
 }
 
 var _ LabelMemory = (*mapMemory)(nil)
@@ -135,6 +148,56 @@ func TestRecordedLabelDeliveries(t *testing.T) {
 		ev := receive(t, f, "pull_request", readFile(t, "testdata/gitea/"+s.file+".payload.json"), s.file)
 		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
 			t.Errorf("%s: %s %q (unknown %v), want %s %q", s.file, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
+		}
+	}
+}
+
+// labelsAt is withLabels of a label_updated with the pull request's
+// updated_at set to at.
+func labelsAt(t *testing.T, at time.Time, names ...string) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(withLabels(t, "label_updated", names...), &m); err != nil {
+		t.Fatal(err)
+	}
+	obj(m, "pull_request")["updated_at"] = at.Format(time.RFC3339)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRedeliveredLabelChangeIsUnknown: with [a b] remembered as of T,
+// Gitea redelivering an old "add a" (labels [a], updated_at before T,
+// under a new delivery id) is a change of unknown action, not unlabeled
+// b, and leaves [a b] at T remembered, so the next real "add c" is
+// labeled c. A change of the same second as T is still decided.
+func TestRedeliveredLabelChangeIsUnknown(t *testing.T) {
+	const pr = "gitea alice/demo#2"
+	at := time.Date(2026, 12, 6, 9, 3, 5, 0, time.UTC)
+	mem := &mapMemory{m: map[string][]string{}}
+	f := labelForge(t, mem)
+	receive(t, f, "pull_request", labelsAt(t, at, "a", "b"), "added b")
+
+	ev := receive(t, f, "pull_request", labelsAt(t, at.Add(-time.Second), "a"), "redelivered")
+	if ev.Action != "labeled" || !ev.LabelActionUnknown || ev.Label != "" {
+		t.Errorf("redelivered add a: %s %q (unknown %v), want labeled, unknown, no label", ev.Action, ev.Label, ev.LabelActionUnknown)
+	}
+	if !slices.Equal(mem.m[pr], []string{"a", "b"}) || !mem.at[pr].Equal(at) {
+		t.Errorf("after the redelivery the memory is %v at %v, want [a b] at %v", mem.m[pr], mem.at[pr], at)
+	}
+	for _, s := range []struct {
+		at     time.Time
+		labels []string
+		action string
+		label  string
+	}{
+		{at.Add(time.Second), []string{"a", "b", "c"}, "labeled", "c"},
+		{at.Add(time.Second), []string{"a", "c"}, "unlabeled", "b"}, // the same second
+	} {
+		ev := receive(t, f, "pull_request", labelsAt(t, s.at, s.labels...), "real")
+		if ev.Action != s.action || ev.Label != s.label || ev.LabelActionUnknown {
+			t.Errorf("%v at %v: %s %q (unknown %v), want %s %q", s.labels, s.at, ev.Action, ev.Label, ev.LabelActionUnknown, s.action, s.label)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -587,10 +588,12 @@ func (h *hookRecorder) wait(t *testing.T, typ string, n int) []recordedHook {
 }
 
 // labelDeliveries: on a fresh pull request, the Actor adds bug then
-// removes it; Gitea sends label_updated both times. Normalized in order
-// with a LabelMemory that saw the pull request opened, the first is
+// removes it, each in a later second; Gitea sends label_updated both
+// times, each with the pull request's updated_at moved. Normalized in
+// order with a LabelMemory that saw the pull request opened, the first is
 // labeled bug and the second unlabeled bug; without the memory both are
-// labeled with LabelActionUnknown. HOOKRUN_GITEA_RECORD=dir writes the
+// labeled with LabelActionUnknown. The first sent again afterwards (as
+// Gitea's Redeliver does) is unknown and leaves the memory alone. HOOKRUN_GITEA_RECORD=dir writes the
 // deliveries there (testdata/gitea's format).
 func (g *realGitea) labelDeliveries(t *testing.T) {
 	g.setup()
@@ -602,10 +605,11 @@ func (g *realGitea) labelDeliveries(t *testing.T) {
 	defer cancel()
 	pr := forge.Issue{Repo: realRepo, Number: 1, PullRequest: true}
 	opened := g.hooks.wait(t, "pull_request", 1)
+	nextSecond(t, opened[0].body)
 	if err := f.AddLabels(ctx, pr, []string{"bug"}); err != nil {
 		t.Fatal(err)
 	}
-	g.hooks.wait(t, "pull_request_label", 1)
+	nextSecond(t, g.hooks.wait(t, "pull_request_label", 1)[0].body)
 	if err := f.RemoveLabels(ctx, pr, []string{"bug"}); err != nil {
 		t.Fatal(err)
 	}
@@ -628,10 +632,48 @@ func (g *realGitea) labelDeliveries(t *testing.T) {
 			t.Errorf("delivery %d without the memory: %+v, %v; want labeled, unknown", i, ev, err)
 		}
 	}
+	before := prUpdatedAt(t, opened[0].body)
+	for i, d := range labels[:2] { // each a second after the change before it
+		if at := prUpdatedAt(t, d.body); !at.After(before) {
+			t.Errorf("label delivery %d: updated_at %v, not after the one before (%v)", i, at, before)
+		}
+		before = prUpdatedAt(t, d.body)
+	}
+	// Gitea's Redeliver (web UI only in 1.26: no API) sends a hook task's
+	// stored payload as it was, under a new delivery id.
+	ev := receive(t, remembering, "pull_request", labels[0].body, "redelivered")
+	if ev.Action != "labeled" || !ev.LabelActionUnknown || !slices.Equal(mem.m["gitea "+realRepo+"#1"], []string{}) {
+		t.Errorf("the add redelivered: %s %q (unknown %v), memory %v; want labeled, unknown, memory []", ev.Action, ev.Label, ev.LabelActionUnknown, mem.m)
+	}
 	if dir := os.Getenv("HOOKRUN_GITEA_RECORD"); dir != "" {
 		record(t, dir, "pull_request_opened_nolabels", opened[0])
 		record(t, dir, "pull_request_label_added", labels[0])
 		record(t, dir, "pull_request_label_removed", labels[1])
+	}
+}
+
+// prUpdatedAt is a pull request delivery's pull_request.updated_at.
+func prUpdatedAt(t *testing.T, body []byte) time.Time {
+	t.Helper()
+	var p struct {
+		PullRequest struct {
+			UpdatedAt time.Time `json:"updated_at"`
+		} `json:"pull_request"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.PullRequest.UpdatedAt
+}
+
+// nextSecond waits (polling the clock) until the second after the pull
+// request's updated_at in body, so that Gitea's next change (its times
+// are whole seconds) is later.
+func nextSecond(t *testing.T, body []byte) {
+	t.Helper()
+	next := prUpdatedAt(t, body).Truncate(time.Second).Add(time.Second)
+	for time.Now().Before(next) {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
