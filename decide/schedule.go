@@ -73,6 +73,13 @@ const LateTickBound = time.Minute
 // Nats-Schedule-Next cannot tell it was due earlier; the tick handled
 // before it can (t.Expected, its Nats-Schedule-Next): a tick fired more
 // than the bound after that is late too, whatever its own header says.
+//
+// A server that stopped without saving its timers (killed, out of
+// memory, an embedded one whose serve crashed) fires again, when it is
+// back, a tick it fired before: such a tick fired more than the bound
+// before the time the tick before it gave, or names no later next time
+// than that tick did; the time it stands for has run, and it starts no
+// run either.
 func (d *Decider) LateTick(t queue.Tick) string {
 	now, bound := d.now(), LateTickBound
 	due, period, ok := tickDue(t)
@@ -80,6 +87,12 @@ func (d *Decider) LateTick(t queue.Tick) string {
 		bound = period / 2
 	}
 	switch {
+	case !t.Expected.IsZero() && t.Expected.Sub(t.At) > bound:
+		return fmt.Sprintf("the tick fired at %s, %s before it was due at %s (the tick before it said so): a tick the server fired again after it restarted, whose time has run",
+			t.At.UTC().Format(time.RFC3339), t.Expected.Sub(t.At).Round(time.Second), t.Expected.UTC().Format(time.RFC3339))
+	case !t.Expected.IsZero() && !t.Next.IsZero() && !t.Next.After(t.Expected):
+		return fmt.Sprintf("the tick names %s as the next time, as the tick before it did: a tick the server fired again after it restarted, whose time has run",
+			t.Next.UTC().Format(time.RFC3339))
 	case !ok:
 		return fmt.Sprintf("the tick fired at %s and its schedule names no time in the %s before: it was due earlier (a tick more than %s late starts no run)",
 			t.At.UTC().Format(time.RFC3339), LateTickBound, bound)

@@ -72,7 +72,7 @@ func (s *Server) Tick(ctx context.Context, t queue.Tick) (TickOutcome, error) {
 		if !seen {
 			out.Late = late
 			s.metrics.lateTicks.WithLabelValues(req.Workflow).Inc()
-			log.Warn("schedule tick is late; starting no run", "reason", late)
+			log.Warn("schedule tick is not on time (late, or fired again); starting no run", "reason", late)
 			return out, nil
 		}
 	}

@@ -141,6 +141,13 @@ func TestLateTickStartsNoRun(t *testing.T) {
 		{"@every after an outage longer than its interval", queue.Tick{Schedule: often, Seq: 6, At: due.Add(25300 * time.Millisecond), Next: due.Add(35 * time.Second), Expected: due.Add(10 * time.Second)}, due.Add(25400 * time.Millisecond),
 			"the tick was due at 2026-12-06T03:00:10Z (the tick before it said so) and fired at 2026-12-06T03:00:25Z, 15s late (a tick more than 5s late starts no run)"},
 		{"@every, the tick after it", queue.Tick{Schedule: often, Seq: 7, At: due.Add(35200 * time.Millisecond), Next: due.Add(45 * time.Second), Expected: due.Add(35 * time.Second)}, due.Add(35300 * time.Millisecond), ""},
+		// A server killed before it saved its timers fires again, when it
+		// is back, a tick it fired: the tick before it (on time, run) had
+		// said the next was due later.
+		{"fired again after the server was killed", queue.Tick{Schedule: nightly, Seq: 11, At: due.Add(40 * time.Second), Next: tomorrow, Expected: tomorrow}, due.Add(41 * time.Second),
+			"the tick fired at 2026-12-06T03:00:40Z, 23h59m20s before it was due at 2026-12-07T03:00:00Z (the tick before it said so): a tick the server fired again after it restarted, whose time has run"},
+		{"@every fired again after the server was killed", queue.Tick{Schedule: often, Seq: 12, At: due.Add(38 * time.Second), Next: due.Add(48 * time.Second), Expected: due.Add(45 * time.Second)}, due.Add(38100 * time.Millisecond),
+			"the tick fired at 2026-12-06T03:00:38Z, 7s before it was due at 2026-12-06T03:00:45Z (the tick before it said so): a tick the server fired again after it restarted, whose time has run"},
 	} {
 		now = c.now
 		out, err := env.srv.Tick(ctx, c.tick)
@@ -152,10 +159,10 @@ func TestLateTickStartsNoRun(t *testing.T) {
 	if len(reqs) != 3 || reqs[0].Event.DeliveryID != "schedule-nightly-0-1" || reqs[1].Event.DeliveryID != "schedule-often-0-4" || reqs[2].Event.DeliveryID != "schedule-often-0-7" {
 		t.Fatalf("run requests %+v, want the on-time ticks' three", reqs)
 	}
-	mustContain(t, env.logs.String(), "schedule tick is late; starting no run")
+	mustContain(t, env.logs.String(), "schedule tick is not on time (late, or fired again); starting no run")
 	_, body := env.get(t, "/metrics")
-	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="nightly"} 2`)
-	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="often"} 2`)
+	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="nightly"} 3`)
+	mustContain(t, body, `hookrun_ingress_schedule_ticks_late_total{workflow="often"} 3`)
 
 	// The on-time tick handed out again hours later (its process died
 	// before it confirmed): the run it started, not a late tick.
