@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookrun/hookrun/providers/docker/dockertest"
 	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -99,6 +100,13 @@ func TestStartSweepsVolumePins(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("!!! pinning volume sources needs root; test skipped")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if cli, err := dockertest.Client(ctx); err != nil {
+		t.Skipf("\n!!! WARNING: Docker test SKIPPED (a runner pins volumes only with a Docker engine): %v !!!", err)
+	} else {
+		_ = cli.Close()
+	}
 	dir := t.TempDir()
 	wf, data := filepath.Join(dir, "workflows"), filepath.Join(dir, "data")
 	for _, d := range []string{wf, data} {
@@ -112,8 +120,6 @@ func TestStartSweepsVolumePins(t *testing.T) {
 			GitHub: GitHubConfig{Enabled: &on, WebhookSecret: "s"},
 			Runner: RunnerConfig{HostSteps: HostStepsSameUser}}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	now := time.Now()
 	finished, live := ulidAt(now.Add(-time.Hour)), ulidAt(now.Add(-time.Minute))
 	a, err := Start(ctx, ModeServe, cfg(), nil)
