@@ -32,7 +32,12 @@ type Deliveries interface {
 	NextReplay(ctx context.Context, forge workflows.Forge, id string) (int, error)
 	// TTL is how long deliveries are kept.
 	TTL() time.Duration
+	// KeepUnmatched stores a delivery that was not matched against the
+	// workflows, without its body, and lists it (unmatched.go).
+	KeepUnmatched(ctx context.Context, d *stores.Received) error
 }
+
+var _ Deliveries = (*stores.ReceivedStore)(nil)
 
 // replayAnswer is the body of POST /api/v1/deliveries/{id}/replay.
 type replayAnswer struct {

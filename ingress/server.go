@@ -67,9 +67,9 @@ type Deps struct {
 	Acceptor DeliveryAcceptor
 	// Deliveries are the stored deliveries (*stores.ReceivedStore): what
 	// POST /api/v1/deliveries/{id}/replay matches again and where re-runs
-	// read their event's payload back; as an UnmatchedKeeper also where
-	// the deliveries not matched against the workflows are stored
-	// (unmatched.go). nil: no replays (404), re-runs without the payload.
+	// read their event's payload back, and where the deliveries not
+	// matched against the workflows are stored (unmatched.go). nil: no
+	// replays (404), re-runs without the payload, nothing unmatched kept.
 	Deliveries Deliveries
 	// Runs are the run records re-runs read and link (*stores.RunStore).
 	// nil: no /retry, and the API's re-runs fail.

@@ -26,14 +26,6 @@ import (
 // redelivery). An unverified delivery (--insecure-no-verify) is anyone's
 // and is not stored.
 
-// UnmatchedKeeper stores a delivery that was not matched against the
-// workflows, without its body, and lists it (*stores.ReceivedStore).
-type UnmatchedKeeper interface {
-	KeepUnmatched(ctx context.Context, d *stores.Received) error
-}
-
-var _ UnmatchedKeeper = (*stores.ReceivedStore)(nil)
-
 // maxUnmatchedReason bounds a stored reason (a decoder's error may quote
 // the payload).
 const maxUnmatchedReason = 512
@@ -50,8 +42,7 @@ type unmatched struct {
 // normalize) and the headers that say what was sent, when it was verified
 // and deliveries are stored.
 func (s *Server) keepUnmatched(c echo.Context, d *stores.Received, ev *workflows.Event, verified bool, why unmatched) {
-	keeper, ok := s.deliveries.(UnmatchedKeeper)
-	if !verified || !ok {
+	if !verified || s.deliveries == nil {
 		return
 	}
 	u := *d // d's body is the request's, recycled once answered
@@ -68,7 +59,7 @@ func (s *Server) keepUnmatched(c echo.Context, d *stores.Received, ev *workflows
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), s.cfg.PublishTimeout)
 	defer cancel()
-	if err := keeper.KeepUnmatched(ctx, &u); err != nil {
+	if err := s.deliveries.KeepUnmatched(ctx, &u); err != nil {
 		s.deliveryLogger(c, d.ID).Warn("an unmatched delivery is not stored", "forge", d.Forge, "event", d.Event, "delivery", d.ID, "err", err)
 	}
 }
