@@ -366,7 +366,7 @@ func (o *Outbox) try(ctx context.Context, e *stores.OutboxEntry) {
 		if err := o.store.Delete(sctx, e.Key, e.Revision); err != nil && !errors.Is(err, stores.ErrConflict) {
 			log.Warn("removing a delivered report from the outbox", "err", err)
 		}
-		if newer != "" && !rep.AsksActions() {
+		if newer != "" { // (one without actions was dropped above)
 			log.Info("applied the actions of an undelivered final report, and dropped its comment and status: a newer run reported on them", "newer", newer)
 			return
 		}

@@ -148,6 +148,9 @@ func TestOutboxAppliesTheActionsOfASupersededReport(t *testing.T) {
 	if got := gh.changes()[before:]; !slices.Equal(got, []string{"POST /repos/octo/demo/issues/7/labels"}) {
 		t.Errorf("the outbox sent %q, want the label alone (the sticky comment is the newer run's)", got)
 	}
+	if n := counter(t, ob, "hookrun_report_outbox_delivered_total"); n != 0 {
+		t.Errorf("%v final reports counted delivered, want 0 (only its actions were)", n)
+	}
 }
 
 // An undelivered final report that a newer run superseded, after the
