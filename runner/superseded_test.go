@@ -35,12 +35,7 @@ var (
 // applied: they would undo the newer run's.
 func TestNewestOnlyAppliesASupersededRunsActions(t *testing.T) {
 	t.Parallel()
-	gh := &actionsGitHub{t: t}
-	srv := httptest.NewServer(gh)
-	defer srv.Close()
-	q := openQueue(t, t.TempDir())
-	defer q.Close()
-	rep := runner.NewestOnly(forgeReports{githubForge(t, srv.URL, "ghs_test")}, q.Groups(), quietLogger())
+	gh, rep := newestOnlyGitHub(t)
 	wf := enginetest.Parse(t, "name: triage\npermissions: {labels: [bug], comment: true}\nreport: {comment: sticky, status: false}\nsteps: [{id: a, run: 'true'}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -198,12 +193,7 @@ func TestOutboxRefusesSupersededActionsAfterANewerRunActed(t *testing.T) {
 // applies none.
 func TestNewestOnlyRefusesAnOlderRunsActionsAfterANewerRunActed(t *testing.T) {
 	t.Parallel()
-	gh := &actionsGitHub{t: t}
-	srv := httptest.NewServer(gh)
-	defer srv.Close()
-	q := openQueue(t, t.TempDir())
-	defer q.Close()
-	rep := runner.NewestOnly(forgeReports{githubForge(t, srv.URL, "ghs_test")}, q.Groups(), quietLogger())
+	gh, rep := newestOnlyGitHub(t)
 	wf := enginetest.Parse(t, "name: triage\npermissions: {labels: [bug]}\nreport: {comment: new, status: false}\nsteps: [{id: a, run: 'true'}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -234,4 +224,16 @@ func TestNewestOnlyRefusesAnOlderRunsActionsAfterANewerRunActed(t *testing.T) {
 	if got := gh.changes(); !slices.Equal(got, want2) {
 		t.Errorf("requests %q, want %q", got, want2)
 	}
+}
+
+// newestOnlyGitHub is a fake GitHub for actions and the NewestOnly
+// reporter in front of it, keeping its order in a real queue's groups.
+func newestOnlyGitHub(t *testing.T) (*actionsGitHub, contract.Reporter) {
+	t.Helper()
+	gh := &actionsGitHub{t: t}
+	srv := httptest.NewServer(gh)
+	t.Cleanup(srv.Close)
+	q := openQueue(t, t.TempDir())
+	t.Cleanup(func() { _ = q.Close() })
+	return gh, runner.NewestOnly(forgeReports{githubForge(t, srv.URL, "ghs_test")}, q.Groups(), quietLogger())
 }
