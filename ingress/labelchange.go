@@ -36,7 +36,10 @@ func (s *Server) recallLabels(ctx context.Context, received *stores.Received, ev
 	if !ok || (ev.Kind != workflows.KindPullRequest && ev.Kind != workflows.KindIssue) {
 		return
 	}
-	if s.deliveries != nil {
+	// Only a label change looks its delivery up (one read of the stored
+	// deliveries): for any other event the memory's own check of the
+	// payload's age keeps a redelivery from undoing what came since.
+	if s.deliveries != nil && (ev.Action == "labeled" || ev.Action == "unlabeled") {
 		if first, err := s.deliveries.Get(ctx, received.Forge, received.ID); err == nil {
 			received.LabelChange = first.LabelChange
 			asReceived(ev, first)
