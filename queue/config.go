@@ -98,7 +98,7 @@ type Config struct {
 	// DeliveryTTL; keep it at least the stores' ReceivedTTL (a stored
 	// delivery references its large body there).
 	BodyTTL time.Duration
-	// RequestKey authenticates run requests (reqauth.go): Publish signs
+	// RequestKey authenticates run requests (request.go): Publish signs
 	// each with it (HeaderMAC) and a Consumer runs only requests whose
 	// authenticator it verifies. Only ingress and runners hold it; at
 	// least MinRequestKey bytes. Publish and Consume refuse to work

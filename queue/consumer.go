@@ -89,7 +89,7 @@ type ConsumerObserver interface {
 	// (MaxDeliver reached, a Term, an unreadable body).
 	GaveUp(workflow string)
 	// Unauthenticated is called for every message refused because its
-	// authenticator is missing or wrong (reqauth.go). It has no label:
+	// authenticator is missing or wrong (request.go). It has no label:
 	// nothing in such a message is trusted.
 	Unauthenticated()
 }

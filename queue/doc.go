@@ -49,7 +49,7 @@
 // Password or PasswordFile, or CredsFile, or TLS client certificates. No
 // password reaches a log line or an error; the start-up log names the file.
 //
-// Authenticated requests (reqauth.go): Publish signs every run request
+// Authenticated requests (request.go): Publish signs every run request
 // with Config.RequestKey (an HMAC-SHA256 in the Hookrun-Mac header, over
 // the subject and the exact body, which carries a stored body's digest);
 // a Consumer terminates, logs and counts a message without a valid one

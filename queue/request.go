@@ -1,17 +1,30 @@
 package queue
 
 import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -52,7 +65,7 @@ type RunRequest struct {
 	// BodyDigest is the SHA-256 ("sha256:<hex>") of the body Body names,
 	// set with it: the consumer refuses a stored body that does not match
 	// (the object store is as reachable as the stream; the request's
-	// authenticator covers this digest, reqauth.go). Optional and omitted
+	// authenticator, HeaderMAC below, covers this digest). Optional and omitted
 	// when Body is empty.
 	BodyDigest string `json:"body_digest,omitempty"`
 	// Command tells apart the runs of one workflow that one delivery
@@ -179,4 +192,303 @@ func deliveryKVKey(forge workflows.Forge, delivery, workflow string) string {
 	}
 	sum := sha256.Sum256([]byte(DeliveryKey(forge, delivery, workflow)))
 	return "h." + hex.EncodeToString(sum[:])
+}
+
+// Run-request authentication (issue #24, 2b). Whoever reaches NATS can put
+// a message on hookrun.runs.*; a runner must not take that for a decision
+// of ingress. Every run request therefore carries, in the NATS header
+// HeaderMAC, an HMAC-SHA256 that the publisher (ingress: webhook
+// deliveries, API starts, re-runs, replays, /retry, Slack; all of them go
+// through PublishDelivery) computes with Config.RequestKey over
+//
+//	"hookrun-run-request-v1" 0x00 subject 0x00 body
+//
+// where body is the exact message data (the JSON RunRequest; it names the
+// workflow, the run id, the event, and for a large webhook body the
+// hookrun_bodies object and its SHA-256, RunRequest.BodyDigest). The
+// consumer checks it, in constant time, on the bytes it received before it
+// decodes, reconciles, reads a stored body or calls the handler. A request
+// whose authenticator is missing or wrong is terminated (JetStream's
+// term-with-reason, which also removes it from the work queue), logged
+// and counted (ConsumerObserver.Unauthenticated): nothing in it is
+// trusted, its run id included, so no run record is written or changed
+// (a forged request naming a real run's id leaves that run alone). The key
+// never travels, never appears in a log, and only ingress and runners
+// hold it.
+
+// HeaderMAC is the NATS header of a run request's authenticator: the
+// lower-case hex HMAC-SHA256 described above.
+const HeaderMAC = "Hookrun-Mac"
+
+// MinRequestKey is the shortest Config.RequestKey accepted, in bytes.
+const MinRequestKey = 32
+
+// macDomain separates run-request MACs from any other use of the key.
+const macDomain = "hookrun-run-request-v1"
+
+// ErrUnauthenticated: a run request without a valid authenticator.
+var ErrUnauthenticated = errors.New("run request not authenticated")
+
+// macer computes and checks run-request authenticators with one key,
+// recycling the HMAC states and their scratch space.
+type macer struct {
+	pool sync.Pool // of *macState
+}
+
+// macState is one HMAC state and the buffer its input prefix and sum are
+// written into.
+type macState struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func newMacer(key []byte) *macer {
+	if len(key) == 0 {
+		return nil
+	}
+	k := append([]byte(nil), key...)
+	m := &macer{}
+	m.pool.New = func() any { return &macState{h: hmac.New(sha256.New, k), buf: make([]byte, 0, 128)} }
+	return m
+}
+
+// sum writes the raw MAC of (subject, body) into out.
+func (m *macer) sum(out *[sha256.Size]byte, subject string, body []byte) {
+	s := m.pool.Get().(*macState)
+	s.h.Reset()
+	s.buf = append(append(append(append(s.buf[:0], macDomain...), 0), subject...), 0)
+	s.h.Write(s.buf)
+	s.h.Write(body)
+	s.buf = s.h.Sum(s.buf[:0])
+	copy(out[:], s.buf)
+	m.pool.Put(s)
+}
+
+// header is the HeaderMAC value of (subject, body).
+func (m *macer) header(subject string, body []byte) string {
+	var raw [sha256.Size]byte
+	var out [2 * sha256.Size]byte
+	m.sum(&raw, subject, body)
+	hex.Encode(out[:], raw[:])
+	return string(out[:])
+}
+
+// verify checks the HeaderMAC value got against (subject, body).
+func (m *macer) verify(subject string, body []byte, got string) error {
+	if m == nil {
+		return fmt.Errorf("%w: this process has no request key", ErrUnauthenticated)
+	}
+	if got == "" {
+		return fmt.Errorf("%w: no %s header", ErrUnauthenticated, HeaderMAC)
+	}
+	var want [sha256.Size]byte
+	var mac [sha256.Size]byte
+	if len(got) != 2*sha256.Size {
+		return fmt.Errorf("%w: malformed %s header", ErrUnauthenticated, HeaderMAC)
+	}
+	if _, err := hex.Decode(mac[:], []byte(got)); err != nil {
+		return fmt.Errorf("%w: malformed %s header", ErrUnauthenticated, HeaderMAC)
+	}
+	m.sum(&want, subject, body)
+	if !hmac.Equal(want[:], mac[:]) {
+		return fmt.Errorf("%w: wrong %s (another key, or the request was changed)", ErrUnauthenticated, HeaderMAC)
+	}
+	return nil
+}
+
+// bodyDigest is RunRequest.BodyDigest of a webhook body.
+func bodyDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// The trace context of a delivery travels with each of its run messages as
+// W3C Trace Context headers (traceparent, tracestate): PublishDelivery
+// writes the context of its caller's span, the consumer hands it to the
+// handler as the remote parent. Without a span there is no header and
+// nothing to read.
+var traceContext propagation.TraceContext
+
+// headerCarrier reads and writes NATS headers under their exact keys (NATS
+// headers are case-sensitive; W3C names them in lower case).
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (h headerCarrier) Set(key, value string) { h[key] = []string{value} }
+
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// injectTrace writes the trace context of ctx's span into h; nothing
+// without a sampled or unsampled span.
+func injectTrace(ctx context.Context, h nats.Header) {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		traceContext.Inject(ctx, headerCarrier(h))
+	}
+}
+
+// extractTrace returns ctx carrying the remote span context of h, or ctx
+// itself when h has none.
+func extractTrace(ctx context.Context, h nats.Header) context.Context {
+	if len(h[traceparentHeader]) == 0 {
+		return ctx
+	}
+	return traceContext.Extract(ctx, headerCarrier(h))
+}
+
+const traceparentHeader = "traceparent"
+
+// TraceID is the id of the trace ctx's span is in, "" without one.
+func TraceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
+// The splice of encodeRunRequest relies on the JSON layout of RunRequest:
+// its event object is directly followed by the field spliceNextField
+// (always present), and the event's Raw field is spliceRawField, omitted
+// when empty, so that the spliced key is the event's only one of that
+// name. TestSpliceLayout guards both.
+const (
+	spliceNextField = "attempt"
+	spliceRawField  = "raw"
+
+	spliceEventEnd = `},"` + spliceNextField + `":`
+	spliceRawKey   = `,"` + spliceRawField + `":`
+)
+
+// encodeRunRequest is json.Marshal(req) without the cost of re-validating
+// and compacting Event.Raw: encoding/json runs every json.RawMessage through
+// its validator and compactor, which for a 25 KB webhook body was the
+// largest single cost of a publish. Raw is spliced in as it is; it must be
+// valid JSON, which it is when ingress parsed it (an invalid Raw falls back
+// to json.Marshal, which reports it).
+func encodeRunRequest(req *RunRequest) ([]byte, error) {
+	return appendRunRequest(nil, req)
+}
+
+// appendRunRequest is encodeRunRequest appending to dst.
+func appendRunRequest(dst []byte, req *RunRequest) ([]byte, error) {
+	raw := req.Event.Raw
+	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+		return json.Marshal(req)
+	}
+	r := *req
+	r.Event.Raw = nil
+	data, err := json.Marshal(&r)
+	if err != nil {
+		return nil, err
+	}
+	// A string inside the event cannot produce the bytes spliceEventEnd
+	// (its quotes are escaped), so their last occurrence closes the event.
+	end := bytes.LastIndex(data, []byte(spliceEventEnd))
+	if end < 0 {
+		return json.Marshal(req)
+	}
+	out := slices.Grow(dst, len(data)+len(spliceRawKey)+len(raw))
+	out = append(out, data[:end]...)
+	out = append(out, spliceRawKey...)
+	out = append(out, raw...)
+	out = append(out, data[end:]...)
+	return out, nil
+}
+
+// A ULID (github.com/ulid/spec): 48 bits of Unix milliseconds and 80 random
+// bits, as 26 characters of Crockford's base32, so that the string order is
+// the creation order. Ids made in the same millisecond by this process
+// increment the random part (the spec's monotonic mode) and stay ordered.
+// Written here rather than imported: the package hookrun used pulled in
+// database/sql, whose init every command paid for at start-up.
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+var ulidState struct {
+	sync.Mutex
+	ms   uint64
+	rand [10]byte
+}
+
+// newULID returns the ULID of t.
+func newULID(t time.Time) string {
+	ms := uint64(t.UnixMilli())
+	ulidState.Lock()
+	if ms <= ulidState.ms {
+		// Same (or a backwards-stepped) millisecond: keep the last
+		// one's time and increment its randomness.
+		ms = ulidState.ms
+		incrementBytes(&ulidState.rand)
+	} else {
+		ulidState.ms = ms
+		if _, err := rand.Read(ulidState.rand[:]); err != nil {
+			panic("reading random bytes: " + err.Error()) // crypto/rand does not fail on Linux
+		}
+	}
+	var id [16]byte
+	binary.BigEndian.PutUint16(id[0:2], uint16(ms>>32))
+	binary.BigEndian.PutUint32(id[2:6], uint32(ms))
+	copy(id[6:], ulidState.rand[:])
+	ulidState.Unlock()
+	return encodeULID(id)
+}
+
+// incrementBytes adds one to a big-endian number (wrapping at the top,
+// which 2^80 ids in one millisecond would need).
+func incrementBytes(b *[10]byte) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i]++
+		if b[i] != 0 {
+			return
+		}
+	}
+}
+
+// encodeULID writes 128 bits as 26 base32 digits, 5 bits each, most
+// significant first (the first digit carries the top 3 bits).
+func encodeULID(id [16]byte) string {
+	hi := binary.BigEndian.Uint64(id[0:8])
+	lo := binary.BigEndian.Uint64(id[8:16])
+	var out [26]byte
+	for i := 25; i >= 0; i-- {
+		out[i] = crockford[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}
+
+// RunIDTime is when the run with ULID id was made (the id's 48 bits of
+// milliseconds); false when id is not a ULID. Case does not matter, as
+// for Crockford's base32 (sandbox names carry run ids in lowercase).
+func RunIDTime(id string) (time.Time, bool) {
+	if len(id) != 26 {
+		return time.Time{}, false
+	}
+	var hi, lo uint64
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		d := strings.IndexByte(crockford, c)
+		if d < 0 {
+			return time.Time{}, false
+		}
+		hi = hi<<5 | lo>>59
+		lo = lo<<5 | uint64(d)
+	}
+	ms := hi >> 16 // the top 48 of the 128 bits
+	return time.UnixMilli(int64(ms)).UTC(), true
 }

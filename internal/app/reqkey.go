@@ -24,7 +24,7 @@ var errRequestKeyRequired = errors.New("runs.request_key: required (or runs.requ
 	"ingress authenticates every run request with it and runners run only what it authenticated, so every ingress and runner must have the same key " +
 	"(at least 32 characters, e.g. `openssl rand -hex 32`; docs/operations.md, \"Run requests are authenticated\")")
 
-// requestKey is the key of run-request authenticators (queue/reqauth.go):
+// requestKey is the key of run-request authenticators (queue/request.go):
 // runs.request_key, else the contents of runs.request_key_file, else, for
 // a mode that runs both halves (serve), the key in data_dir, generated at
 // the first start (mode 0600). The key itself is never logged.
