@@ -38,7 +38,7 @@ type Config struct {
 	// Trust bounds the lookups that pin a comment's runs to a head and
 	// learn an author's role (trust.go).
 	Trust TrustConfig
-	// Files bounds the lookup of a change's files (files.go).
+	// Files bounds the lookup of a change's files (match.go).
 	Files FilesConfig
 	// ChatOrigins is, for each forge a chat trigger may name, the
 	// scheme://host its repositories are cloned from: a chat run's

@@ -15,16 +15,16 @@
 //
 // Decider.Event matches an event against every workflow (workflows.Match),
 // learns the changed files first when a workflow selects by paths
-// (files.go), authorizes each match (workflows.Workflow.Authorize) after
+// (match.go), authorizes each match (workflows.Workflow.Authorize) after
 // looking up the author's association when the payload carries none
 // (trust.go), pins a comment's runs to its pull request's head (the head
 // remembered from its pull_request events, else the forge API's; Refused
 // when neither knows it), bounds the command lines of one comment
 // (CommandsConfig.MaxPerComment) and gives each run the object it dedupes
-// by (dedupe.go). A /retry comment (CommandsConfig.Retry) also selects the
+// by (decide.go). A /retry comment (CommandsConfig.Retry) also selects the
 // pull request's latest failed run of each workflow whose authorize policy
-// admits the commenter (retry.go), and a forge's rerequest (a check run's
-// or suite's Re-run button) those of its head commit (rerequest.go). Decider.Replay, Decider.Rerun and
-// Decider.Chat are the same decision for a stored delivery, one finished
-// run and a chat command.
+// admits the commenter, and a forge's rerequest (a check run's or suite's
+// Re-run button) those of its head commit (both retry.go). Decider.Replay,
+// Decider.Rerun and Decider.Chat are the same decision for a stored
+// delivery, one finished run and a chat command.
 package decide

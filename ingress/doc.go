@@ -29,7 +29,7 @@
 // Runs a re-run (POST /api/v1/runs/{id}/rerun, or a /retry comment or a
 // forge's rerequest by a user the workflow's authorize policy admits) is a
 // new run on the stored event, linked both ways and reusing the sticky
-// comment (rerun.go; decide/retry.go, decide/rerequest.go); with
+// comment (rerun.go; decide/retry.go); with
 // Heads a comment's runs are pinned to the head its pull request's latest
 // pull_request event named; with Index /readyz is unready while the run
 // index does not follow its bucket.
@@ -44,7 +44,7 @@
 // same run ids (the queue dedupes by forge:delivery:workflow) and its answer
 // carries "duplicate": true with an identical "runs" list; so does the same
 // event under another delivery id (a re-sent body, a second hook): each run
-// is also deduplicated by the forge's object and version (decide/dedupe.go).
+// is also deduplicated by the forge's object and version (decide/decide.go).
 // A comment starts runs for at most CommandsConfig.MaxPerComment distinct
 // command lines; the others are listed in "skipped". A re-run of a
 // repository outside allow_repos is refused (403 through the API).
