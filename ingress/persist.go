@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,9 +14,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrun/hookrun/decide"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/telemetry"
+	"github.com/hookrun/hookrun/workflows"
 )
 
 // Persisting a delivery's runs: every path that starts runs (a webhook
@@ -164,3 +169,50 @@ var (
 	_ DeliveryAcceptor = (*stores.Publisher)(nil)
 	_ RerunLinker      = (*stores.RunStore)(nil)
 )
+
+// describe notes on d, before it is stored, what ingress decided of it:
+// the event's kind and repository, the headers that say what was sent,
+// each workflow considered and the runs queued (dec.Runs; dec.Skipped
+// and dec.Refused for the others).
+func describe(d *stores.Received, h http.Header, ev *workflows.Event, dec decide.Decision) {
+	d.Kind, d.Repo, d.Headers = string(ev.Kind), ev.Repo, tellingHeaders(h)
+	for _, r := range dec.Runs {
+		d.Runs = append(d.Runs, stores.ReceivedRun{ID: r.ID, Workflow: r.Workflow, RerunOf: r.RerunOf, Refused: r.Refused})
+		if !slices.ContainsFunc(d.Workflows, func(c stores.Considered) bool { return c.Workflow == r.Workflow }) {
+			d.Workflows = append(d.Workflows, stores.Considered{Workflow: r.Workflow, Matched: true, Ran: true})
+		}
+	}
+	for _, k := range dec.Skipped {
+		d.Workflows = append(d.Workflows, stores.Considered{Workflow: k.Workflow, Reason: k.Reason,
+			Matched: k.Workflow != "" && slices.Contains(dec.Refused, k.Workflow)})
+	}
+}
+
+// maxHeaderValue bounds each header value a stored delivery keeps.
+const maxHeaderValue = 256
+
+// tellingHeaders are the request headers that say what was sent: the
+// content's type and length, the user agent and the X- headers (the
+// forge's event, delivery, hook, instance), never one whose name says it
+// carries a secret (a token, a signature, a key, authorization, a cookie).
+func tellingHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for name, vs := range h {
+		lower := strings.ToLower(name)
+		if !strings.HasPrefix(lower, "x-") && lower != "user-agent" && lower != "content-type" && lower != "content-length" {
+			continue
+		}
+		if slices.ContainsFunc(secretHeaderWords, func(w string) bool { return strings.Contains(lower, w) }) {
+			continue
+		}
+		v := strings.Join(vs, ", ")
+		if len(v) > maxHeaderValue {
+			v = v[:maxHeaderValue] + "…"
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// secretHeaderWords mark a header that may carry a secret.
+var secretHeaderWords = []string{"token", "signature", "secret", "key", "auth", "cookie", "password"}
