@@ -8,7 +8,7 @@
 // user's permission on the repository (workflows.CollaboratorLookup), the
 // API root and the git origin of a base URL.
 //
-// Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/gitea,
+// Webhooks (webhook.go; forge.Webhooks): POST /hooks/gitea,
 // X-Gitea-Event and X-Gitea-Delivery, X-Gitea-Signature (the hex
 // HMAC-SHA256 without a "sha256=" prefix) checked against every configured
 // secret (Config.WebhookSecrets). Bodies have the shared shape and are

@@ -19,7 +19,7 @@
 // waited out by providers/internal/ratelimit; the final report waits for as
 // long as its context allows.
 //
-// Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/github,
+// Webhooks (webhook.go; forge.Webhooks): POST /hooks/github,
 // X-GitHub-Event and X-GitHub-Delivery, X-Hub-Signature-256 checked against
 // every configured secret (Config.WebhookSecrets; forge.VerifyHMAC), the
 // ping answered. What authorizes an event:

@@ -17,7 +17,7 @@
 // goes through inert (inert.go): no line of a run's text becomes a quick
 // action run with the bot's permissions.
 //
-// Webhooks (webhook.go, normalize.go; forge.Webhooks): POST /hooks/gitlab,
+// Webhooks (webhook.go; forge.Webhooks): POST /hooks/gitlab,
 // X-Gitlab-Event, X-Gitlab-Token compared in constant time with every
 // configured token's digest (Config.WebhookSecrets; forge.VerifyToken).
 // The dedupe key is Idempotency-Key, else X-Gitlab-Event-UUID, else
