@@ -7,9 +7,9 @@
 // implementations from providers/. Its files by job: runner.go (Config,
 // Deps, New, Cancel), handle.go (Handle and what it calls, in the order it
 // calls them: admitting, claiming, concurrency groups, executing the
-// claimed run, the final record, and ingress's decision checked again),
-// heartbeat.go (the claim kept alive, cancel requests and
-// takeovers seen), outbox.go (final reports delivered later), metrics.go,
+// claimed run, the final record, and ingress's decision checked again;
+// then the heartbeat: the claim kept alive, cancel requests and takeovers
+// seen), outbox.go (final reports delivered later), metrics.go,
 // newest.go (a run's report never overwrites a newer run's).
 //
 // Reporting never holds a run back: the engine sends reports beside the
@@ -22,7 +22,7 @@
 // # Lifecycle
 //
 // The queue hands Handle only run requests whose authenticator it verified
-// (queue/reqauth.go). Before the claim, Handle decides again what ingress
+// (queue/request.go). Before the claim, Handle decides again what ingress
 // decided: Config.Admit (allow_repos) and Config.Recheck (CheckRequest,
 // handle.go: the workflow's trigger and authorize, with the functions
 // ingress calls); a refusal fails the run with the reason, before any
