@@ -245,7 +245,9 @@ func (e *Executor) start(req contract.ExecRequest, path string, grace time.Durat
 		w io.Writer
 	}{{outR, proc.OrDiscard(req.Stdout)}, {errR, proc.OrDiscard(req.Stderr)}} {
 		go func() {
-			if _, err := io.Copy(&lockedWriter{mu: &mu, w: c.w}, c.r); err != nil {
+			buf := copyBuffers.Get().(*[copyBufferSize]byte)
+			defer copyBuffers.Put(buf)
+			if _, err := io.CopyBuffer(&lockedWriter{mu: &mu, w: c.w}, readerOnly{c.r}, buf[:]); err != nil {
 				// The writer failed: keep draining so the child never blocks
 				// on a full pipe.
 				_, _ = io.Copy(io.Discard, c.r)
@@ -498,6 +500,18 @@ func closeAll(files ...*os.File) {
 		_ = f.Close()
 	}
 }
+
+// copyBufferSize is what one read of a step's output takes at most (as
+// io.Copy's own buffer).
+const copyBufferSize = 32 << 10
+
+// copyBuffers are the buffers the output copiers read into, kept from one
+// step to the next: io.Copy would allocate one per stream and step.
+var copyBuffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+// readerOnly hides *os.File's WriteTo, which would copy through a buffer of
+// its own instead of the one given to io.CopyBuffer.
+type readerOnly struct{ io.Reader }
 
 type lockedWriter struct {
 	mu *sync.Mutex
