@@ -205,11 +205,11 @@ type startFailure struct {
 // output copied to the request's writers. A program that cannot be executed
 // (not isolated) gives a nil process and its startFailure.
 func (e *Executor) start(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (*process, startFailure, error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, startFailure{}, fmt.Errorf("creating stdout pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		closeAll(outR, outW)
 		return nil, startFailure{}, fmt.Errorf("creating stderr pipe: %w", err)
@@ -493,6 +493,23 @@ func checkExecutable(p string) error {
 		return errNotExecutable
 	}
 	return nil
+}
+
+// outputPipe is os.Pipe for a child's output: the read end is this
+// process's, in the runtime's poller (so that closing it ends a read in
+// progress: drain); the write end is the child's and stays blocking, out
+// of the poller (os.Pipe puts both ends there, and the child's end is made
+// blocking again when the child is started).
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		_, _ = syscall.Close(p[0]), syscall.Close(p[1])
+		return nil, nil, os.NewSyscallError("setnonblock", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
 
 func closeAll(files ...*os.File) {
