@@ -205,11 +205,11 @@ type startFailure struct {
 // output copied to the request's writers. A program that cannot be executed
 // (not isolated) gives a nil process and its startFailure.
 func (e *Executor) start(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (*process, startFailure, error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		return nil, startFailure{}, fmt.Errorf("creating stdout pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
+	errR, errW, err := outputPipe()
 	if err != nil {
 		closeAll(outR, outW)
 		return nil, startFailure{}, fmt.Errorf("creating stderr pipe: %w", err)
@@ -245,7 +245,9 @@ func (e *Executor) start(req contract.ExecRequest, path string, grace time.Durat
 		w io.Writer
 	}{{outR, proc.OrDiscard(req.Stdout)}, {errR, proc.OrDiscard(req.Stderr)}} {
 		go func() {
-			if _, err := io.Copy(&lockedWriter{mu: &mu, w: c.w}, c.r); err != nil {
+			buf := copyBuffers.Get().(*[copyBufferSize]byte)
+			defer copyBuffers.Put(buf)
+			if _, err := io.CopyBuffer(&lockedWriter{mu: &mu, w: c.w}, readerOnly{c.r}, buf[:]); err != nil {
 				// The writer failed: keep draining so the child never blocks
 				// on a full pipe.
 				_, _ = io.Copy(io.Discard, c.r)
@@ -493,11 +495,40 @@ func checkExecutable(p string) error {
 	return nil
 }
 
+// outputPipe is os.Pipe for a child's output: the read end is this
+// process's, in the runtime's poller (so that closing it ends a read in
+// progress: drain); the write end is the child's and stays blocking, out
+// of the poller (os.Pipe puts both ends there, and the child's end is made
+// blocking again when the child is started).
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		_, _ = syscall.Close(p[0]), syscall.Close(p[1])
+		return nil, nil, os.NewSyscallError("setnonblock", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
 func closeAll(files ...*os.File) {
 	for _, f := range files {
 		_ = f.Close()
 	}
 }
+
+// copyBufferSize is what one read of a step's output takes at most (as
+// io.Copy's own buffer).
+const copyBufferSize = 32 << 10
+
+// copyBuffers are the buffers the output copiers read into, kept from one
+// step to the next: io.Copy would allocate one per stream and step.
+var copyBuffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+// readerOnly hides *os.File's WriteTo, which would copy through a buffer of
+// its own instead of the one given to io.CopyBuffer.
+type readerOnly struct{ io.Reader }
 
 type lockedWriter struct {
 	mu *sync.Mutex

@@ -64,7 +64,9 @@
 // read-write), contract.SandboxResultsPath in the sandbox (the sandbox
 // provider copies it back after each command). After every step (its
 // failure included: a linter exits 1 when it finds something) the engine
-// reads the folder with a results.Reader, never following a symlink, up to
+// reads the folder with a results.Reader (which does not list again a
+// folder it found empty while nothing was made in it since), never
+// following a symlink, up to
 // contract.MaxResultsBytes and contract.MaxResultsFindings per run: SARIF,
 // reviewdog rdjson/rdjsonl and actions.json. A malformed file fails the
 // step with its file:line:col. At the run's end the findings and actions,

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hookrun/hookrun/runner/contract"
@@ -19,30 +21,53 @@ const containerWorkspace = "/workspace"
 // the value in place. It also serves as the lookup for workflows.Expand, so
 // that an env value written by the workflow author may reference any name
 // set before it.
+//
+// A step's list starts from its run's prefix (derive): a copy of the
+// prefix's variables, whose positions it looks up in the prefix's index,
+// which no list ever writes to once the prefix is built; the names the
+// step adds have an index of the step's own.
 type envList struct {
 	vars  []workflows.EnvVar
-	index map[string]int
+	index map[string]int // position in vars of each name added here; nil until one is
+	base  map[string]int // position in vars of each name of the prefix vars started from; read only
 }
 
 func newEnvList(capacity int) *envList {
 	return &envList{vars: make([]workflows.EnvVar, 0, capacity), index: make(map[string]int, capacity)}
 }
 
-// clone returns an independent copy with room for n more variables.
-func (l *envList) clone(n int) *envList {
-	c := &envList{vars: make([]workflows.EnvVar, len(l.vars), len(l.vars)+n), index: make(map[string]int, len(l.vars)+n)}
-	copy(c.vars, l.vars)
-	for k, v := range l.index {
-		c.index[k] = v
+// derive returns a list of its own that starts with l's variables, with
+// room for n more; l is not changed by what is set in it, nor it by what
+// is set in l (which must not be set any more while its derived lists
+// are used: the run's prefixes are complete before any step starts).
+func (l *envList) derive(n int) *envList {
+	d := &envList{vars: make([]workflows.EnvVar, len(l.vars), len(l.vars)+n), base: l.index}
+	copy(d.vars, l.vars)
+	if l.base != nil { // derived itself: its own index and its base make one
+		d.base = make(map[string]int, len(l.base)+len(l.index))
+		maps.Copy(d.base, l.base)
+		maps.Copy(d.base, l.index)
 	}
-	return c
+	return d
+}
+
+// pos is the position of name in l.vars.
+func (l *envList) pos(name string) (int, bool) {
+	if i, ok := l.index[name]; ok {
+		return i, true
+	}
+	i, ok := l.base[name]
+	return i, ok
 }
 
 // set adds or replaces name.
 func (l *envList) set(name, value string) {
-	if i, ok := l.index[name]; ok {
+	if i, ok := l.pos(name); ok {
 		l.vars[i].Value = value
 		return
+	}
+	if l.index == nil {
+		l.index = make(map[string]int)
 	}
 	l.index[name] = len(l.vars)
 	l.vars = append(l.vars, workflows.EnvVar{Name: name, Value: value})
@@ -82,10 +107,37 @@ func (l *envList) expandAllWith(vars []workflows.EnvVar, fallback *envList) {
 }
 
 func (l *envList) lookup(name string) (string, bool) {
-	if i, ok := l.index[name]; ok {
+	if i, ok := l.pos(name); ok {
 		return l.vars[i].Value, true
 	}
 	return "", false
+}
+
+// withSecrets returns l's variables with secrets set over them (as setAll
+// would, in a copy: l keeps the values without the secrets, for its
+// lookup); l's own variables when there are no secrets.
+func (l *envList) withSecrets(secrets []workflows.EnvVar) []workflows.EnvVar {
+	if len(secrets) == 0 {
+		return l.vars
+	}
+	n := len(l.vars)
+	vars := make([]workflows.EnvVar, n, n+len(secrets))
+	copy(vars, l.vars)
+	for _, s := range secrets {
+		i, ok := l.pos(s.Name)
+		if !ok {
+			i = slices.IndexFunc(vars[n:], func(v workflows.EnvVar) bool { return v.Name == s.Name })
+			if ok = i >= 0; ok {
+				i += n
+			}
+		}
+		if ok {
+			vars[i].Value = s.Value
+		} else {
+			vars = append(vars, s)
+		}
+	}
+	return vars
 }
 
 // runSecrets are the workflow's secrets as found in the runner's
@@ -210,7 +262,7 @@ type stepEnv struct {
 func (x *execution) stepEnv(st *workflows.Step, r route, extra []workflows.EnvVar) stepEnv {
 	pre := x.prefix(r.place)
 	x.mu.Lock()
-	l := pre.clone(len(x.outputs) + len(st.Env) + len(extra) + len(x.secrets.vars))
+	l := pre.derive(len(x.outputs) + len(st.Env) + len(extra))
 	l.setAll(x.outputs)
 	x.mu.Unlock()
 	if r.place == placeContainer && st.Container != nil {
@@ -218,15 +270,13 @@ func (x *execution) stepEnv(st *workflows.Step, r route, extra []workflows.EnvVa
 	}
 	l.expandAll(st.Env)
 	l.setAll(extra)
-	lookup := l.clone(0).lookup
-	l.setAll(x.secrets.vars)
-	return stepEnv{vars: l.vars, lookup: lookup}
+	return stepEnv{vars: l.withSecrets(x.secrets.vars), lookup: l.lookup}
 }
 
 // reportLookup resolves ${NAME} in report.body: step outputs, the run's
 // HOOKRUN_* variables and HOOKRUN_RUN_STATUS. Secrets are not resolvable.
 func (x *execution) reportLookup(status workflows.Status) func(string) (string, bool) {
-	l := x.prefix(placeHost).clone(len(x.outputs) + 1)
+	l := x.prefix(placeHost).derive(len(x.outputs) + 1)
 	x.mu.Lock()
 	l.setAll(x.outputs)
 	x.mu.Unlock()

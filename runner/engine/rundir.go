@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/runner/results"
@@ -24,6 +25,7 @@ type runDir struct {
 	what string // "event file directory", "results folder": for errors and the log
 	path string // host path; "" until made
 	tmp  string // the folder make created; "" when given
+	file string // the name of the one file the run writes in tmp; "" none
 }
 
 // make settles d: given, created if missing with perm; else a new folder
@@ -48,9 +50,17 @@ func (d *runDir) make(given, pattern string, perm os.FileMode) error {
 	return nil
 }
 
-// remove removes the folder make created (not a given one).
+// remove removes the folder make created (not a given one). The folder
+// as the run left it (its own file, else empty) goes with a syscall or
+// two; what steps left in it, with os.RemoveAll.
 func (d *runDir) remove(log *slog.Logger, runID string) {
 	if d.tmp == "" {
+		return
+	}
+	if d.file != "" {
+		_ = syscall.Unlink(filepath.Join(d.tmp, d.file))
+	}
+	if err := syscall.Rmdir(d.tmp); err == nil || errors.Is(err, syscall.ENOENT) {
 		return
 	}
 	if err := os.RemoveAll(d.tmp); err != nil {
@@ -87,6 +97,9 @@ func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error
 		return "", err
 	}
 	file := filepath.Join(d.path, eventName)
+	if d.tmp != "" {
+		d.file = eventName
+	}
 	if err := os.WriteFile(file, raw, 0o644); err != nil {
 		return "", fmt.Errorf("writing event file: %w", err)
 	}

@@ -299,17 +299,15 @@ func matches(value, expected string) (bool, error) {
 // before the sandbox or root container opens, on the host, in the root
 // working_dir, with the run's environment (no step's own) and its secrets.
 func (x *execution) rootConditions() *conditionCheck {
-	env := x.prefix(placeHost).clone(len(x.secrets.vars))
-	lookup := env.clone(0).lookup
-	env.setAll(x.secrets.vars)
+	env := x.prefix(placeHost).derive(0) // its own copy: the executor gets its vars
 	st := &workflows.Step{ID: "preconditions"}
 	return &conditionCheck{
 		exec:   x.e.cfg.Providers.Host,
-		lookup: lookup,
+		lookup: env.lookup,
 		req: contract.ExecRequest{
 			RunID:       x.spec.ID,
 			StepID:      "preconditions",
-			Env:         env.vars,
+			Env:         env.withSecrets(x.secrets.vars),
 			SecretNames: x.secrets.names,
 			Dir:         x.stepDir(st, route{place: placeHost}),
 			Workspace:   x.spec.Workspace,

@@ -30,6 +30,10 @@
 // most contract.MaxResultsFindings findings per run; what is cut is said
 // in Results.Notes and counted in Results.Dropped.
 //
+// A folder a Scan found empty is not listed again while its directory
+// shows that nothing was made in it since (quiet.go): steps that leave no
+// results cost a stat each, not a listing.
+//
 // The decoders are written here rather than taken from a SARIF library:
 // hookrun reads some fifteen fields, wants a malformed file's position,
 // and this package imports only workflows and runner/contract.

@@ -52,6 +52,7 @@ type Reader struct {
 	files map[string]*fileState // by path relative to dir
 	notes []string              // symlinks and size cuts, once each
 	noted map[string]bool
+	quiet *dirStamp // the folder as the last Scan found it empty and marked it (quiet.go); nil: list it
 }
 
 // fileState is one result file as last decoded.
@@ -107,10 +108,15 @@ func kind(rel string) string {
 // Scan reads the folder and decodes every result file that is new or
 // changed. The error of a malformed file is a *PositionError (several are
 // joined); its file then counts as holding nothing. A missing folder holds
-// nothing.
+// nothing. A folder the last Scan found empty is not listed again while
+// nothing was made in it (quiet.go).
 func (r *Reader) Scan() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stillQuiet() {
+		return nil
+	}
+	r.quiet = nil
 	fd, err := unix.Open(r.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -127,6 +133,9 @@ func (r *Reader) Scan() error {
 		if !seen[rel] {
 			delete(r.files, rel) // removed by a later step
 		}
+	}
+	if entries == 0 && len(errs) == 0 {
+		r.markQuiet()
 	}
 	return errors.Join(errs...)
 }
