@@ -42,6 +42,7 @@ func commands() []command {
 }
 
 func main() {
+	stopHeapSampling()
 	// An isolated host step starts as a re-execution of this binary: run
 	// its init instead of a command (providers/host).
 	if reexec.Init() {

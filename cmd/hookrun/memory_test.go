@@ -166,3 +166,20 @@ func TestHeapLiveAfterGC(t *testing.T) {
 	}
 	runtime.KeepAlive(sink)
 }
+
+// Heap sampling is off unless GODEBUG asks for it.
+func TestStopHeapSampling(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 512 << 10
+	t.Setenv("GODEBUG", "gctrace=0")
+	stopHeapSampling()
+	if runtime.MemProfileRate != 0 {
+		t.Fatalf("MemProfileRate = %d, want 0", runtime.MemProfileRate)
+	}
+	runtime.MemProfileRate = 4096
+	t.Setenv("GODEBUG", "gctrace=0,memprofilerate=4096")
+	stopHeapSampling()
+	if runtime.MemProfileRate != 4096 {
+		t.Fatalf("MemProfileRate = %d with GODEBUG memprofilerate=4096, want it kept", runtime.MemProfileRate)
+	}
+}
