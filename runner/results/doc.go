@@ -31,7 +31,7 @@
 // in Results.Notes and counted in Results.Dropped.
 //
 // A folder a Scan found empty is not listed again while its directory
-// shows that nothing was made in it since (quiet.go): steps that leave no
+// shows that nothing was made in it since (reader.go, markQuiet): steps that leave no
 // results cost a stat each, not a listing.
 //
 // The decoders are written here rather than taken from a SARIF library:
