@@ -183,17 +183,26 @@ func triageFixture(t *testing.T, url string, token string) (*fixture, *runner.Ou
 	return f, ob
 }
 
+// limitedTriage is triageFixture against a fake GitHub whose label
+// endpoints answer secondary rate limits until gh.limited is cleared; url
+// is the fake's.
+func limitedTriage(t *testing.T) (gh *actionsGitHub, url string, f *fixture, ob *runner.Outbox) {
+	t.Helper()
+	gh = &actionsGitHub{t: t}
+	gh.limited.Store(true)
+	srv := httptest.NewServer(gh)
+	t.Cleanup(srv.Close)
+	f, ob = triageFixture(t, srv.URL, "ghs_test")
+	return gh, srv.URL, f, ob
+}
+
 // A final report whose actions fail on a rate-limited forge is kept in
 // the outbox (its comment landed: the apply error alone keeps it), the
 // run record says the actions failed; once the forge answers, the outbox
 // delivers it, the label lands, and the record's actions say applied.
 func TestOutboxRecordsActionsAppliedLater(t *testing.T) {
 	t.Parallel()
-	gh := &actionsGitHub{t: t}
-	gh.limited.Store(true)
-	srv := httptest.NewServer(gh)
-	defer srv.Close()
-	f, ob := triageFixture(t, srv.URL, "ghs_test")
+	gh, _, f, ob := limitedTriage(t)
 
 	id := f.publish("triage", nil)
 	rec := f.waitRecord(id, 30*time.Second, "the run finished", terminal)

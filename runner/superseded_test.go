@@ -121,11 +121,7 @@ func supersedeInOutbox(t *testing.T, f *fixture, gh *actionsGitHub) (string, int
 // and its run record says so.
 func TestOutboxAppliesTheActionsOfASupersededReport(t *testing.T) {
 	t.Parallel()
-	gh := &actionsGitHub{t: t}
-	gh.limited.Store(true)
-	srv := httptest.NewServer(gh)
-	defer srv.Close()
-	f, ob := triageFixture(t, srv.URL, "ghs_test")
+	gh, _, f, ob := limitedTriage(t)
 	id, before := supersedeInOutbox(t, f, gh)
 
 	gh.limited.Store(false)
@@ -153,15 +149,11 @@ func TestOutboxAppliesTheActionsOfASupersededReport(t *testing.T) {
 // after the newer run's they would undo them.
 func TestOutboxRefusesSupersededActionsAfterANewerRunActed(t *testing.T) {
 	t.Parallel()
-	gh := &actionsGitHub{t: t}
-	gh.limited.Store(true)
-	srv := httptest.NewServer(gh)
-	defer srv.Close()
-	f, ob := triageFixture(t, srv.URL, "ghs_test")
+	gh, url, f, ob := limitedTriage(t)
 	id, _ := supersedeInOutbox(t, f, gh)
 
 	gh.limited.Store(false)
-	rep := runner.NewestOnly(forgeReports{githubForge(t, srv.URL, "ghs_test")}, f.q.Groups(), quietLogger())
+	rep := runner.NewestOnly(forgeReports{githubForge(t, url, "ghs_test")}, f.q.Groups(), quietLogger())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	newer := &contract.RunReport{Phase: contract.PhaseFinal, RunID: "r2", Attempt: 1, Workflow: enginetest.Parse(t, triageWorkflow),

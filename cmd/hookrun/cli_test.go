@@ -279,17 +279,8 @@ func serveForCLI(t *testing.T, secret, ghToken, apiToken string) (*fakeGitHub, s
 	gh, ghSrv := newFakeGitHub(t, ghToken)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), cliWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${CLI_SECRET}", token: "${CLI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
-	p := startHookrun(t, "serve", []string{"CLI_SECRET=" + secret, "CLI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	cfg, addr := githubServeConfig(t, dir, ghSrv.URL, apiToken, "")
+	p := startHookrun(t, "serve", serveEnv(secret, ghToken), "serve", "--config", cfg)
 	url := "http://" + addr
 	waitReady(t, p, url, 60*time.Second)
 	t.Setenv("HOOKRUN_SERVER", url)

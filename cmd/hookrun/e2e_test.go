@@ -13,6 +13,32 @@ import (
 	"time"
 )
 
+// githubServeConfig writes the `hookrun serve` configuration the
+// end-to-end tests share: the workflows under dir/workflows, data under
+// dir/data, the fake GitHub at apiURL with the webhook secret and token
+// from $E2E_SECRET and $E2E_GH_TOKEN (serveEnv), apiToken for the API,
+// and extra (YAML lines) appended. It returns the file and the address
+// serve is to listen on.
+func githubServeConfig(t *testing.T, dir, apiURL, apiToken, extra string) (cfg, addr string) {
+	t.Helper()
+	addr = freeAddr(t)
+	cfg = writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
+listen: `+addr+`
+data_dir: `+filepath.Join(dir, "data")+`
+workflows: `+filepath.Join(dir, "workflows")+`
+allow_repos: ["Codertocat/Hello-World"]
+github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+apiURL+`/" }
+api: { token: "`+apiToken+`" }
+shutdown_grace: 5s
+`+extra)
+	return cfg, addr
+}
+
+// serveEnv is the environment githubServeConfig's configuration reads.
+func serveEnv(secret, ghToken string) []string {
+	return []string{"E2E_SECRET=" + secret, "E2E_GH_TOKEN=" + ghToken}
+}
+
 // fakeGitHub is the part of the GitHub REST API the reporter uses, checking
 // method, path, auth header and JSON body as the real API would.
 type fakeGitHub struct {
@@ -138,17 +164,8 @@ func TestEndToEnd(t *testing.T) {
 	gh, ghSrv := newFakeGitHub(t, ghToken)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), e2eWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
-	p := startHookrun(t, "serve", []string{"E2E_SECRET=" + secret, "E2E_GH_TOKEN=" + ghToken}, "serve", "--config", cfg, "--log-level", "debug")
+	cfg, addr := githubServeConfig(t, dir, ghSrv.URL, apiToken, "")
+	p := startHookrun(t, "serve", serveEnv(secret, ghToken), "serve", "--config", cfg, "--log-level", "debug")
 	url := "http://" + addr
 	waitReady(t, p, url, 60*time.Second)
 

@@ -46,18 +46,8 @@ func TestFinalReportOutlivesRateLimitAndRestart(t *testing.T) {
 	srv := ts.URL
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), e2eWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+srv+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-runner: { report_outbox: { poll: 200ms, backoff: 300ms } }
-`)
-	env := []string{"E2E_SECRET=" + secret, "E2E_GH_TOKEN=" + ghToken}
+	cfg, addr := githubServeConfig(t, dir, srv, apiToken, "runner: { report_outbox: { poll: 200ms, backoff: 300ms } }\n")
+	env := serveEnv(secret, ghToken)
 	url := "http://" + addr
 	p := startHookrun(t, "serve-1", env, "serve", "--config", cfg)
 	waitReady(t, p, url, 60*time.Second)
@@ -148,18 +138,9 @@ func TestHangingGitHubDoesNotDelayFirstStep(t *testing.T) {
 	t.Cleanup(func() { close(stop) })
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "workflows", "e2e.yaml"), e2eWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${E2E_SECRET}", token: "${E2E_GH_TOKEN}", api_url: "`+ts.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
+	cfg, addr := githubServeConfig(t, dir, ts.URL, apiToken, "")
 	url := "http://" + addr
-	p := startHookrun(t, "serve", []string{"E2E_SECRET=" + secret, "E2E_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	p := startHookrun(t, "serve", serveEnv(secret, ghToken), "serve", "--config", cfg)
 	waitReady(t, p, url, 60*time.Second)
 
 	body := fixture(t, "github/pull_request/opened.payload.json")

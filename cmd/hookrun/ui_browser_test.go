@@ -125,17 +125,8 @@ func TestUIBrowser(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "workflows", "ui-demo.yaml"), strings.ReplaceAll(uiWorkflow, "GATE", gate))
 	writeFile(t, filepath.Join(dir, "workflows", "nightly-sweep.yaml"), slowWorkflow)
 	writeFile(t, filepath.Join(dir, "workflows", "build-matrix.yaml"), graphWorkflow)
-	addr := freeAddr(t)
-	cfg := writeFile(t, filepath.Join(dir, "hookrun.yaml"), `
-listen: `+addr+`
-data_dir: `+filepath.Join(dir, "data")+`
-workflows: `+filepath.Join(dir, "workflows")+`
-allow_repos: ["Codertocat/Hello-World"]
-github: { webhook_secret: "${UI_SECRET}", token: "${UI_GH_TOKEN}", api_url: "`+ghSrv.URL+`/" }
-api: { token: "`+apiToken+`" }
-shutdown_grace: 5s
-`)
-	p := startHookrun(t, "serve", []string{"UI_SECRET=" + secret, "UI_GH_TOKEN=" + ghToken}, "serve", "--config", cfg)
+	cfg, addr := githubServeConfig(t, dir, ghSrv.URL, apiToken, "")
+	p := startHookrun(t, "serve", serveEnv(secret, ghToken), "serve", "--config", cfg)
 	base := "http://" + addr
 	waitReady(t, p, base, 60*time.Second)
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -390,10 +391,11 @@ func (r *Reader) markQuiet() {
 		return
 	}
 	if !stampOf(&st).apart() {
-		// The path may name another folder by now: what counts is the
-		// stamp of fd's, read below, and that fd's folder is empty after.
+		// Through fd (its /proc link names the very folder opened, not
+		// whatever the path names by now): what counts is the stamp of
+		// fd's folder, read below, and that it is empty after.
 		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Sec: st.Ctim.Sec - quietMarkAge, Nsec: st.Ctim.Nsec}}
-		if err := unix.UtimesNanoAt(unix.AT_FDCWD, r.dir, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), ts, 0); err != nil {
 			return
 		}
 		if err := unix.Fstat(fd, &st); err != nil {
