@@ -214,29 +214,33 @@ func (e *Executor) start(req contract.ExecRequest, path string, grace time.Durat
 		closeAll(outR, outW)
 		return nil, startFailure{}, fmt.Errorf("creating stderr pipe: %w", err)
 	}
-	cmd, isoErr, cleanup, err := e.command(req, path, grace, exposed)
+	l, err := e.command(req, path, grace, exposed)
 	if err != nil {
 		closeAll(outR, outW, errR, errW)
 		return nil, startFailure{}, err
 	}
+	cmd := l.cmd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, outW, errW
 	// Only the stdin copier is managed by os/exec (stdout and stderr are
 	// our own pipes); don't let a blocking stdin reader hold Wait.
 	cmd.WaitDelay = e.cfg.DrainTimeout
-	started := startLocked(cmd)
-	cleanup()
+	started := l.start()
 	if err := started.err; err != nil {
 		closeAll(outR, outW, errR, errW)
-		if isoErr != nil {
-			_ = isoErr.Close()
+		if l.isoErr != nil {
+			_ = l.isoErr.Close()
 		}
-		if code := stepinit.StartErrorCode(err); code != 0 && e.cfg.Isolation == nil && !e.cfg.Contain {
+		var iso errIsolating
+		if errors.As(err, &iso) {
+			return nil, startFailure{}, err
+		}
+		if code := stepinit.StartErrorCode(err); code != 0 && l.isoErr == nil {
 			return nil, startFailure{code: code, err: err}, nil
 		}
 		return nil, startFailure{}, fmt.Errorf("starting %s: %w", req.Argv[0], err)
 	}
 	p := &process{cmd: cmd, started: started, outR: outR, errR: errR, copied: make(chan struct{}, 2), drainFor: e.cfg.DrainTimeout}
-	p.ready, p.isolation = readIsolationErrors(isoErr)
+	p.ready, p.isolation = readIsolationErrors(l.isoErr)
 	// The child has its own copies; ours must go so that EOF arrives.
 	closeAll(outW, errW)
 	var mu sync.Mutex // one writer at a time, in case Stdout and Stderr are the same
@@ -314,20 +318,42 @@ func (p *process) drain() {
 	closeAll(p.outR, p.errR)
 }
 
-// command builds the process of one request: the program itself, or, with
-// Isolation, the init that runs it isolated. isoErr (with Isolation) carries
-// a failure to isolate; cleanup closes what the child inherited once it has
+// launch is a command ready to start: its process, the init's status pipe
+// (nil without an init), and how it starts.
+type launch struct {
+	cmd    *exec.Cmd
+	isoErr *os.File
+	start  func() startedCmd
+}
+
+// initLaunch is the launch of an init's command (the init enters the
+// step's directory itself, so it starts in /); cleanup runs once it has
 // started.
-func (e *Executor) command(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) {
+func initLaunch(cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) (launch, error) {
+	if err != nil {
+		return launch{}, err
+	}
+	cmd.Dir = "/"
+	return launch{cmd: cmd, isoErr: isoErr, start: func() startedCmd {
+		s := startLocked(cmd)
+		cleanup()
+		return s
+	}}, nil
+}
+
+// command builds the launch of one request: the program itself, or, with
+// Isolation, the program isolated (directly or through its init).
+func (e *Executor) command(req contract.ExecRequest, path string, grace time.Duration, exposed []string) (launch, error) {
 	iso := e.cfg.Isolation
 	if iso == nil && e.cfg.Contain {
 		dir := req.Dir
 		if dir == "" { // this process's own, as without Contain
+			var err error
 			if dir, err = os.Getwd(); err != nil {
-				return nil, nil, nil, fmt.Errorf("finding the working directory: %w", err)
+				return launch{}, fmt.Errorf("finding the working directory: %w", err)
 			}
 		}
-		return inRoot(containedCommand(initPath(e.cfg.InitBinary), stepinit.Spec{
+		return initLaunch(containedCommand(initPath(e.cfg.InitBinary), stepinit.Spec{
 			Path: path, Argv: req.Argv, Env: proc.Env(req.Env), Dir: dir, Grace: grace,
 		}))
 	}
@@ -336,13 +362,14 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 		if e.cfg.LeftoversDir != "" {
 			sys.Pdeathsig = syscall.SIGKILL // the command, not its children, dies with the runner
 		}
-		return &exec.Cmd{
+		cmd := &exec.Cmd{
 			Path:        path,
 			Args:        req.Argv,
 			Env:         proc.Env(req.Env),
 			Dir:         req.Dir,
 			SysProcAttr: sys,
-		}, nil, func() {}, nil
+		}
+		return launch{cmd: cmd, start: func() startedCmd { return startLocked(cmd) }}, nil
 	}
 	user := iso.Username
 	if user == "" {
@@ -355,19 +382,9 @@ func (e *Executor) command(req contract.ExecRequest, path string, grace time.Dur
 		}
 	}
 	env = append(env, workflows.EnvVar{Name: "USER", Value: user}, workflows.EnvVar{Name: "LOGNAME", Value: user})
-	return inRoot(iso.initCommand(stepinit.Spec{
+	return iso.launch(stepinit.Spec{
 		Path: path, Argv: req.Argv, Env: proc.Env(env), Dir: req.Dir, Expose: exposed, Grace: grace,
-	}))
-}
-
-// inRoot is an init's command (the init enters the step's directory
-// itself), started in /.
-func inRoot(cmd *exec.Cmd, isoErr *os.File, cleanup func(), err error) (*exec.Cmd, *os.File, func(), error) {
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cmd.Dir = "/"
-	return cmd, isoErr, cleanup, nil
+	})
 }
 
 // startedCmd is a started command whose starting thread stays locked until

@@ -56,6 +56,10 @@ type Isolation struct {
 	// Hide lists absolute paths the command must not reach (data_dir, the
 	// configuration file, key files). Missing paths are ignored.
 	Hide []string
+	// Launch is how each command starts: by default directly, as PID 1 of
+	// its namespaces, where the kernel allows it (direct.go), else through
+	// an init.
+	Launch Launch
 	// InitBinary is the program each command starts through (its init,
 	// see package stepinit). Default: hookrun-step-init beside the running
 	// executable when it is there (make build puts it there: it starts in
@@ -125,6 +129,9 @@ func (i *Isolation) Validate() error {
 			return errors.New("validating host isolation: cannot hide /")
 		}
 	}
+	if i.Launch != LaunchAuto && i.Launch != LaunchDirect && i.Launch != LaunchInit {
+		return fmt.Errorf("validating host isolation: launch %q is none of %q, %q, %q", i.Launch, LaunchAuto, LaunchDirect, LaunchInit)
+	}
 	return nil
 }
 
@@ -142,11 +149,9 @@ func init() {
 	reexec.Register(stepinit.Name, func() { syscall.Exit(stepinit.Main()) })
 }
 
-// initCommand builds the process that runs spec isolated. The caller sets
-// the standard streams and the process group, starts it, and must read
-// errR to EOF: a non-empty text there is a failure to isolate (reported
-// as an error, not as the command's exit code).
-func (i *Isolation) initCommand(spec stepinit.Spec) (cmd *exec.Cmd, errR *os.File, cleanup func(), err error) {
+// launch is how spec runs isolated: directly (direct.go) or through the
+// init.
+func (i *Isolation) launch(spec stepinit.Spec) (launch, error) {
 	spec.UID, spec.GID = i.UID, i.GID
 	spec.Hide = append(append([]string(nil), i.Hide...), i.blockedAncestors(spec.Expose)...)
 	spec.Hostname = Hostname
@@ -154,6 +159,17 @@ func (i *Isolation) initCommand(spec stepinit.Spec) (cmd *exec.Cmd, errR *os.Fil
 	if spec.ShmSize == 0 {
 		spec.ShmSize = DefaultShmSize
 	}
+	if i.direct() {
+		return directLaunch(spec, i.InitPath()), nil
+	}
+	return initLaunch(i.initCommand(spec))
+}
+
+// initCommand builds the init that runs spec (completed by launch)
+// isolated. The caller sets the standard streams, starts it, and must
+// read errR to EOF: a non-empty text there is a failure to isolate
+// (reported as an error, not as the command's exit code).
+func (i *Isolation) initCommand(spec stepinit.Spec) (cmd *exec.Cmd, errR *os.File, cleanup func(), err error) {
 	return initProcess(i.InitPath(), spec, &syscall.SysProcAttr{
 		Setpgid:    true,
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,

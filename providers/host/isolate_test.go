@@ -49,15 +49,32 @@ func ownedDir(t *testing.T) string {
 	return d
 }
 
+// isolated is an isolating executor as a server makes it: its commands
+// start without an init where the kernel allows (host.CanLaunchDirect), as
+// here.
 func isolated(hide ...string) *host.Executor {
-	return isolatedWith("", hide...)
+	return isolatedWith(autoLaunch, hide...)
 }
 
-// isolatedWith is isolated with the given init program ("" re-executes the
-// test binary, which TestMain lets run as the init).
+// Launches for isolatedWith besides an init's path: directLaunch starts
+// the command without an init, autoLaunch as a server's default does.
+const (
+	directLaunch = "direct"
+	autoLaunch   = "auto"
+)
+
+// isolatedWith is isolated, started as init says: directLaunch,
+// autoLaunch, or through the given init program ("" re-executes the test
+// binary, which TestMain lets run as the init).
 func isolatedWith(init string, hide ...string) *host.Executor {
-	return host.New(host.Config{Grace: 500 * time.Millisecond,
-		Isolation: &host.Isolation{UID: stepUID, GID: stepUID, Username: "nobody", Hide: hide, InitBinary: init}})
+	iso := &host.Isolation{UID: stepUID, GID: stepUID, Username: "nobody", Hide: hide, InitBinary: init, Launch: host.LaunchInit}
+	switch init {
+	case directLaunch:
+		iso.InitBinary, iso.Launch = "", host.LaunchDirect
+	case autoLaunch:
+		iso.InitBinary, iso.Launch = "", host.LaunchAuto
+	}
+	return host.New(host.Config{Grace: 500 * time.Millisecond, Isolation: iso})
 }
 
 var buildInit = sync.OnceValues(func() (string, error) {
@@ -73,15 +90,21 @@ var buildInit = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// inits are the two ways an isolated step starts: a re-execution of the
-// running binary, and the hookrun-step-init program make build installs.
+// inits are the three ways an isolated step starts (isolatedWith): without
+// an init (a kernel with procfs's pidns option, Linux 6.18, as CI's: the
+// tests fail where it is missing), through a re-execution of the running
+// binary as its init, and through the hookrun-step-init program make build
+// installs.
 func inits(t *testing.T) map[string]string {
 	t.Helper()
 	bin, err := buildInit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]string{"re-exec": "", "hookrun-step-init": bin}
+	if !host.CanLaunchDirect() {
+		t.Fatalf("this kernel cannot mount a /proc for another PID namespace (procfs pidns, Linux 6.18): isolated steps start through an init here, and starting them without one cannot be tested")
+	}
+	return map[string]string{"direct": directLaunch, "re-exec": "", "hookrun-step-init": bin}
 }
 
 func TestIsolatedConformance(t *testing.T) {
@@ -305,6 +328,9 @@ func TestIsolationValidate(t *testing.T) {
 		{"root group", host.Isolation{UID: 65534, GID: 0}, false},
 		{"relative hidden path", host.Isolation{UID: 1, GID: 1, Hide: []string{"data"}}, false},
 		{"hiding /", host.Isolation{UID: 1, GID: 1, Hide: []string{"/"}}, false},
+		{"launch through the init", host.Isolation{UID: 1, GID: 1, Launch: host.LaunchInit}, true},
+		{"launch direct", host.Isolation{UID: 1, GID: 1, Launch: host.LaunchDirect}, true},
+		{"unknown launch", host.Isolation{UID: 1, GID: 1, Launch: "fork"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -535,4 +561,52 @@ func TestIsolationReadsTheEventFile(t *testing.T) {
 	if res.ExitCode != 0 || out.String() != "{\"payload\":1}\n" {
 		t.Fatalf("exit %d, output %q: want the event file readable and not writable", res.ExitCode, out.String())
 	}
+}
+
+// TestDirectLaunchLeavesNoThreadInTheStepsNamespaces: the thread that set
+// up a step's namespaces (a direct launch) ends with the step; no thread
+// of the runner stays in a step's mount, IPC, UTS or PID namespace, where
+// it would see the step's mounts, or start the next child there.
+func TestDirectLaunchLeavesNoThreadInTheStepsNamespaces(t *testing.T) {
+	requireRoot(t)
+	inits(t) // fails where a direct launch is impossible
+	e := isolatedWith(directLaunch)
+	for range 8 {
+		if out, code := runStep(t, e, ownedDir(t), `hostname`); code != 0 || strings.TrimSpace(out) != host.Hostname {
+			t.Fatalf("exit %d, output %q", code, out)
+		}
+	}
+	// A thread ends just after its goroutine, which Exec does not wait for.
+	var strays []string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if strays = threadsElsewhere(t); len(strays) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, s := range strays {
+		t.Error(s)
+	}
+}
+
+// threadsElsewhere lists the threads of this process in another mount,
+// IPC, UTS or PID (for children) namespace than its main thread's.
+func threadsElsewhere(t *testing.T) []string {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ns := range []string{"mnt", "ipc", "uts", "pid_for_children"} {
+		want, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			got, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/" + ns)
+			if err == nil && got != want {
+				out = append(out, fmt.Sprintf("thread %s is in %s, not the process's %s", task.Name(), got, want))
+			}
+		}
+	}
+	return out
 }

@@ -120,14 +120,11 @@ func Main() int {
 		return fail(fmt.Errorf("reading isolation spec: %w", err))
 	}
 	if !spec.SameUser {
-		if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+		if err := Confine(spec); err != nil {
 			return fail(err)
 		}
-		if err := privateIPC(spec.ShmSize); err != nil {
-			return fail(err)
-		}
-		if err := setHostname(spec.Hostname); err != nil {
-			return fail(err)
+		if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
+			return fail(fmt.Errorf("mounting /proc for the step's PID namespace: %w", err))
 		}
 	}
 	syscall.CloseOnExec(4)
@@ -215,9 +212,76 @@ func (f *forwarder) started(pgid int) {
 	f.held = nil
 }
 
+// Confine sets up what an isolated step sees, in the mount, IPC and UTS
+// namespaces of the calling thread (fresh ones, made by its caller): the
+// paths of spec.Hide covered, spec.Expose brought back, a /dev/shm and
+// /dev/mqueue of its own, spec.Hostname. Everything but the step's /proc,
+// which shows a PID namespace: the init mounts its own (Main), hookrun
+// one for a namespace it made without an init (MountProcOf).
+func Confine(spec Spec) error {
+	if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+		return err
+	}
+	if err := privateIPC(spec.ShmSize); err != nil {
+		return err
+	}
+	return setHostname(spec.Hostname)
+}
+
+// procFlags are the mount flags of a step's /proc.
+const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// MountProcOf mounts on /proc, in the calling thread's mount namespace, a
+// proc file system that shows the PID namespace ns (a file descriptor of
+// it; procfs's pidns option, Linux 6.18): the /proc of a step started from
+// outside its PID namespace.
+func MountProcOf(ns int) error {
+	mnt, err := procOf(ns)
+	if err != nil {
+		return fmt.Errorf("mounting the step's /proc: %w", err)
+	}
+	defer unix.Close(mnt)
+	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, "/proc", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("mounting the step's /proc: %w", err)
+	}
+	return nil
+}
+
+// procOf makes a detached proc mount of the PID namespace ns (a file
+// descriptor of it).
+func procOf(ns int) (mnt int, err error) {
+	fs, err := unix.Fsopen("proc", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetFd(fs, "pidns", ns); err != nil {
+		return -1, fmt.Errorf("setting the pidns option (Linux 6.18 or later): %w", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, err
+	}
+	return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+}
+
+// CanMountProcOf reports whether MountProcOf works here: a kernel with
+// procfs's pidns option, and the privilege to mount. It mounts nothing.
+func CanMountProcOf() bool {
+	ns, err := unix.Open("/proc/self/ns/pid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(ns)
+	mnt, err := procOf(ns)
+	if err != nil {
+		return false
+	}
+	_ = unix.Close(mnt)
+	return true
+}
+
 // isolateMounts makes the mount namespace private, covers every hidden
-// path, brings the exposed directories back at their paths, and mounts a
-// /proc that shows only this PID namespace.
+// path and brings the exposed directories back at their paths.
 func isolateMounts(hide, exposed []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
@@ -279,9 +343,6 @@ func isolateMounts(hide, exposed []string) error {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("hiding %s: %w", h, err)
 		}
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mounting /proc for the step's PID namespace: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,234 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hookrun/hookrun/providers/host/stepinit"
+)
+
+// This file starts an isolated command without running an init
+// (Isolation.Launch, LaunchDirect). Starting a second program for every
+// step was most of an isolated step's cost (docs/performance.md, "An
+// isolated host step's init"); here, on an OS thread of its own, hookrun
+//
+//  1. makes fresh mount, IPC and UTS namespaces for the thread;
+//  2. starts the PID namespace's first process, its holder: the init's
+//     program, which never runs (traced, it stops at its exec; were it let
+//     go, it would find no spec and exit), PID 1 only so that the
+//     namespace lives as long as the step and dies with it. It is root's,
+//     has no environment, and dies with the thread (parent-death signal),
+//     so with the runner;
+//  3. sets the namespaces up as the init would (stepinit.Confine), mounts
+//     the namespace's own /proc (procfs's pidns option, Linux 6.18), and
+//     enters it (setns) for the processes the thread starts next;
+//  4. starts the command there as the step user, with no_new_privs (set
+//     on the thread, inherited), in a process group of its own.
+//
+// The command is an ordinary process of its namespace: signals reach it
+// as they would anywhere (Executor stops its group, then what is left of
+// it), and a step that kills itself dies. Once it has been waited for,
+// the holder gets SIGKILL and the kernel kills every process left in the
+// namespace with it, those that left the group too. The holder does not
+// reap: a process orphaned in the namespace stays a zombie until the step
+// ends.
+//
+// The thread is never handed back to the runtime: its namespaces are not
+// the process's, so it ends with the goroutine that locked it, after the
+// holder.
+
+// Launch says how an isolated command starts.
+type Launch string
+
+const (
+	// LaunchAuto (the default) is LaunchDirect where the kernel can mount
+	// a /proc for another PID namespace (CanLaunchDirect), else LaunchInit.
+	LaunchAuto Launch = ""
+	// LaunchDirect starts the command without an init (this file).
+	LaunchDirect Launch = "direct"
+	// LaunchInit starts it through an init (Isolation.InitBinary).
+	LaunchInit Launch = "init"
+)
+
+// CanLaunchDirect reports whether this kernel and process can start an
+// isolated command without an init (Linux 6.18 or later, as root).
+var CanLaunchDirect = sync.OnceValue(stepinit.CanMountProcOf)
+
+// direct reports whether the isolation starts commands without an init.
+func (i *Isolation) direct() bool {
+	switch i.Launch {
+	case LaunchDirect:
+		return true
+	case LaunchInit:
+		return false
+	}
+	return CanLaunchDirect()
+}
+
+// directLaunch is the launch of spec (completed by Isolation.launch)
+// without an init; holder is the program the holder execs (it never runs).
+func directLaunch(spec stepinit.Spec, holder string) launch {
+	cmd := &exec.Cmd{
+		Path: spec.Path,
+		Args: spec.Argv,
+		Env:  spec.Env,
+		Dir:  spec.Dir,
+		// No parent-death signal: the command is not PID 1 of the
+		// namespace the thread made (the holder is, and dies with the
+		// runner), so os/exec's child would take its parent for dead.
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:    true,
+			Credential: &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}},
+		},
+	}
+	return launch{cmd: cmd, start: func() startedCmd { return startConfinedLocked(cmd, spec, holder) }}
+}
+
+// errIsolating marks a failure to isolate (not the command's).
+type errIsolating struct{ err error }
+
+func (e errIsolating) Error() string { return "isolating it: " + e.err.Error() }
+func (e errIsolating) Unwrap() error { return e.err }
+
+// startConfinedLocked runs startConfined on a thread locked for good; done
+// kills the holder (and with it what is left of the step) and returns
+// once it is reaped.
+func startConfinedLocked(cmd *exec.Cmd, spec stepinit.Spec, holder string) startedCmd {
+	errc := make(chan error, 1)
+	release, finished := make(chan struct{}), make(chan struct{})
+	goLockedOffMain(func() {
+		defer close(finished)
+		h, err := startConfined(cmd, spec, holder)
+		errc <- err
+		if h == 0 {
+			return
+		}
+		if err == nil {
+			<-release
+		}
+		endHolder(h)
+	})
+	if err := <-errc; err != nil {
+		<-finished
+		return startedCmd{err: err, done: func() {}}
+	}
+	return startedCmd{done: func() {
+		close(release)
+		<-finished
+	}}
+}
+
+// goLockedOffMain runs f in a goroutine locked to a thread other than the
+// process's main one, and never unlocked (see the top of this file). The
+// runtime ends such a thread with its goroutine, but parks the main thread
+// for good instead, and /proc/self shows the main thread's namespaces
+// (mountinfo among them): a step's must never be those.
+func goLockedOffMain(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		// While this goroutine holds the main thread, the next one runs
+		// on another.
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			f()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
+}
+
+// startConfined sets up the calling thread's namespaces and starts the
+// holder, then cmd, in them. The caller has locked the thread and never
+// unlocks it, and ends the holder (h, 0 when there is none).
+func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err error) {
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
+		return 0, errIsolating{fmt.Errorf("creating the step's namespaces: %w", err)}
+	}
+	// Before anything is covered: the holder's program may lie there.
+	h, err = syscall.ForkExec(holder, []string{stepinit.Name}, &syscall.ProcAttr{
+		Dir: "/",
+		Env: []string{},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWPID,
+			Pdeathsig:  syscall.SIGKILL,
+			Ptrace:     true,
+		},
+	})
+	if err != nil {
+		return 0, errIsolating{fmt.Errorf("starting the step's PID namespace: %w", err)}
+	}
+	if err := awaitExecStop(h); err != nil {
+		return h, errIsolating{err}
+	}
+	if err := stepinit.Confine(spec); err != nil {
+		return h, errIsolating{err}
+	}
+	if err := enterPIDNamespace(h); err != nil {
+		return h, errIsolating{err}
+	}
+	// Per thread, and inherited by the command forked from it.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return h, errIsolating{fmt.Errorf("setting no_new_privs: %w", err)}
+	}
+	// The program's own failure: a shell's exit code (stepinit.StartErrorCode).
+	return h, cmd.Start()
+}
+
+// enterPIDNamespace mounts the /proc of the holder's PID namespace and
+// makes it the namespace of the thread's next children.
+func enterPIDNamespace(holder int) error {
+	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/pid", holder), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the step's PID namespace: %w", err)
+	}
+	defer unix.Close(ns)
+	if err := stepinit.MountProcOf(ns); err != nil {
+		return err
+	}
+	if err := unix.Setns(ns, unix.CLONE_NEWPID); err != nil {
+		return fmt.Errorf("entering the step's PID namespace: %w", err)
+	}
+	return nil
+}
+
+// awaitExecStop waits for a traced child's stop at its exec.
+func awaitExecStop(pid int) error {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("starting the step's PID namespace: %w", err)
+		case !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP:
+			return fmt.Errorf("starting the step's PID namespace: its first process ended (status %#x)", uint32(ws))
+		}
+		return nil
+	}
+}
+
+// endHolder kills the holder, and with it every process of its namespace
+// (the kernel's doing, before the holder can be reaped), and reaps it.
+func endHolder(h int) {
+	_ = syscall.Kill(h, syscall.SIGKILL)
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(h, &ws, 0, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
+}
