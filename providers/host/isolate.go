@@ -43,11 +43,13 @@ import (
 //     do not.
 //
 // It needs root (CAP_SYS_ADMIN for the namespaces, CAP_SETUID for the
-// user); Probe tells whether this process can do it. The commands start
-// through an init (package stepinit): the small hookrun-step-init program,
-// or a re-execution of this binary (moby/sys/reexec), for which a program
-// that uses an isolated executor calls reexec.Init first thing in main (and
-// in TestMain).
+// user); Probe tells whether this process can do it. Where the kernel
+// allows (Linux 6.18), the commands start without an init (Launch,
+// direct.go); else through an init (package stepinit): the small
+// hookrun-step-init program, or a re-execution of this binary
+// (moby/sys/reexec), for which a program that uses an isolated executor
+// calls reexec.Init first thing in main (and in TestMain). Both ways keep
+// every guarantee above.
 type Isolation struct {
 	UID, GID uint32 // the step user; 0 is refused
 	// Username is what USER and LOGNAME say in the command's environment;
