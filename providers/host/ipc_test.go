@@ -172,6 +172,42 @@ func TestIsolatedStepPOSIXSharedMemoryDiesWithIt(t *testing.T) {
 	}
 }
 
+// TestIsolatedWorkspaceBelowDevShm: a data_dir in /dev/shm (a RAM-backed
+// scratch area) keeps working for isolated steps: the step's own /dev/shm
+// covers the host's, and its run's directories there are brought back on
+// top of it, while the host's other files there stay out of reach.
+func TestIsolatedWorkspaceBelowDevShm(t *testing.T) {
+	requireRoot(t)
+	host := fmt.Sprintf("/dev/shm/hookrun-test-host-%d", time.Now().UnixNano())
+	if err := os.WriteFile(host, []byte("host-shm-secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(host) })
+	for name, init := range inits(t) {
+		t.Run(name, func(t *testing.T) {
+			ws, err := os.MkdirTemp("/dev/shm", "hookrun-test-ws-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(ws) })
+			if err := os.Chown(ws, stepUID, stepUID); err != nil {
+				t.Fatal(err)
+			}
+			out, code := runStep(t, isolatedWith(init), ws, `echo w > in-ws && cat in-ws && cat "$H"`,
+				workflows.EnvVar{Name: "H", Value: host})
+			if !strings.HasPrefix(out, "w\n") {
+				t.Fatalf("the step could not use its workspace in /dev/shm (exit %d): %q", code, out)
+			}
+			if strings.Contains(out, "host-shm-secret") {
+				t.Errorf("the step read the host's /dev/shm: %q", out)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "in-ws")); err != nil || string(b) != "w\n" {
+				t.Errorf("the step's file is not in its workspace on the host: %q, %v", b, err)
+			}
+		})
+	}
+}
+
 // TestIsolatedStepHasItsOwnHostname: an isolated step sees its own host
 // name, not the host's.
 func TestIsolatedStepHasItsOwnHostname(t *testing.T) {

@@ -209,12 +209,20 @@ func eventDir(file string) string {
 // back at its path.
 func (i *Isolation) blockedAncestors(exposed []string) []string {
 	var out []string
+	// The run's directories share most of their ancestors: each is looked
+	// at once.
+	traversable := map[string]bool{}
 	for _, p := range exposed {
 		parts := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
 		a := "/"
 		for _, name := range parts[:len(parts)-1] {
 			a = filepath.Join(a, name)
-			if !i.mayTraverse(a) {
+			ok, seen := traversable[a]
+			if !seen {
+				ok = i.mayTraverse(a)
+				traversable[a] = ok
+			}
+			if !ok {
 				if !slices.Contains(out, a) {
 					out = append(out, a)
 				}

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,10 +220,28 @@ func (f *forwarder) started(pgid int) {
 // which shows a PID namespace: the init mounts its own (Main), hookrun
 // one for a namespace it made without an init (MountProcOf).
 func Confine(spec Spec) error {
-	if err := isolateMounts(spec.Hide, spec.Expose); err != nil {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	// The step's own /dev/shm covers the host's like a hidden path: a
+	// directory exposed below it (a data_dir in /dev/shm) is brought back.
+	covered := spec.Hide
+	if spec.ShmSize > 0 && isDir("/dev/shm") {
+		covered = append(slices.Clone(covered), "/dev/shm")
+	}
+	keep, err := openExposed(covered, spec.Expose)
+	defer func() {
+		for _, k := range keep {
+			_ = unix.Close(k.fd)
+		}
+	}()
+	if err != nil {
 		return err
 	}
 	if err := privateIPC(spec.ShmSize); err != nil {
+		return err
+	}
+	if err := isolateMounts(spec.Hide, keep); err != nil {
 		return err
 	}
 	return setHostname(spec.Hostname)
@@ -280,28 +299,33 @@ func CanMountProcOf() bool {
 	return true
 }
 
-// isolateMounts makes the mount namespace private, covers every hidden
-// path and brings the exposed directories back at their paths.
-func isolateMounts(hide, exposed []string) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making mounts private: %w", err)
-	}
-	// Handles on the exposed directories, taken before anything is covered.
-	type handle struct {
-		path string
-		fd   int
-	}
-	var keep []handle
+// exposedDir is a directory to bring back, and a handle on it taken
+// before anything covered it.
+type exposedDir struct {
+	path string
+	fd   int
+}
+
+// openExposed takes handles on the exposed directories that a covered path
+// would hide.
+func openExposed(covered, exposed []string) ([]exposedDir, error) {
+	var keep []exposedDir
 	for _, p := range exposed {
-		if Covering(hide, p) == "" {
+		if Covering(covered, p) == "" {
 			continue
 		}
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("opening %s: %w", p, err)
+			return keep, fmt.Errorf("opening %s: %w", p, err)
 		}
-		keep = append(keep, handle{p, fd})
+		keep = append(keep, exposedDir{p, fd})
 	}
+	return keep, nil
+}
+
+// isolateMounts covers every hidden path and brings the kept directories
+// back at their paths.
+func isolateMounts(hide []string, keep []exposedDir) error {
 	// Outer paths first: a path inside an already hidden one needs nothing.
 	sorted := append([]string(nil), hide...)
 	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) < len(sorted[j]) })
@@ -337,7 +361,6 @@ func isolateMounts(hide, exposed []string) error {
 		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("exposing %s: %w", k.path, err)
 		}
-		_ = unix.Close(k.fd)
 	}
 	for _, h := range tmpfs {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
