@@ -154,7 +154,11 @@ func newHostSteps(ctx context.Context, cfg *Config, euid int, logger *slog.Logge
 		logger.Error("host steps are refused: cannot isolate them", "err", err)
 		return hostSteps{exec: host.Refusing{Reason: reason}}
 	}
-	logger.Info("host steps run isolated", "step_user", cfg.Runner.StepUser, "uid", u.uid, "gid", u.gid, "hidden", iso.Hide, "init", iso.InitPath())
+	attrs := []any{"step_user", cfg.Runner.StepUser, "uid", u.uid, "gid", u.gid, "hidden", iso.Hide, "launch", iso.LaunchUsed()}
+	if err := host.DirectLaunchError(); err != nil {
+		attrs = append(attrs, "init", iso.InitPath(), "no_direct_launch", err.Error())
+	}
+	logger.Info("host steps run isolated", attrs...)
 	return hostSteps{
 		exec:  host.New(host.Config{Isolation: iso}),
 		owner: &git.Owner{UID: int(u.uid), GID: int(u.gid)},

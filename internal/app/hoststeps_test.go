@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/sys/reexec"
 
+	"github.com/hookrun/hookrun/providers/host"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -99,9 +100,19 @@ func TestHostStepsDecision(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Fatal("run the tests as root (CI does)")
 		}
-		hs := newHostSteps(context.Background(), base(HostStepsIsolated), 0, slog.New(slog.DiscardHandler))
+		var log strings.Builder
+		hs := newHostSteps(context.Background(), base(HostStepsIsolated), 0, slog.New(slog.NewTextHandler(&log, nil)))
 		if hs.owner == nil || hs.owner.UID != 65534 {
 			t.Fatalf("owner %v", hs.owner)
+		}
+		// The log says how steps start: here (Linux 6.18, root) without an
+		// init, or, where that dry run failed, through which init and why.
+		want := "launch=direct"
+		if err := host.DirectLaunchError(); err != nil {
+			want = "no_direct_launch="
+		}
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the start-up log does not say %q: %s", want, log.String())
 		}
 		if out, err := exec(t, hs); err != nil || out != "65534" {
 			t.Fatalf("ran as %q, %v", out, err)

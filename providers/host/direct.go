@@ -57,8 +57,45 @@ const (
 )
 
 // CanLaunchDirect reports whether this kernel and process can start an
-// isolated command without an init (Linux 6.18 or later, as root).
-var CanLaunchDirect = sync.OnceValue(stepinit.CanMountProcOf)
+// isolated command without an init (DirectLaunchError says why not).
+func CanLaunchDirect() bool { return DirectLaunchError() == nil }
+
+// DirectLaunchError is why isolated commands cannot start without an init
+// here, or nil: a dry run, once per process, of what each launch does
+// (fresh namespaces, a traced holder, the /proc of its PID namespace),
+// which fails without root, on a kernel older than 6.18 (no pidns option
+// for proc), or where ptrace is forbidden (Yama's ptrace_scope 3, a
+// seccomp profile).
+var DirectLaunchError = sync.OnceValue(func() error { return dryRunDirect(defaultInit()) })
+
+// dryRunDirect sets up a direct launch's namespaces on a thread of its
+// own, with holder as the holder's program, and ends them.
+func dryRunDirect(holder string) error {
+	errc := make(chan error, 1)
+	goLockedOffMain(func() {
+		h, err := func() (int, error) {
+			if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
+				return 0, fmt.Errorf("creating namespaces: %w", err)
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return 0, fmt.Errorf("making mounts private: %w", err)
+			}
+			h, err := startHolder(holder)
+			if err != nil {
+				return h, err
+			}
+			return h, enterPIDNamespace(h)
+		}()
+		if h != 0 {
+			endHolder(h)
+		}
+		errc <- err
+	})
+	if err := <-errc; err != nil {
+		return fmt.Errorf("trying an isolated launch without an init: %w", err)
+	}
+	return nil
+}
 
 // direct reports whether the isolation starts commands without an init.
 func (i *Isolation) direct() bool {
@@ -69,6 +106,15 @@ func (i *Isolation) direct() bool {
 		return false
 	}
 	return CanLaunchDirect()
+}
+
+// LaunchUsed is how the isolation starts commands: LaunchDirect or
+// LaunchInit (LaunchAuto resolved).
+func (i *Isolation) LaunchUsed() Launch {
+	if i.direct() {
+		return LaunchDirect
+	}
+	return LaunchInit
 }
 
 // directLaunch is the launch of spec (completed by Isolation.launch)
@@ -157,19 +203,7 @@ func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err
 		return 0, errIsolating{fmt.Errorf("creating the step's namespaces: %w", err)}
 	}
 	// Before anything is covered: the holder's program may lie there.
-	h, err = syscall.ForkExec(holder, []string{stepinit.Name}, &syscall.ProcAttr{
-		Dir: "/",
-		Env: []string{},
-		Sys: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWPID,
-			Pdeathsig:  syscall.SIGKILL,
-			Ptrace:     true,
-		},
-	})
-	if err != nil {
-		return 0, errIsolating{fmt.Errorf("starting the step's PID namespace: %w", err)}
-	}
-	if err := awaitExecStop(h); err != nil {
+	if h, err = startHolder(holder); err != nil {
 		return h, errIsolating{err}
 	}
 	if err := stepinit.Confine(spec); err != nil {
@@ -184,6 +218,25 @@ func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err
 	}
 	// The program's own failure: a shell's exit code (stepinit.StartErrorCode).
 	return h, cmd.Start()
+}
+
+// startHolder starts a fresh PID namespace's holder (see the top of this
+// file) and waits for it to stop at its exec; h is 0 when there is none
+// to end.
+func startHolder(program string) (h int, err error) {
+	h, err = syscall.ForkExec(program, []string{stepinit.Name}, &syscall.ProcAttr{
+		Dir: "/",
+		Env: []string{},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWPID,
+			Pdeathsig:  syscall.SIGKILL,
+			Ptrace:     true,
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("starting the step's PID namespace: %w", err)
+	}
+	return h, awaitExecStop(h)
 }
 
 // enterPIDNamespace mounts the /proc of the holder's PID namespace and

@@ -610,3 +610,28 @@ func threadsElsewhere(t *testing.T) []string {
 	}
 	return out
 }
+
+// TestDirectLaunchDryRun: the once-per-process check that decides the
+// default launch fails, saying why, when a launch would (here: no holder
+// program), and passes with the init's program; neither leaves a thread in
+// its namespaces.
+func TestDirectLaunchDryRun(t *testing.T) {
+	requireRoot(t)
+	bin, err := buildInit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.DryRunDirect(bin); err != nil {
+		t.Fatalf("dry run with %s: %v", bin, err)
+	}
+	err = host.DryRunDirect("/nonexistent/hookrun-step-init")
+	if err == nil || !strings.Contains(err.Error(), "trying an isolated launch without an init: starting the step's PID namespace") {
+		t.Fatalf("dry run without a holder program: %v", err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); len(threadsElsewhere(t)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, s := range threadsElsewhere(t) {
+		t.Error(s)
+	}
+}

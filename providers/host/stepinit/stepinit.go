@@ -283,22 +283,6 @@ func procOf(ns int) (mnt int, err error) {
 	return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 }
 
-// CanMountProcOf reports whether MountProcOf works here: a kernel with
-// procfs's pidns option, and the privilege to mount. It mounts nothing.
-func CanMountProcOf() bool {
-	ns, err := unix.Open("/proc/self/ns/pid", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(ns)
-	mnt, err := procOf(ns)
-	if err != nil {
-		return false
-	}
-	_ = unix.Close(mnt)
-	return true
-}
-
 // exposedDir is a directory to bring back, and a handle on it taken
 // before anything covered it.
 type exposedDir struct {
