@@ -185,14 +185,7 @@ func TestIsolatedWorkspaceBelowDevShm(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(host) })
 	for name, init := range inits(t) {
 		t.Run(name, func(t *testing.T) {
-			ws, err := os.MkdirTemp("/dev/shm", "hookrun-test-ws-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = os.RemoveAll(ws) })
-			if err := os.Chown(ws, stepUID, stepUID); err != nil {
-				t.Fatal(err)
-			}
+			ws := ownedDirIn(t, "/dev/shm")
 			out, code := runStep(t, isolatedWith(init), ws, `echo w > in-ws && cat in-ws && cat "$H"`,
 				workflows.EnvVar{Name: "H", Value: host})
 			if !strings.HasPrefix(out, "w\n") {

@@ -38,7 +38,13 @@ func requireRoot(t *testing.T) {
 // 0700 root), that belongs to the step user.
 func ownedDir(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp("", "hookrun-iso-")
+	return ownedDirIn(t, "")
+}
+
+// ownedDirIn is ownedDir in parent ("": the temporary directory).
+func ownedDirIn(t *testing.T, parent string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(parent, "hookrun-iso-")
 	if err != nil {
 		t.Fatal(err)
 	}
