@@ -27,11 +27,14 @@ run: build ## start `hookrun serve` on examples/ with an embedded NATS and print
 	@./scripts/dev-run.sh
 
 .PHONY: tools
-tools: ## install the tools the checks need (staticcheck, busybox-static, jq and python3)
+tools: ## install the tools the checks need (staticcheck, busybox-static, e2fsprogs, jq and python3)
 	@test -x $(STATICCHECK) || { echo "installing staticcheck $(STATICCHECK_VERSION)"; GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); }
 	@test -x /bin/busybox || { echo "installing busybox-static (for the local Docker test image)"; \
 		{ apt-get install -y -q busybox-static >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q busybox-static >/dev/null; }; } \
 		|| echo "WARNING: could not install busybox-static; Docker tests will fail to build their image"; }
+	@command -v mkfs.ext4 >/dev/null || { echo "installing e2fsprogs (mkfs.ext4, for providers/git TestUnjournaledExt4)"; \
+		{ apt-get install -y -q e2fsprogs >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q e2fsprogs >/dev/null; }; } \
+		|| echo "WARNING: could not install e2fsprogs; TestUnjournaledExt4 will fail"; }
 	@{ command -v jq && command -v python3; } >/dev/null || { echo "installing jq and python3 (the examples' steps, run by cmd/hookrun TestExample*)"; \
 		{ apt-get install -y -q jq python3 >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q jq python3 >/dev/null; }; } \
 		|| echo "WARNING: could not install jq and python3; TestExample* will fail"; }

@@ -17,6 +17,7 @@ import (
 	"github.com/hookrun/hookrun/ingress/ui"
 	"github.com/hookrun/hookrun/providers/docker"
 	"github.com/hookrun/hookrun/providers/forge"
+	"github.com/hookrun/hookrun/providers/git"
 	"github.com/hookrun/hookrun/providers/sbx"
 	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner"
@@ -178,6 +179,11 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	ws, err := forges.Workspaces(c, steps.owner)
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
+	}
+	if dev := git.UnjournaledExt4(c.DataDir); dev != "" {
+		a.logger.Warn("data_dir is on ext4 without a journal: the directories every run makes and removes cost more there, "+
+			"the more runs went before (ext4 passes over recently freed inodes); put data_dir on a journaled file system, mkfs.ext4's default (docs/operations.md)",
+			"data_dir", c.DataDir, "device", dev)
 	}
 	staging, err := filepath.Abs(filepath.Join(c.DataDir, VolumeStagingDir))
 	if err != nil {
