@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookrun/hookrun/providers/git"
 )
 
 // payload is GitHub's documented pull_request "opened" example (about 28 KB,
@@ -158,6 +160,27 @@ type Machine struct {
 	PayloadSize int     `json:"payload_bytes"`  // size of the delivery body
 	LoadStart   float64 `json:"load_avg_start"` // 1-minute load average when the bench started
 	LoadEnd     float64 `json:"load_avg_end"`   // and when it ended (other work on the machine shows here)
+	// UnjournaledScratch is the device of the scratch directory's file
+	// system (the servers' data_dir) when it is ext4 without a journal,
+	// where every run's directories cost more (git.UnjournaledExt4).
+	UnjournaledScratch string `json:"scratch_unjournaled_ext4,omitempty"`
+}
+
+// newMachine describes this machine, the load average now and the scratch
+// directory's file system.
+func newMachine(payloadSize int) Machine {
+	return Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), PayloadSize: payloadSize, LoadStart: loadAvg(),
+		UnjournaledScratch: git.UnjournaledExt4(os.TempDir())}
+}
+
+// scratchNote is a line that says the scratch directory lies on ext4
+// without a journal, or "".
+func (m Machine) scratchNote() string {
+	if m.UnjournaledScratch == "" {
+		return ""
+	}
+	return fmt.Sprintf("scratch directory (the servers' data_dir) on ext4 without a journal (%s): every run's directories cost more there;\n"+
+		"set TMPDIR to a directory on a journaled file system to measure there (docs/operations.md, \"The file system under data_dir\")\n", m.UnjournaledScratch)
 }
 
 // IngestRow compares ingress with the raw JetStream floor at one concurrency.
@@ -295,9 +318,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	start := time.Now()
-	rep := &Report{Quick: cfg.Quick, Machine: Machine{
-		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), PayloadSize: len(payload), LoadStart: loadAvg(),
-	}}
+	rep := &Report{Quick: cfg.Quick, Machine: newMachine(len(payload))}
 	tmp, err := os.MkdirTemp("", "hookrun-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("creating scratch dir: %w", err)

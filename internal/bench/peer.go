@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 )
@@ -161,7 +160,7 @@ func RunPeer(ctx context.Context, cfg PeerConfig) (*PeerReport, error) {
 	start := time.Now()
 	rep := &PeerReport{
 		Quick:        cfg.Quick,
-		Machine:      Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), PayloadSize: len(payload), LoadStart: loadAvg()},
+		Machine:      newMachine(len(payload)),
 		DispatchRuns: cfg.DispatchRuns, SerialOps: cfg.SerialOps, DrainOps: cfg.DrainOps, BurstOps: cfg.BurstOps,
 	}
 	for round := 1; round <= cfg.Rounds; round++ {

@@ -129,7 +129,7 @@ func TestTreeCPU(t *testing.T) {
 // hookrun / webhook per figure and round, and the load averages.
 func TestPeerTable(t *testing.T) {
 	rep := &PeerReport{
-		Machine:      Machine{CPUs: 2, GoVersion: "go-test", PayloadSize: 28011, LoadStart: 1.5, LoadEnd: 2.25},
+		Machine:      Machine{CPUs: 2, GoVersion: "go-test", PayloadSize: 28011, LoadStart: 1.5, LoadEnd: 2.25, UnjournaledScratch: "/dev/vda"},
 		DispatchRuns: 100, SerialOps: 300, DrainOps: 2000, BurstOps: 1000,
 		Rows: []PeerRow{
 			{Server: PeerHookrun, Round: 1, CPUPerDelivery: 9, DrainedPerSec: 200, SerialPerSec: 220, DispatchP50: 9, DispatchP99: 12, BurstPerSec: 1800, BurstP99: 60, LoadStart: 1.5, LoadEnd: 1.75},
@@ -161,7 +161,8 @@ func TestPeerTable(t *testing.T) {
 			t.Errorf("%s: %q, want %q\n%s", name, got, want, out)
 		}
 	}
-	for _, want := range []string{"load avg 1.50 → 2.25", "round 2 webhook  2.00 → 2.10", "round 2 hookrun  2.10 → 2.25"} {
+	for _, want := range []string{"load avg 1.50 → 2.25", "round 2 webhook  2.00 → 2.10", "round 2 hookrun  2.10 → 2.25",
+		"on ext4 without a journal (/dev/vda)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}

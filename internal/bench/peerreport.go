@@ -47,6 +47,7 @@ func (r *PeerReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hookrun serve vs adnanh/webhook (%s, %d CPUs, payload %d bytes, load avg %.2f → %.2f%s)\n",
 		r.Machine.GoVersion, r.Machine.CPUs, r.Machine.PayloadSize, r.Machine.LoadStart, r.Machine.LoadEnd, quickNote(r.Quick))
+	b.WriteString(r.Machine.scratchNote())
 	fmt.Fprintf(&b, "values per round (round 1, round 2, ...); ratio = hookrun / webhook; dispatch over %d sequential deliveries, concurrency 1 over %d, 64 over %d\n\n",
 		r.DispatchRuns, r.SerialOps, r.BurstOps)
 	rounds := r.rounds()

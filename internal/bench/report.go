@@ -62,8 +62,8 @@ func judge(rep *Report) []Target {
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(&b, "hookrun bench (%s, %d CPUs, payload %d bytes, load avg %.2f → %.2f%s)\n\n",
-		r.Machine.GoVersion, r.Machine.CPUs, r.Machine.PayloadSize, r.Machine.LoadStart, r.Machine.LoadEnd, quickNote(r.Quick))
+	fmt.Fprintf(&b, "hookrun bench (%s, %d CPUs, payload %d bytes, load avg %.2f → %.2f%s)\n%s\n",
+		r.Machine.GoVersion, r.Machine.CPUs, r.Machine.PayloadSize, r.Machine.LoadStart, r.Machine.LoadEnd, quickNote(r.Quick), r.Machine.scratchNote())
 
 	if slices.Contains(r.Phases, "ingest") {
 		fmt.Fprintln(&b, "Ingest: (a) raw synchronous JetStream publish of the body, in-process like ingress (a' over loopback TCP);")
