@@ -47,8 +47,8 @@ import (
 type Launch string
 
 const (
-	// LaunchAuto (the default) is LaunchDirect where the kernel can mount
-	// a /proc for another PID namespace (CanLaunchDirect), else LaunchInit.
+	// LaunchAuto (the default) is LaunchDirect where a dry run of it works
+	// here (DirectLaunchError), else LaunchInit.
 	LaunchAuto Launch = ""
 	// LaunchDirect starts the command without an init (this file).
 	LaunchDirect Launch = "direct"
@@ -68,24 +68,13 @@ func CanLaunchDirect() bool { return DirectLaunchError() == nil }
 // seccomp profile).
 var DirectLaunchError = sync.OnceValue(func() error { return dryRunDirect(defaultInit()) })
 
-// dryRunDirect sets up a direct launch's namespaces on a thread of its
-// own, with holder as the holder's program, and ends them.
+// dryRunDirect goes through a direct launch's setup (confineThread) on a
+// thread of its own, with holder as the holder's program and nothing to
+// confine, and ends it.
 func dryRunDirect(holder string) error {
 	errc := make(chan error, 1)
 	goLockedOffMain(func() {
-		h, err := func() (int, error) {
-			if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
-				return 0, fmt.Errorf("creating namespaces: %w", err)
-			}
-			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-				return 0, fmt.Errorf("making mounts private: %w", err)
-			}
-			h, err := startHolder(holder)
-			if err != nil {
-				return h, err
-			}
-			return h, enterPIDNamespace(h)
-		}()
+		h, err := confineThread(stepinit.Spec{}, holder)
 		if h != 0 {
 			endHolder(h)
 		}
@@ -195,21 +184,11 @@ func goLockedOffMain(f func()) {
 	}()
 }
 
-// startConfined sets up the calling thread's namespaces and starts the
-// holder, then cmd, in them. The caller has locked the thread and never
+// startConfined sets up the calling thread's namespaces (confineThread)
+// and starts cmd in them. The caller has locked the thread and never
 // unlocks it, and ends the holder (h, 0 when there is none).
 func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err error) {
-	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
-		return 0, errIsolating{fmt.Errorf("creating the step's namespaces: %w", err)}
-	}
-	// Before anything is covered: the holder's program may lie there.
-	if h, err = startHolder(holder); err != nil {
-		return h, errIsolating{err}
-	}
-	if err := stepinit.Confine(spec); err != nil {
-		return h, errIsolating{err}
-	}
-	if err := enterPIDNamespace(h); err != nil {
+	if h, err = confineThread(spec, holder); err != nil {
 		return h, errIsolating{err}
 	}
 	// Per thread, and inherited by the command forked from it.
@@ -218,6 +197,23 @@ func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err
 	}
 	// The program's own failure: a shell's exit code (stepinit.StartErrorCode).
 	return h, cmd.Start()
+}
+
+// confineThread gives the calling thread fresh mount, IPC and UTS
+// namespaces set up as spec says, and makes a holder's fresh PID
+// namespace, with its /proc, the one of the thread's next children.
+func confineThread(spec stepinit.Spec, holder string) (h int, err error) {
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
+		return 0, fmt.Errorf("creating the step's namespaces: %w", err)
+	}
+	// Before anything is covered: the holder's program may lie there.
+	if h, err = startHolder(holder); err != nil {
+		return h, err
+	}
+	if err := stepinit.Confine(spec); err != nil {
+		return h, err
+	}
+	return h, enterPIDNamespace(h)
 }
 
 // startHolder starts a fresh PID namespace's holder (see the top of this

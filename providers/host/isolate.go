@@ -58,9 +58,8 @@ type Isolation struct {
 	// Hide lists absolute paths the command must not reach (data_dir, the
 	// configuration file, key files). Missing paths are ignored.
 	Hide []string
-	// Launch is how each command starts: by default directly, as PID 1 of
-	// its namespaces, where the kernel allows it (direct.go), else through
-	// an init.
+	// Launch is how each command starts: by default without an init where
+	// this kernel and process allow it (direct.go), else through an init.
 	Launch Launch
 	// InitBinary is the program each command starts through (its init,
 	// see package stepinit). Default: hookrun-step-init beside the running
