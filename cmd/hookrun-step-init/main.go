@@ -4,9 +4,8 @@
 // reaps it (package providers/host/stepinit). It is not meant to be run by
 // hand. hookrun uses it when it lies beside the hookrun binary (make build
 // puts it there) and otherwise re-executes itself for the same job, which
-// costs hookrun's own start-up per step. On Linux 6.18 or later hookrun
-// needs no init: it execs this program only as a step's PID namespace
-// holder, which never runs (providers/host, direct.go).
+// costs hookrun's own start-up per step. On Linux 6.18 or later, on amd64,
+// hookrun needs no init (providers/host, direct.go).
 package main
 
 import (

@@ -19,14 +19,15 @@ import (
 // isolated host step's init"); here, on an OS thread of its own, hookrun
 //
 //  1. makes fresh mount, IPC and UTS namespaces for the thread;
-//  2. starts the PID namespace's first process, its holder: the init's
-//     program, which never runs (traced, it stops at its exec; were it let
-//     go, it would find no spec and exit), PID 1 only so that the
-//     namespace lives as long as the step and dies with it. It is root's,
-//     has no environment, and dies with the thread (parent-death signal),
-//     so with the runner;
+//  2. starts the PID namespace's first process, its holder: a process of
+//     a few instructions (holder_amd64.s) that shares the runner's memory
+//     instead of executing a program, and only waits to be killed, PID 1
+//     only so that the namespace lives as long as the step and dies with
+//     it. It is root's, has no signal handlers, and dies with the thread
+//     (parent-death signal), so with the runner;
 //  3. sets the namespaces up as the init would (stepinit.Confine), mounts
-//     the namespace's own /proc (procfs's pidns option, Linux 6.18), and
+//     the namespace's own /proc (procfs's pidns option, Linux 6.18; it
+//     shows a step only its user's processes, so not the holder), and
 //     enters it (setns) for the processes the thread starts next;
 //  4. starts the command there as the step user, with no_new_privs (set
 //     on the thread, inherited), in a process group of its own.
@@ -62,19 +63,19 @@ func CanLaunchDirect() bool { return DirectLaunchError() == nil }
 
 // DirectLaunchError is why isolated commands cannot start without an init
 // here, or nil: a dry run, once per process, of what each launch does
-// (fresh namespaces, a traced holder, the /proc of its PID namespace),
-// which fails without root, on a kernel older than 6.18 (no pidns option
-// for proc), or where ptrace is forbidden (Yama's ptrace_scope 3, a
-// seccomp profile).
-var DirectLaunchError = sync.OnceValue(func() error { return dryRunDirect(defaultInit()) })
+// (fresh namespaces, a holder, the /proc of its PID namespace), which
+// fails without root, on a kernel older than 6.18 (no pidns option for
+// proc), where a seccomp profile forbids clone3, or on another
+// architecture than amd64 (holder_other.go).
+var DirectLaunchError = sync.OnceValue(func() error { return dryRunDirect(stepinit.Spec{}) })
 
-// dryRunDirect goes through a direct launch's setup (confineThread) on a
-// thread of its own, with holder as the holder's program and nothing to
-// confine, and ends it.
-func dryRunDirect(holder string) error {
+// dryRunDirect goes through a direct launch's setup (confineThread) of
+// spec (nothing to confine, for DirectLaunchError) on a thread of its
+// own, and ends it.
+func dryRunDirect(spec stepinit.Spec) error {
 	errc := make(chan error, 1)
 	goLockedOffMain(func() {
-		h, err := confineThread(stepinit.Spec{}, holder)
+		h, err := confineThread(spec)
 		if h != 0 {
 			endHolder(h)
 		}
@@ -107,8 +108,8 @@ func (i *Isolation) LaunchUsed() Launch {
 }
 
 // directLaunch is the launch of spec (completed by Isolation.launch)
-// without an init; holder is the program the holder execs (it never runs).
-func directLaunch(spec stepinit.Spec, holder string) launch {
+// without an init.
+func directLaunch(spec stepinit.Spec) launch {
 	cmd := &exec.Cmd{
 		Path: spec.Path,
 		Args: spec.Argv,
@@ -122,7 +123,7 @@ func directLaunch(spec stepinit.Spec, holder string) launch {
 			Credential: &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}},
 		},
 	}
-	return launch{cmd: cmd, start: func() startedCmd { return startConfinedLocked(cmd, spec, holder) }}
+	return launch{cmd: cmd, start: func() startedCmd { return startConfinedLocked(cmd, spec) }}
 }
 
 // errIsolating marks a failure to isolate (not the command's).
@@ -134,12 +135,12 @@ func (e errIsolating) Unwrap() error { return e.err }
 // startConfinedLocked runs startConfined on a thread locked for good; done
 // kills the holder (and with it what is left of the step) and returns
 // once it is reaped.
-func startConfinedLocked(cmd *exec.Cmd, spec stepinit.Spec, holder string) startedCmd {
+func startConfinedLocked(cmd *exec.Cmd, spec stepinit.Spec) startedCmd {
 	errc := make(chan error, 1)
 	release, finished := make(chan struct{}), make(chan struct{})
 	goLockedOffMain(func() {
 		defer close(finished)
-		h, err := startConfined(cmd, spec, holder)
+		h, err := startConfined(cmd, spec)
 		errc <- err
 		if h == 0 {
 			return
@@ -187,8 +188,8 @@ func goLockedOffMain(f func()) {
 // startConfined sets up the calling thread's namespaces (confineThread)
 // and starts cmd in them. The caller has locked the thread and never
 // unlocks it, and ends the holder (h, 0 when there is none).
-func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err error) {
-	if h, err = confineThread(spec, holder); err != nil {
+func startConfined(cmd *exec.Cmd, spec stepinit.Spec) (h int, err error) {
+	if h, err = confineThread(spec); err != nil {
 		return h, errIsolating{err}
 	}
 	// Per thread, and inherited by the command forked from it.
@@ -202,37 +203,17 @@ func startConfined(cmd *exec.Cmd, spec stepinit.Spec, holder string) (h int, err
 // confineThread gives the calling thread fresh mount, IPC and UTS
 // namespaces set up as spec says, and makes a holder's fresh PID
 // namespace, with its /proc, the one of the thread's next children.
-func confineThread(spec stepinit.Spec, holder string) (h int, err error) {
+func confineThread(spec stepinit.Spec) (h int, err error) {
 	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS); err != nil {
 		return 0, fmt.Errorf("creating the step's namespaces: %w", err)
 	}
-	// Before anything is covered: the holder's program may lie there.
-	if h, err = startHolder(holder); err != nil {
+	if h, err = startHolder(); err != nil {
 		return h, err
 	}
 	if err := stepinit.Confine(spec); err != nil {
 		return h, err
 	}
 	return h, enterPIDNamespace(h)
-}
-
-// startHolder starts a fresh PID namespace's holder (see the top of this
-// file) and waits for it to stop at its exec; h is 0 when there is none
-// to end.
-func startHolder(program string) (h int, err error) {
-	h, err = syscall.ForkExec(program, []string{stepinit.Name}, &syscall.ProcAttr{
-		Dir: "/",
-		Env: []string{},
-		Sys: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWPID,
-			Pdeathsig:  syscall.SIGKILL,
-			Ptrace:     true,
-		},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("starting the step's PID namespace: %w", err)
-	}
-	return h, awaitExecStop(h)
 }
 
 // enterPIDNamespace mounts the /proc of the holder's PID namespace and
@@ -250,23 +231,6 @@ func enterPIDNamespace(holder int) error {
 		return fmt.Errorf("entering the step's PID namespace: %w", err)
 	}
 	return nil
-}
-
-// awaitExecStop waits for a traced child's stop at its exec.
-func awaitExecStop(pid int) error {
-	for {
-		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case err != nil:
-			return fmt.Errorf("starting the step's PID namespace: %w", err)
-		case !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP:
-			return fmt.Errorf("starting the step's PID namespace: its first process ended (status %#x)", uint32(ws))
-		}
-		return nil
-	}
 }
 
 // endHolder kills the holder, and with it every process of its namespace

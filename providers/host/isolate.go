@@ -161,7 +161,7 @@ func (i *Isolation) launch(spec stepinit.Spec) (launch, error) {
 		spec.ShmSize = DefaultShmSize
 	}
 	if i.direct() {
-		return directLaunch(spec, i.InitPath()), nil
+		return directLaunch(spec), nil
 	}
 	return initLaunch(i.initCommand(spec))
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/providers/host"
+	"github.com/hookrun/hookrun/providers/host/stepinit"
 	"github.com/hookrun/hookrun/runner/contract"
 	"github.com/hookrun/hookrun/runner/contract/contracttest"
 	"github.com/hookrun/hookrun/workflows"
@@ -227,7 +228,10 @@ func keepsRunnerSecretsOutOfReach(t *testing.T, init string) {
 		{"runner environ by pid", `tr '\0' '\n' </proc/` + me + `/environ`},
 		{"runner memory by pid", `head -c 64 /proc/` + me + `/mem`},
 		{"init environ", `tr '\0' '\n' </proc/1/environ`},
-		{"any process's environ", `cat /proc/[0-9]*/environ`},
+		// PID 1 is the init, or the holder that shares the runner's memory
+		// and so its command line.
+		{"PID 1's command line", `tr '\0' '\n' </proc/1/cmdline`},
+		{"other users' processes' environ", `for p in /proc/[0-9]*; do [ -O "$p" ] || cat "$p/environ" 2>/dev/null; done`},
 		{"configuration file", `cat ` + f.config},
 		{"data dir listing", `ls -A ` + f.root + ` | grep -v -x -e workspaces -e scratch`},
 		{"NATS store", `cat ` + f.nats},
@@ -618,21 +622,18 @@ func threadsElsewhere(t *testing.T) []string {
 }
 
 // TestDirectLaunchDryRun: the once-per-process check that decides the
-// default launch fails, saying why, when a launch would (here: no holder
-// program), and passes with the init's program; neither leaves a thread in
-// its namespaces.
+// default launch passes where a launch works, and fails, saying why, where
+// one would not (here: a directory to bring back that does not exist);
+// neither leaves a thread in its namespaces.
 func TestDirectLaunchDryRun(t *testing.T) {
 	requireRoot(t)
-	bin, err := buildInit()
-	if err != nil {
-		t.Fatal(err)
+	if err := host.DryRunDirect(stepinit.Spec{}); err != nil {
+		t.Fatalf("dry run: %v", err)
 	}
-	if err := host.DryRunDirect(bin); err != nil {
-		t.Fatalf("dry run with %s: %v", bin, err)
-	}
-	err = host.DryRunDirect("/nonexistent/hookrun-step-init")
-	if err == nil || !strings.Contains(err.Error(), "trying an isolated launch without an init: starting the step's PID namespace") {
-		t.Fatalf("dry run without a holder program: %v", err)
+	hidden := t.TempDir()
+	err := host.DryRunDirect(stepinit.Spec{Hide: []string{hidden}, Expose: []string{filepath.Join(hidden, "gone")}})
+	if err == nil || !strings.Contains(err.Error(), "trying an isolated launch without an init: opening "+filepath.Join(hidden, "gone")) {
+		t.Fatalf("dry run with a directory that does not exist: %v", err)
 	}
 	for deadline := time.Now().Add(2 * time.Second); len(threadsElsewhere(t)) > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)

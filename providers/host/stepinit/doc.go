@@ -9,9 +9,9 @@
 //
 // Where the kernel can mount a /proc for another PID namespace (Linux
 // 6.18), the host executor starts isolated steps without this init: it
-// sets up the same namespaces with Confine and MountProcOf itself, and
-// execs the init's program only as the PID namespace's holder, which
-// never runs (providers/host, direct.go).
+// sets up the same namespaces with Confine and MountProcOf itself, with a
+// process of a few instructions as the PID namespace's holder
+// (providers/host, direct.go).
 //
 // It imports nothing but the standard library and x/sys, so that the
 // hookrun-step-init program built from it starts in about a millisecond;

@@ -124,7 +124,7 @@ func Main() int {
 		if err := Confine(spec); err != nil {
 			return fail(err)
 		}
-		if err := unix.Mount("proc", "/proc", "proc", procFlags, ""); err != nil {
+		if err := unix.Mount("proc", "/proc", "proc", procFlags, "hidepid="+procHidePID); err != nil {
 			return fail(fmt.Errorf("mounting /proc for the step's PID namespace: %w", err))
 		}
 	}
@@ -250,6 +250,12 @@ func Confine(spec Spec) error {
 // procFlags are the mount flags of a step's /proc.
 const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 
+// procHidePID is the hidepid option of a step's /proc: it shows the step's
+// processes, not the namespace's PID 1 (the init, or hookrun's holder,
+// which shares the runner's memory and command line), nor any other
+// process the step's user could not trace.
+const procHidePID = "invisible"
+
 // MountProcOf mounts on /proc, in the calling thread's mount namespace, a
 // proc file system that shows the PID namespace ns (a file descriptor of
 // it; procfs's pidns option, Linux 6.18): the /proc of a step started from
@@ -276,6 +282,9 @@ func procOf(ns int) (mnt int, err error) {
 	defer unix.Close(fs)
 	if err := unix.FsconfigSetFd(fs, "pidns", ns); err != nil {
 		return -1, fmt.Errorf("setting the pidns option (Linux 6.18 or later): %w", err)
+	}
+	if err := unix.FsconfigSetString(fs, "hidepid", procHidePID); err != nil {
+		return -1, fmt.Errorf("setting the hidepid option: %w", err)
 	}
 	if err := unix.FsconfigCreate(fs); err != nil {
 		return -1, err
