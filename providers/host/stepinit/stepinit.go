@@ -348,7 +348,7 @@ func isolateMounts(hide []string, keep []exposedDir) error {
 		}
 	}
 	for _, k := range keep {
-		if err := os.MkdirAll(k.path, 0o755); err != nil {
+		if err := mkdirs(k.path); err != nil {
 			return fmt.Errorf("exposing %s: %w", k.path, err)
 		}
 		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -359,6 +359,28 @@ func isolateMounts(hide []string, keep []exposedDir) error {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("hiding %s: %w", h, err)
 		}
+	}
+	return nil
+}
+
+// mkdirs makes dir and its missing parents (mode 0755) on a fresh cover,
+// where most exist after the first exposed directory: a mkdir first, and a
+// look only when it fails (os.MkdirAll looks at every level first).
+func mkdirs(dir string) error {
+	err := unix.Mkdir(dir, 0o755)
+	if errors.Is(err, unix.ENOENT) {
+		if parent := filepath.Dir(dir); parent != dir {
+			if err := mkdirs(parent); err != nil {
+				return err
+			}
+			err = unix.Mkdir(dir, 0o755)
+		}
+	}
+	if errors.Is(err, unix.EEXIST) && isDir(dir) {
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
 	return nil
 }
