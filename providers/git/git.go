@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,19 +172,19 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 	if err != nil {
 		return ws, err
 	}
-	if err := w.Remove(runID); err != nil {
-		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
-	}
 	// What a hookrun before the flat scratch layout left of an attempt.
-	if err := removeAll(filepath.Join(w.scratch, runID)); err != nil {
+	if err := removeDir(filepath.Join(w.scratch, runID)); err != nil {
 		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
 	}
 	sha := ""
 	if checkout {
+		if err := w.Remove(runID); err != nil {
+			return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+		}
 		if sha, err = w.clone(ctx, runID, dir, e); err != nil {
 			return ws, err
 		}
-	} else if err := mkdir(dir, 0o755); err != nil {
+	} else if err := mkdirFresh(dir, 0o755); err != nil {
 		return ws, fmt.Errorf("creating workspace of run %s: %w", runID, err)
 	}
 	s := w.scratchDirs(runID)
@@ -195,7 +196,7 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		path string
 		perm os.FileMode
 	}{{s.home, 0o700}, {s.tmp, 0o700}, {s.event, 0o755}, {s.results, 0o700}} {
-		if err := mkdir(d.path, d.perm); err != nil {
+		if err := mkdirFresh(d.path, d.perm); err != nil {
 			_ = w.Remove(runID)
 			return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
 		}
@@ -323,6 +324,19 @@ func mkdir(dir string, perm os.FileMode) error {
 		return err
 	}
 	return os.Mkdir(dir, perm)
+}
+
+// mkdirFresh makes dir, empty, with perm: a run's first attempt finds
+// none of its directories, so it costs one mkdir, and only a directory an
+// earlier attempt left (it ended before its Remove) is removed first.
+func mkdirFresh(dir string, perm os.FileMode) error {
+	err := mkdir(dir, perm)
+	if errors.Is(err, fs.ErrExist) {
+		if err = removeDir(dir); err == nil {
+			err = mkdir(dir, perm)
+		}
+	}
+	return err
 }
 
 // removeDir removes the directory dir and what it holds; a missing one is

@@ -359,9 +359,20 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
 		t.Fatal(err)
 	}
+	// And what an attempt left under the layout before the flat one.
+	old := filepath.Join(filepath.Dir(filepath.Dir(dir)), "scratch", "r1")
+	if err := os.MkdirAll(filepath.Join(old, "home"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "home", "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got, sha, err := prepare(w, context.Background(), "r1", nil, false)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
+	}
+	if exists(old) {
+		t.Errorf("Prepare left %s", old)
 	}
 	if got != dir || sha != "" {
 		t.Errorf("Prepare = %s, %q; want %s, \"\"", got, sha, dir)
