@@ -22,7 +22,10 @@ var holderStack [32]uint64
 
 // cloneHolder is clone3(args, size) whose child is a holder
 // (holder_amd64.s): it sets its parent-death signal to SIGKILL, then
-// pauses until it is killed.
+// pauses until it is killed. Were the runner killed in the few
+// instructions between the clone and that prctl, the holder would stay,
+// paused, in a namespace nothing else can enter (an init's ForkExec checks
+// getppid for this; in a fresh PID namespace getppid is always 0).
 func cloneHolder(args *cloneArgs, size uintptr) (pid int, errno uintptr)
 
 // startHolder starts a fresh PID namespace's holder (see the top of
