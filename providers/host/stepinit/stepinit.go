@@ -253,8 +253,9 @@ const procFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 // procHidePID is the hidepid option of a step's /proc: it shows the step's
 // processes, not the namespace's PID 1 (the init, or hookrun's holder,
 // which shares the runner's memory and command line), nor any other
-// process the step's user could not trace.
-const procHidePID = "invisible"
+// process the step's user could not trace. It is "invisible" by number:
+// the init runs on kernels older than 5.8, which take only the number.
+const procHidePID = "2"
 
 // MountProcOf mounts on /proc, in the calling thread's mount namespace, a
 // proc file system that shows the PID namespace ns (a file descriptor of
