@@ -304,13 +304,13 @@ func (r *Runner) cancelOlder(ctx context.Context, rec *stores.RunRecord, log *sl
 	group := rec.ConcurrencyGroup
 	older, newer, err := r.deps.Groups.StartNewest(ctx, group, rec.ID, r.now())
 	if err != nil {
-		r.release(ctx, rec.ID, fmt.Sprintf("starting in concurrency group: %v", err), log)
+		r.release(ctx, rec.ID, rec.Attempt, fmt.Sprintf("starting in concurrency group: %v", err), log)
 		return true, queue.Retry(err, time.Second)
 	}
 	if newer != "" {
 		log.Info("a newer run of the concurrency group started already; ending this one cancelled", "newer", newer, "group", group)
 		now := r.now()
-		err := r.deps.Runs.Finish(ctx, rec.ID, stores.FinishSpec{Claimant: r.cfg.ID, Now: now, Status: workflows.StatusCancelled,
+		err := r.deps.Runs.Finish(ctx, rec.ID, stores.FinishSpec{Claimant: r.cfg.ID, Attempt: rec.Attempt, Now: now, Status: workflows.StatusCancelled,
 			Error: fmt.Sprintf("superseded by the newer run %s of its concurrency group", newer), FinishedAt: now})
 		if err != nil && !errors.Is(err, stores.ErrClaimLost) {
 			return true, err
@@ -341,7 +341,7 @@ func (r *Runner) leaveGroup(ctx context.Context, group, id string, log *slog.Log
 
 // execute runs a claimed run to its end and writes the outcome.
 func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflows.Workflow, rec *stores.RunRecord, group *groupHold, log *slog.Logger) error {
-	c := r.track(ctx, req.ID, group, log)
+	c := r.track(ctx, req.ID, rec.Attempt, group, log)
 	defer c.done()
 	params, err := wf.SetParams(req.Params) // checked when queued; the loaded workflow may have changed since
 	if err != nil && req.Refused == "" {
@@ -384,9 +384,11 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 }
 
 // claimed is a run this runner executes: its context (cancelled by a
-// cancel request, a newer run of its group or shutdown) and its heartbeat.
+// cancel request, a newer run of its group or shutdown), the attempt its
+// claim started and its heartbeat.
 type claimed struct {
 	ctx           context.Context
+	attempt       int
 	hb            *heartbeat
 	stopHeartbeat func() // stops the heartbeat and waits for it; idempotent
 	done          func() // releases everything track set up
@@ -395,7 +397,7 @@ type claimed struct {
 // track sets up what executing a claimed run needs: a context detached
 // from ctx but stopped with it (shutdown hands the run back, any other end
 // cancels it), the entry in r.active that Cancel finds, and the heartbeat.
-func (r *Runner) track(ctx context.Context, id string, group *groupHold, log *slog.Logger) *claimed {
+func (r *Runner) track(ctx context.Context, id string, attempt int, group *groupHold, log *slog.Logger) *claimed {
 	runCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopWatch := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), queue.ErrShuttingDown) {
@@ -405,19 +407,22 @@ func (r *Runner) track(ctx context.Context, id string, group *groupHold, log *sl
 		}
 	})
 	r.mu.Lock()
-	r.active[id] = cancelRun
+	entry := &activeRun{cancel: cancelRun}
+	r.active[id] = entry
 	r.mu.Unlock()
 
-	hb := &heartbeat{r: r, id: id, group: group, cancel: cancelRun, log: log}
+	hb := &heartbeat{r: r, id: id, attempt: attempt, group: group, cancel: cancelRun, log: log}
 	hbCtx, stopHB := context.WithCancel(runCtx)
 	hbDone := make(chan struct{})
 	go func() { defer close(hbDone); hb.loop(hbCtx) }()
 	var once sync.Once
 	stop := func() { once.Do(func() { stopHB(); <-hbDone }) }
-	return &claimed{ctx: runCtx, hb: hb, stopHeartbeat: stop, done: func() {
+	return &claimed{ctx: runCtx, attempt: attempt, hb: hb, stopHeartbeat: stop, done: func() {
 		stop()
 		r.mu.Lock()
-		delete(r.active, id)
+		if r.active[id] == entry {
+			delete(r.active, id)
+		}
 		r.mu.Unlock()
 		stopWatch()
 		cancelRun(nil)
@@ -436,7 +441,7 @@ func (r *Runner) failRefused(ctx context.Context, c *claimed, req *queue.RunRequ
 	if c.hb.lost.Load() {
 		return r.lostRun(req.ID, c.hb.lostError(), log)
 	}
-	return r.finish(ctx, req, res, "", log)
+	return r.finish(ctx, req, rec.Attempt, res, "", log)
 }
 
 // prepareFailed decides what a workspace that could not be prepared means:
@@ -451,7 +456,7 @@ func (r *Runner) prepareFailed(ctx context.Context, c *claimed, id string, err e
 		return queue.Term(fmt.Errorf("preparing workspace: %w", err))
 	}
 	log.Warn("preparing workspace failed; handing the run back", "err", err)
-	r.release(ctx, id, fmt.Sprintf("preparing workspace: %v", err), log)
+	r.release(ctx, id, c.attempt, fmt.Sprintf("preparing workspace: %v", err), log)
 	if errors.Is(context.Cause(c.ctx), ErrAbandoned) {
 		return fmt.Errorf("preparing workspace for run %s: %w", id, ErrAbandoned)
 	}
@@ -470,24 +475,23 @@ func (r *Runner) outcome(ctx context.Context, c *claimed, req *queue.RunRequest,
 		log.Warn("another runner took this run over; dropping our result", "status", res.Status)
 		return nil
 	case res.Abandoned:
-		r.release(ctx, id, "", log)
+		r.release(ctx, id, c.attempt, "", log)
 		return fmt.Errorf("running %s: %w", id, ErrAbandoned)
 	}
-	if err := r.finish(ctx, req, res, headSHA, log); err != nil {
-		return err
-	}
-	log.Info("run finished", "status", res.Status, "duration", res.Duration().Round(time.Millisecond))
-	return nil
+	return r.finish(ctx, req, c.attempt, res, headSHA, log)
 }
 
-// finish writes the run's outcome, unless the run was taken over.
-// A result written is counted (Metrics) and is the "run" span's status.
-func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *engine.Result, headSHA string, log *slog.Logger) error {
+// finish writes the outcome of the run's attempt, unless the run was taken
+// over. A result written is logged ("run finished"), counted (Metrics) and
+// is the "run" span's status; one not written is none of these, so that a
+// run's result is told once, by the attempt whose result the record holds.
+func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, attempt int, res *engine.Result, headSHA string, log *slog.Logger) error {
 	id := req.ID
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
 	err := r.writeResult(sctx, id, stores.FinishSpec{
 		Claimant:    r.cfg.ID,
+		Attempt:     attempt,
 		Now:         r.now(),
 		Status:      res.Status,
 		Steps:       res.Steps,
@@ -507,6 +511,7 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, res *engine.
 		return nil
 	}
 	if err == nil {
+		log.Info("run finished", "status", res.Status, "duration", res.Duration().Round(time.Millisecond))
 		r.cfg.Metrics.runFinished(req.Workflow, res.Status, res.Duration())
 		span := trace.SpanFromContext(ctx)
 		span.SetAttributes(telemetry.AttrStatus.String(string(res.Status)))
@@ -535,7 +540,7 @@ func (r *Runner) writeResult(ctx context.Context, id string, f stores.FinishSpec
 		}
 		err = r.deps.Runs.Finish(ctx, id, f)
 		var lost *stores.ClaimLostError
-		if errors.As(err, &lost) && lost.Record.Claimant == f.Claimant && lost.Record.Status == f.Status {
+		if errors.As(err, &lost) && lost.Record.Claimant == f.Claimant && lost.Record.Attempt == f.Attempt && lost.Record.Status == f.Status {
 			return nil // an earlier try landed
 		}
 	}
@@ -568,10 +573,10 @@ func (r *Runner) lostRun(id string, lost error, log *slog.Logger) error {
 
 // release puts a claimed run back to queued (attempt kept) so that another
 // delivery can take it; msg, when set, says why in the record's error.
-func (r *Runner) release(ctx context.Context, id, msg string, log *slog.Logger) {
+func (r *Runner) release(ctx context.Context, id string, attempt int, msg string, log *slog.Logger) {
 	sctx, cancel := r.storeCtx(ctx)
 	defer cancel()
-	if err := r.deps.Runs.Release(sctx, id, r.cfg.ID, msg); err != nil && !errors.Is(err, stores.ErrClaimLost) {
+	if err := r.deps.Runs.Release(sctx, id, r.cfg.ID, attempt, msg); err != nil && !errors.Is(err, stores.ErrClaimLost) {
 		log.Warn("handing run back", "err", err)
 	}
 }
@@ -651,11 +656,12 @@ func CheckRequest(wf *workflows.Workflow, req *queue.RunRequest) error {
 // request, a takeover). A cancel request is also heard at once, on the
 // runner's subject (Runner.Start): no run watches its record.
 type heartbeat struct {
-	r      *Runner
-	id     string
-	group  *groupHold // the run's concurrency group lock, renewed with each beat; nil: none
-	cancel context.CancelCauseFunc
-	log    *slog.Logger
+	r       *Runner
+	id      string
+	attempt int        // the attempt the claim started
+	group   *groupHold // the run's concurrency group lock, renewed with each beat; nil: none
+	cancel  context.CancelCauseFunc
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	steps   []workflows.StepState
@@ -703,7 +709,7 @@ func (h *heartbeat) loop(ctx context.Context) {
 // check acts on the record as written by a heartbeat; true when we lost
 // the run.
 func (h *heartbeat) check(rec *stores.RunRecord) bool {
-	if err := rec.CheckClaim(h.r.cfg.ID); err != nil {
+	if err := rec.CheckClaim(h.r.cfg.ID, h.attempt); err != nil {
 		h.lose(err)
 		return true
 	}
@@ -724,7 +730,7 @@ func (h *heartbeat) lose(err error) {
 // beat refreshes the claim; true when we lost the run.
 func (h *heartbeat) beat(ctx context.Context) bool {
 	h.mu.Lock()
-	spec := stores.HeartbeatSpec{Claimant: h.r.cfg.ID, Now: h.r.now(), Steps: h.steps, HeadSHA: h.headSHA}
+	spec := stores.HeartbeatSpec{Claimant: h.r.cfg.ID, Attempt: h.attempt, Now: h.r.now(), Steps: h.steps, HeadSHA: h.headSHA}
 	h.mu.Unlock()
 	h.group.renew(ctx, spec.Now)
 	rec, err := h.r.deps.Runs.Heartbeat(ctx, h.id, spec)

@@ -2,13 +2,17 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hookrun/hookrun/queue"
 	"github.com/hookrun/hookrun/runner/engine/enginetest"
 	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
@@ -62,5 +66,63 @@ func TestResultWrittenAgainNotRunAgain(t *testing.T) {
 				t.Fatalf("executions %q, want the run once", got)
 			}
 		})
+	}
+}
+
+// takenOverMeanwhile is the real run store whose first Finish gets no
+// answer and, before the write is made again, the same runner takes its
+// own run over: its heartbeat went stale while the stream did not answer,
+// and the message came again (what TestScaleOut showed under a NATS node's
+// loss, with one runner's claim of attempt 2 after its attempt 1).
+type takenOverMeanwhile struct {
+	*stores.RunStore
+	calls *atomic.Int32
+}
+
+func (s takenOverMeanwhile) Finish(ctx context.Context, id string, f stores.FinishSpec) error {
+	if s.calls.Add(1) > 1 {
+		return s.RunStore.Finish(ctx, id, f)
+	}
+	res, err := s.Claim(ctx, &queue.RunRequest{ID: id}, stores.ClaimSpec{Claimant: f.Claimant, Now: f.Now.Add(time.Hour),
+		StaleAfter: time.Minute, Resume: true})
+	if err != nil || res.Outcome != stores.Claimed || !res.TakeOver || res.Record.Attempt != f.Attempt+1 {
+		return fmt.Errorf("taking the run over: %+v, %w", res, errors.Join(err, errors.New("not taken over")))
+	}
+	return fmt.Errorf("finishing run %s: updating run record %s: %w", id, id, jetstream.ErrNoStreamResponse)
+}
+
+// An attempt's result made again after the same runner took its run over
+// (the next attempt) is refused: the record stays the later attempt's,
+// running, and the earlier attempt says it did not write its result
+// rather than "run finished" (before, the claim was told by the runner
+// alone, the earlier attempt's result landed on the later attempt's
+// record, and the run was logged finished twice).
+func TestStaleAttemptResultRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"count": countingWorkflow}, nil, nil)
+	logs := &syncBuffer{}
+	f.runCfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	calls := &atomic.Int32{}
+	id, err := handleWith(t, f, takenOverMeanwhile{f.q.Runs(), calls})
+	if err != nil {
+		t.Fatalf("Handle = %v, want nil (the run is held by its later attempt)", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d writes of the result, want 2", n)
+	}
+	rec, _, err := f.q.Runs().Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflows.StatusRunning || rec.Claimant != "runner-a" || rec.Attempt != 2 || rec.FinishedAt != nil {
+		t.Fatalf("record: status %s claimant %q attempt %d finished %v, want running under runner-a at attempt 2",
+			rec.Status, rec.Claimant, rec.Attempt, rec.FinishedAt)
+	}
+	out := logs.String()
+	if strings.Contains(out, "msg=\"run finished\"") {
+		t.Errorf("attempt 1 logged \"run finished\" without writing its result:\n%s", out)
+	}
+	if !strings.Contains(out, "run record no longer ours") {
+		t.Errorf("attempt 1 did not say its result was not written:\n%s", out)
 	}
 }

@@ -27,7 +27,7 @@ import (
 type RunStore interface {
 	Claim(ctx context.Context, req *queue.RunRequest, c stores.ClaimSpec) (stores.ClaimResult, error)
 	Heartbeat(ctx context.Context, id string, h stores.HeartbeatSpec) (*stores.RunRecord, error)
-	Release(ctx context.Context, id, claimant, reason string) error
+	Release(ctx context.Context, id, claimant string, attempt int, reason string) error
 	Finish(ctx context.Context, id string, f stores.FinishSpec) error
 	RequestCancel(ctx context.Context, id string) (*stores.RunRecord, error)
 }
@@ -213,7 +213,15 @@ type Runner struct {
 	tracer trace.Tracer
 
 	mu     sync.Mutex
-	active map[string]context.CancelCauseFunc // runs executing in this process
+	active map[string]*activeRun // runs executing in this process
+}
+
+// activeRun is an attempt executing in this process: what stops it. An
+// attempt leaves r.active only when its entry is still its own; a later
+// attempt of the same run (this runner took its own stale run over while
+// the earlier attempt still wrote its result) keeps its own.
+type activeRun struct {
+	cancel context.CancelCauseFunc
 }
 
 // New returns a runner.
@@ -226,7 +234,7 @@ func New(cfg Config, deps Deps) (*Runner, error) {
 		return nil, errors.New("creating runner: runs, workflows, workspaces, engine and groups are required")
 	}
 	return &Runner{cfg: cfg, deps: deps, log: cfg.Logger.With("runner", cfg.ID), tracer: telemetry.Tracer(cfg.Tracer),
-		active: map[string]context.CancelCauseFunc{}}, nil
+		active: map[string]*activeRun{}}, nil
 }
 
 // ID is the claimant name this runner writes into run records.
@@ -256,10 +264,10 @@ func (r *Runner) Start(ctx context.Context, q *queue.Queue) (*queue.Consumer, er
 // the record says so).
 func (r *Runner) cancelActive(runID string) {
 	r.mu.Lock()
-	cancel := r.active[runID]
+	a := r.active[runID]
 	r.mu.Unlock()
-	if cancel != nil {
-		cancel(ErrCancelled)
+	if a != nil {
+		a.cancel(ErrCancelled)
 	}
 }
 

@@ -46,10 +46,10 @@ func benchClaimPath(b *testing.B, watch bool) {
 				}
 			}
 		}
-		if _, err := rs.Heartbeat(ctx, req.ID, HeartbeatSpec{Claimant: "bench", Now: now}); err != nil {
+		if _, err := rs.Heartbeat(ctx, req.ID, HeartbeatSpec{Claimant: "bench", Attempt: 1, Now: now}); err != nil {
 			b.Fatal(err)
 		}
-		if err := rs.Finish(ctx, req.ID, FinishSpec{Claimant: "bench", Now: now, Status: workflows.StatusSucceeded, FinishedAt: now}); err != nil {
+		if err := rs.Finish(ctx, req.ID, FinishSpec{Claimant: "bench", Attempt: 1, Now: now, Status: workflows.StatusSucceeded, FinishedAt: now}); err != nil {
 			b.Fatal(err)
 		}
 		stop()

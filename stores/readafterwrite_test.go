@@ -36,14 +36,14 @@ func TestClaimantTransitionsRightAfterTheClaim(t *testing.T) {
 			if err != nil || res.Outcome != Claimed {
 				t.Fatalf("%s: claim %d: %+v, %v", node, i, res, err)
 			}
-			if _, err := rs.Heartbeat(ctx, req.ID, HeartbeatSpec{Claimant: "me", Now: now.Add(time.Millisecond)}); err != nil {
+			if _, err := rs.Heartbeat(ctx, req.ID, HeartbeatSpec{Claimant: "me", Attempt: res.Record.Attempt, Now: now.Add(time.Millisecond)}); err != nil {
 				t.Fatalf("%s: heartbeat right after claim %d: %v", node, i, err)
 			}
-			if err := rs.Finish(ctx, req.ID, FinishSpec{Claimant: "me", Now: now, Status: workflows.StatusSucceeded, FinishedAt: now}); err != nil {
+			if err := rs.Finish(ctx, req.ID, FinishSpec{Claimant: "me", Attempt: res.Record.Attempt, Now: now, Status: workflows.StatusSucceeded, FinishedAt: now}); err != nil {
 				t.Fatalf("%s: finish right after the heartbeat %d: %v", node, i, err)
 			}
 			// A loss that is real is still reported, with the record.
-			err = rs.Release(ctx, req.ID, "me", "")
+			err = rs.Release(ctx, req.ID, "me", res.Record.Attempt, "")
 			if !errors.Is(err, ErrClaimLost) || !lostWith(err, workflows.StatusSucceeded) {
 				t.Fatalf("%s: release of a finished run %d: %v, want ErrClaimLost with the succeeded record", node, i, err)
 			}

@@ -334,17 +334,22 @@ func (r *RunRecord) Unclaimed() bool {
 }
 
 // CheckClaim is the rule of every transition a claimant makes after its
-// claim: nil while the run is running under claimant, else a
-// *ClaimLostError (ErrClaimLost).
-func (r *RunRecord) CheckClaim(claimant string) error {
-	if r.Claimant == claimant && r.Status == workflows.StatusRunning {
+// claim: nil while the run is running under the claim claimant made for
+// attempt, else a *ClaimLostError (ErrClaimLost). The attempt tells two
+// claims of one runner apart: a runner that takes its own stale run over
+// (its heartbeat could not be written, the message came again) runs the
+// next attempt, and what the earlier attempt still writes (a result
+// whose first write got no answer) must not land on the later one.
+func (r *RunRecord) CheckClaim(claimant string, attempt int) error {
+	if r.Claimant == claimant && r.Attempt == attempt && r.Status == workflows.StatusRunning {
 		return nil
 	}
 	return &ClaimLostError{Record: r}
 }
 
 // byClaimant is change for the transitions a claimant makes after its
-// claim: apply runs only while the run is running under claimant; else
+// claim: apply runs only while the run is running under claimant's claim
+// for attempt (CheckClaim); else
 // nothing is written and the error is a *ClaimLostError.
 //
 // One read does not prove a claim lost: the bucket's reads are direct
@@ -358,9 +363,9 @@ func (r *RunRecord) CheckClaim(claimant string) error {
 // the claim is reported lost only when every read says so; a read that
 // shows the claim is acted on with a compare-and-set, which only the
 // latest revision passes.
-func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, apply func(*RunRecord)) (*RunRecord, error) {
+func (s *RunStore) byClaimant(ctx context.Context, id, claimant string, attempt int, apply func(*RunRecord)) (*RunRecord, error) {
 	return s.change(ctx, id, nil, true, func(r *RunRecord) (bool, error) {
-		if err := r.CheckClaim(claimant); err != nil {
+		if err := r.CheckClaim(claimant, attempt); err != nil {
 			return false, &readAgain{err: err}
 		}
 		apply(r)
@@ -378,6 +383,7 @@ func (e *readAgain) Error() string { return e.err.Error() }
 // HeartbeatSpec is one heartbeat of a claimant.
 type HeartbeatSpec struct {
 	Claimant string                // whose claim it refreshes
+	Attempt  int                   // the attempt the claim started (the claimed record's)
 	Now      time.Time             // the claimant's clock: the new HeartbeatAt
 	Steps    []workflows.StepState // the latest step states; nil keeps the stored ones
 	HeadSHA  string                // the resolved head commit; "" keeps the stored one
@@ -387,7 +393,7 @@ type HeartbeatSpec struct {
 // record as written: its CancelRequested asks the claimant to stop.
 // ErrClaimLost: the claim is not h.Claimant's any more.
 func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*RunRecord, error) {
-	rec, err := s.byClaimant(ctx, id, h.Claimant, func(r *RunRecord) {
+	rec, err := s.byClaimant(ctx, id, h.Claimant, h.Attempt, func(r *RunRecord) {
 		if h.Steps != nil {
 			r.Steps = h.Steps
 		}
@@ -404,9 +410,9 @@ func (s *RunStore) Heartbeat(ctx context.Context, id string, h HeartbeatSpec) (*
 
 // Release hands a claimed run back: queued again, its attempt kept and
 // reason (may be empty) as its error, so that another delivery takes it.
-// ErrClaimLost: the claim is not claimant's any more.
-func (s *RunStore) Release(ctx context.Context, id, claimant, reason string) error {
-	_, err := s.byClaimant(ctx, id, claimant, func(r *RunRecord) {
+// ErrClaimLost: the claim claimant made for attempt is not the run's any more.
+func (s *RunStore) Release(ctx context.Context, id, claimant string, attempt int, reason string) error {
+	_, err := s.byClaimant(ctx, id, claimant, attempt, func(r *RunRecord) {
 		r.Status = workflows.StatusQueued
 		r.Claimant = ""
 		r.Error = reason
@@ -420,6 +426,7 @@ func (s *RunStore) Release(ctx context.Context, id, claimant, reason string) err
 // FinishSpec is how a claimed run ended, as Finish records it.
 type FinishSpec struct {
 	Claimant    string                // whose claim the run must still be under
+	Attempt     int                   // the attempt that claim started (the claimed record's)
 	Now         time.Time             // the claimant's clock: the last HeartbeatAt
 	Status      workflows.Status      // the terminal status
 	Steps       []workflows.StepState // the final step states
@@ -435,10 +442,11 @@ type FinishSpec struct {
 	Actions *workflows.ActionsOutcome
 }
 
-// Finish records the outcome of a run still running under f.Claimant.
+// Finish records the outcome of a run still running under the claim
+// f.Claimant made for f.Attempt.
 // ErrClaimLost: it is not (taken over, cancelled while queued...).
 func (s *RunStore) Finish(ctx context.Context, id string, f FinishSpec) error {
-	_, err := s.byClaimant(ctx, id, f.Claimant, func(r *RunRecord) {
+	_, err := s.byClaimant(ctx, id, f.Claimant, f.Attempt, func(r *RunRecord) {
 		fin := f.FinishedAt
 		r.Status = f.Status
 		r.Steps = f.Steps

@@ -166,7 +166,8 @@ func TestClaim(t *testing.T) {
 }
 
 // The claimant's later transitions write only while the run is running
-// under its claim; otherwise they return ErrClaimLost and write nothing.
+// under its claim (the claimant and the attempt its claim started);
+// otherwise they return ErrClaimLost and write nothing.
 func TestClaimantTransitions(t *testing.T) {
 	rs, ctx := openRuns(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -174,25 +175,25 @@ func TestClaimantTransitions(t *testing.T) {
 	steps := []workflows.StepState{{ID: "s", Status: workflows.StatusSucceeded}}
 	transitions := []struct {
 		name  string
-		do    func(id, claimant string) error
+		do    func(id, claimant string, attempt int) error
 		check func(t *testing.T, r *RunRecord)
 	}{
-		{"heartbeat", func(id, c string) error {
-			_, err := rs.Heartbeat(ctx, id, HeartbeatSpec{Claimant: c, Now: later, Steps: steps, HeadSHA: "abc"})
+		{"heartbeat", func(id, c string, a int) error {
+			_, err := rs.Heartbeat(ctx, id, HeartbeatSpec{Claimant: c, Attempt: a, Now: later, Steps: steps, HeadSHA: "abc"})
 			return err
 		}, func(t *testing.T, r *RunRecord) {
 			if r.Status != workflows.StatusRunning || !r.HeartbeatAt.Equal(later) || len(r.Steps) != 1 || r.HeadSHA != "abc" {
 				t.Errorf("after heartbeat: %+v", r)
 			}
 		}},
-		{"release", func(id, c string) error { return rs.Release(ctx, id, c, "preparing workspace: boom") },
+		{"release", func(id, c string, a int) error { return rs.Release(ctx, id, c, a, "preparing workspace: boom") },
 			func(t *testing.T, r *RunRecord) {
-				if r.Status != workflows.StatusQueued || r.Claimant != "" || r.Attempt != 1 || r.Error != "preparing workspace: boom" {
+				if r.Status != workflows.StatusQueued || r.Claimant != "" || r.Attempt != 2 || r.Error != "preparing workspace: boom" {
 					t.Errorf("after release: %+v", r)
 				}
 			}},
-		{"finish", func(id, c string) error {
-			return rs.Finish(ctx, id, FinishSpec{Claimant: c, Now: later, Status: workflows.StatusFailed, Steps: steps,
+		{"finish", func(id, c string, a int) error {
+			return rs.Finish(ctx, id, FinishSpec{Claimant: c, Attempt: a, Now: later, Status: workflows.StatusFailed, Steps: steps,
 				Error: "step s failed", CommentID: 42, FinishedAt: later})
 		}, func(t *testing.T, r *RunRecord) {
 			if r.Status != workflows.StatusFailed || r.Error != "step s failed" || r.CommentID != 42 || r.FinishedAt == nil ||
@@ -204,24 +205,32 @@ func TestClaimantTransitions(t *testing.T) {
 	for _, tr := range transitions {
 		t.Run(tr.name, func(t *testing.T) {
 			id := queue.NewRunID()
-			if _, err := rs.Create(ctx, &RunRecord{ID: id, Workflow: "w", Status: workflows.StatusRunning, Attempt: 1,
+			// "me" runs attempt 2: it took its own run over after attempt
+			// 1's heartbeat went stale.
+			if _, err := rs.Create(ctx, &RunRecord{ID: id, Workflow: "w", Status: workflows.StatusRunning, Attempt: 2,
 				Claimant: "me", HeartbeatAt: now, StartedAt: &now, CreatedAt: now, HeadSHA: "head"}); err != nil {
 				t.Fatal(err)
 			}
 			before, rev, _ := rs.Get(ctx, id)
-			if err := tr.do(id, "other"); !errors.Is(err, ErrClaimLost) {
-				t.Fatalf("by a runner without the claim: %v, want ErrClaimLost", err)
+			for _, stale := range []struct {
+				who      string
+				claimant string
+				attempt  int
+			}{{"a runner without the claim", "other", 2}, {"the claimant's earlier attempt", "me", 1}} {
+				if err := tr.do(id, stale.claimant, stale.attempt); !errors.Is(err, ErrClaimLost) {
+					t.Fatalf("by %s: %v, want ErrClaimLost", stale.who, err)
+				}
+				if after, arev, _ := rs.Get(ctx, id); arev != rev || after.Claimant != before.Claimant || after.Status != before.Status {
+					t.Fatalf("%s changed the record: %+v", stale.who, after)
+				}
 			}
-			if after, arev, _ := rs.Get(ctx, id); arev != rev || after.Claimant != before.Claimant {
-				t.Fatalf("a runner without the claim changed the record: %+v", after)
-			}
-			if err := tr.do(id, "me"); err != nil {
+			if err := tr.do(id, "me", 2); err != nil {
 				t.Fatalf("by the claimant: %v", err)
 			}
 			rec, _, _ := rs.Get(ctx, id)
 			tr.check(t, rec)
 			if rec.Status != workflows.StatusRunning {
-				if err := tr.do(id, "me"); !errors.Is(err, ErrClaimLost) {
+				if err := tr.do(id, "me", 2); !errors.Is(err, ErrClaimLost) {
 					t.Fatalf("again once the run left running: %v, want ErrClaimLost", err)
 				}
 			}
@@ -401,7 +410,7 @@ func TestRecordActions(t *testing.T) {
 	}
 	finish := func(id string) {
 		t.Helper()
-		if err := rs.Finish(ctx, id, FinishSpec{Claimant: "me", Now: now, Status: workflows.StatusSucceeded, FinishedAt: now, Actions: failed}); err != nil {
+		if err := rs.Finish(ctx, id, FinishSpec{Claimant: "me", Attempt: 1, Now: now, Status: workflows.StatusSucceeded, FinishedAt: now, Actions: failed}); err != nil {
 			t.Fatal(err)
 		}
 	}
