@@ -278,3 +278,28 @@ func TestHostEnv(t *testing.T) {
 		t.Errorf("HostEnv = %q, want %q", names, want)
 	}
 }
+
+// An sbx exec ended after it started the command but before it registered
+// it where sbx stop looks (a stopped step's SIGTERM on a busy machine;
+// SBXSIM_REGISTER_DELAY widens that moment) leaves nothing running: the
+// command waits for its registration and never starts without it. Before,
+// it ran where no sbx stop could end it (TestStoppedStepStopsItsAgent
+// failed once so under make test's load).
+func TestSimulatorExecEndedBeforeRegisteringRunsNothing(t *testing.T) {
+	s := newSim(t, "SBXSIM_REGISTER_DELAY=1s")
+	ws := gitRepo(t)
+	const name = "hookrun-unregistered"
+	s.run(t, "create", "--name", name, "--clone", "--no-progress", "claude", ws)
+	c := s.cmd("exec", name, "sh", "-c", "while :; do echo t >> tick; sleep 0.02; done")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = c.Process.Signal(syscall.SIGTERM)
+	_ = c.Wait()
+	tick := filepath.Join(s.sandboxDir(name), "tick")
+	if growing(tick, time.Second) || fileSize(tick) >= 0 {
+		t.Fatal("the command of an sbx exec ended before it registered the command runs anyway")
+	}
+	s.run(t, "rm", "--force", name)
+}

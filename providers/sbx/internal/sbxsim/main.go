@@ -382,8 +382,17 @@ func execIn(sandboxes string, args []string) {
 	if err != nil {
 		fatal(1, "sbxsim: "+err.Error())
 	}
+	// The command starts only once it is registered (its pid file, which
+	// sbx stop reads): an sbx exec ended in between (a stopped step's
+	// SIGTERM) would otherwise leave it running where no sbx stop finds it.
+	// The init waits for a byte on this pipe; EOF means nothing runs.
+	gate, release, err := os.Pipe()
+	if err != nil {
+		fatal(126, "error: starting command in sandbox: "+err.Error())
+	}
 	c := exec.Command(self, initArg)
 	c.Env = []string{"SBXSIM_INIT=" + string(spec)}
+	c.ExtraFiles = []*os.File{gate}
 	// Pipes, never this process's own descriptors: the command must not
 	// hold the caller's pipes open once `sbx exec` is gone.
 	c.Stdout, c.Stderr = struct{ io.Writer }{os.Stdout}, struct{ io.Writer }{os.Stderr}
@@ -407,8 +416,14 @@ func execIn(sandboxes string, args []string) {
 			fatal(126, "error: starting command in sandbox: "+err.Error())
 		}
 	}
+	_ = gate.Close()
+	if d, err := time.ParseDuration(os.Getenv("SBXSIM_REGISTER_DELAY")); err == nil {
+		time.Sleep(d) // tests: a busy machine between the start and the registration
+	}
 	pidFile := filepath.Join(b.procs(), strconv.Itoa(c.Process.Pid))
 	_ = os.WriteFile(pidFile, nil, 0o644)
+	_, _ = release.Write([]byte{1})
+	_ = release.Close()
 	err = c.Wait()
 	_ = os.Remove(pidFile)
 	exitAs(err)
@@ -432,7 +447,7 @@ func exitAs(err error) {
 
 func rebuild(c *exec.Cmd) *exec.Cmd {
 	n := exec.Command(c.Path, c.Args[1:]...)
-	n.Env, n.Stdin, n.Stdout, n.Stderr = c.Env, c.Stdin, c.Stdout, c.Stderr
+	n.Env, n.Stdin, n.Stdout, n.Stderr, n.ExtraFiles = c.Env, c.Stdin, c.Stdout, c.Stderr, c.ExtraFiles
 	return n
 }
 
@@ -446,6 +461,12 @@ func sandboxInit() {
 	if err := json.Unmarshal([]byte(os.Getenv("SBXSIM_INIT")), &spec); err != nil || len(spec.Argv) == 0 {
 		fatal(2, "sbxsim init: bad spec")
 	}
+	// sbx exec's gate (execIn): the command runs only once registered.
+	gate := os.NewFile(3, "gate")
+	if n, _ := gate.Read(make([]byte, 1)); n != 1 {
+		os.Exit(126) // sbx exec ended before it registered the command
+	}
+	_ = gate.Close()
 	if err := mountView(spec); err != nil {
 		fatal(126, "sbxsim init: mounting the sandbox view: "+err.Error())
 	}
