@@ -37,7 +37,10 @@
 // running, claimant, attempt, heartbeat). While the run executes, a
 // heartbeat refreshes HeartbeatAt and the step states every
 // HeartbeatInterval and acts on CancelRequested (cancel the run) or another
-// claimant (stop: the run was lost); a cancel request is also heard at
+// claim (stop: the run was lost, and its message is handed back after
+// StaleAfter rather than acked, unless the run ended: the new claimant
+// holds a later delivery of the same message, and an ack would end it for
+// that delivery too); a cancel request is also heard at
 // once on the runner's own subject (queue.CancelNotices), one
 // subscription per runner rather than a watch per run. A concurrency group
 // without cancel_in_progress is freed when the run's steps end, before its

@@ -463,17 +463,14 @@ func (r *Runner) prepareFailed(ctx context.Context, c *claimed, id string, err e
 	return queue.Retry(fmt.Errorf("preparing workspace for run %s: %w", id, err), r.cfg.PrepareRetry)
 }
 
-// outcome writes how an executed run ended: not at all when another runner
+// outcome writes how an executed run ended: not at all when another claim
 // took it over, handed back when it was abandoned, else its result.
 func (r *Runner) outcome(ctx context.Context, c *claimed, req *queue.RunRequest, res *engine.Result, headSHA string, log *slog.Logger) error {
 	id := req.ID
 	switch {
 	case c.hb.lost.Load():
-		if err := r.lostRun(id, c.hb.lostError(), log); err != nil {
-			return err
-		}
-		log.Warn("another runner took this run over; dropping our result", "status", res.Status)
-		return nil
+		log.Warn("another claim took this run over; dropping our result", "status", res.Status)
+		return r.lostRun(id, c.hb.lostError(), log)
 	case res.Abandoned:
 		r.release(ctx, id, c.attempt, "", log)
 		return fmt.Errorf("running %s: %w", id, ErrAbandoned)
@@ -504,11 +501,8 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, attempt int,
 		FinishedAt:  res.FinishedAt,
 	}, log)
 	if errors.Is(err, stores.ErrClaimLost) {
-		if err := r.lostRun(id, err, log); err != nil {
-			return err
-		}
 		log.Warn("run record no longer ours; not writing the result", "err", err)
-		return nil
+		return r.lostRun(id, err, log)
 	}
 	if err == nil {
 		log.Info("run finished", "status", res.Status, "duration", res.Duration().Round(time.Millisecond))
@@ -557,18 +551,34 @@ const (
 // delivered again.
 const lostRetry = time.Second
 
-// lostRun decides what a lost claim means for the run's message: nil (ack
-// it) when another runner holds the run or it ended, since they finish it;
-// a queue.Retry when the record that ended the claim is queued with no
-// claimant, since nobody runs it then and acking the message would leave
-// it queued forever: the redelivery claims it again.
+// lostRun decides what a lost claim means for the run's message:
+//   - nil (ack it) when the run ended: nothing of it is left to run;
+//   - a queue.Retry after lostRetry when the record that ended the claim is
+//     queued with no claimant: nobody runs it then, and acking the message
+//     would leave it queued for good; the redelivery claims it again;
+//   - a queue.Retry after StaleAfter when another claim holds it (another
+//     runner's, or this runner's later attempt after it took its own stale
+//     run over). That claimant holds a later delivery of the same message,
+//     keeps it from being delivered again while it lives (its in-progress
+//     signals) and acks it when the run ends. An ack here would end the
+//     message for it too (JetStream acks a message, not one delivery of
+//     it): should that claimant die, nothing would deliver the run again
+//     and it would stay running for good. Handed back, it is delivered
+//     again only once that claimant stops signalling, and its stale claim
+//     is then taken over.
 func (r *Runner) lostRun(id string, lost error, log *slog.Logger) error {
 	var cl *stores.ClaimLostError
-	if !errors.As(lost, &cl) || !cl.Record.Unclaimed() {
+	switch {
+	case !errors.As(lost, &cl) || cl.Record.Status.Terminal():
 		return nil
+	case cl.Record.Unclaimed():
+		log.Warn("our claim was lost to a queued record that nobody holds; handing the message back so that the run is claimed again", "err", lost)
+		return queue.Retry(fmt.Errorf("running %s: %w", id, lost), lostRetry)
+	default:
+		log.Info("another claim holds this run; handing the message back to be delivered again only should that claimant stop",
+			"claimant", cl.Record.Claimant, "attempt", cl.Record.Attempt)
+		return queue.Retry(fmt.Errorf("running %s: %w", id, lost), r.cfg.StaleAfter)
 	}
-	log.Warn("our claim was lost to a queued record that nobody holds; handing the message back so that the run is claimed again", "err", lost)
-	return queue.Retry(fmt.Errorf("running %s: %w", id, lost), lostRetry)
 }
 
 // release puts a claimed run back to queued (attempt kept) so that another

@@ -119,3 +119,39 @@ func handleWith(t *testing.T, f *fixture, runs runner.RunStore) (string, error) 
 	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "count", Event: *samplePR(), Attempt: 1}
 	return id, r.Handle(context.Background(), &queue.Delivery{Request: req, NumDelivered: 1})
 }
+
+// A runner whose claim another took over hands the message back rather
+// than acking it: JetStream acks a message, not a delivery, so an ack
+// would end it for the new claimant's delivery too. Should the new
+// claimant die (here it never ran beyond its record), the run is delivered
+// again once that claim goes stale, taken over and finished; before, the
+// ack left it running under the dead claimant for good.
+func TestLostClaimLeavesTheMessageToTheNewClaimant(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"slow": `
+name: slow
+steps:
+  - {id: slow, run: 'sleep 1; echo "$HOOKRUN_RUN_ID" >> $TMP/executions'}
+`}, nil, nil)
+	f.start()
+	ctx := context.Background()
+	id := f.publish("slow", nil)
+	f.waitRecord(id, 10*time.Second, "running under runner-a", func(r *stores.RunRecord) bool {
+		return r.Status == workflows.StatusRunning && r.Claimant == "runner-a"
+	})
+	// runner-b takes the run over, and dies at once: its claim goes stale.
+	if _, err := f.q.Runs().Modify(ctx, id, func(r *stores.RunRecord) bool {
+		r.Claimant, r.Attempt, r.HeartbeatAt = "runner-b", r.Attempt+1, time.Now().UTC()
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.waitRecord(id, 15*time.Second, "the run's end", terminal)
+	if rec.Status != workflows.StatusSucceeded || rec.Claimant != "runner-a" || rec.Attempt != 3 {
+		t.Fatalf("record: status %s claimant %q attempt %d, want succeeded under runner-a at attempt 3 (taken over from the dead runner-b)",
+			rec.Status, rec.Claimant, rec.Attempt)
+	}
+	if got := enginetest.ReadFile(t, f.tmp, "executions"); got != id+"\n" {
+		t.Fatalf("executions %q, want the run once (attempt 1 was stopped when it lost its claim)", got)
+	}
+}
