@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +196,60 @@ steps:
 	want := []string{"branch:ci:octo/demo@refs/heads/feature", "branch:ci:octo/demo@refs/heads/main"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("groups = %v, want %v", got, want)
+	}
+}
+
+// slowAcquire is the real group store whose Acquire answers late, as a
+// loaded store does; acquired is when it answered that the lock is held.
+type slowAcquire struct {
+	runner.GroupLocks
+	acquired *atomic.Int64
+}
+
+func (s slowAcquire) Acquire(ctx context.Context, l stores.GroupLock) (bool, string, error) {
+	held, holder, err := s.GroupLocks.Acquire(ctx, l)
+	time.Sleep(50 * time.Millisecond)
+	if held {
+		s.acquired.Store(time.Now().UnixNano())
+	}
+	return held, holder, err
+}
+
+// A run of a serialized group starts (its record's StartedAt) once it holds
+// the group, not when it began asking for it: before, the claim's clock was
+// read before the lock's round trip, and under load a run seemed to start
+// before the run it waited for had ended (TestConcurrencyGroupSerializesAcrossRunners
+// failed so once).
+func TestGroupRunStartsOnceItHoldsTheGroup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"deploy": `
+name: deploy
+concurrency: {group: deploy}
+steps:
+  - {id: deploy, run: 'true'}
+`}, nil, nil)
+	acquired := &atomic.Int64{}
+	r, err := runner.New(f.runCfg, runner.Deps{Runs: f.q.Runs(), Workflows: f.wfs, Workspaces: f.ws, Engine: f.eng,
+		Groups: slowAcquire{f.q.Groups(), acquired}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := f.publish("deploy", nil)
+	req := &queue.RunRequest{V: queue.WireVersion, ID: id, Workflow: "deploy", Event: *samplePR(), Attempt: 1}
+	for n := uint64(1); ; n++ {
+		err := r.Handle(context.Background(), &queue.Delivery{Request: req, NumDelivered: n})
+		if err == nil {
+			break
+		}
+		if n == 5 {
+			t.Fatalf("Handle = %v, want the run to take the free group", err)
+		}
+	}
+	rec := f.waitRecord(id, 5*time.Second, "the run's end", terminal)
+	if rec.Status != workflows.StatusSucceeded || rec.StartedAt == nil || acquired.Load() == 0 {
+		t.Fatalf("record: status %s, started %v; group acquired at %d", rec.Status, rec.StartedAt, acquired.Load())
+	}
+	if got := time.Unix(0, acquired.Load()); rec.StartedAt.Before(got) {
+		t.Errorf("the run started at %s, %s before it held its group (%s)", rec.StartedAt, got.Sub(*rec.StartedAt), got)
 	}
 }

@@ -108,7 +108,7 @@ func (r *Runner) claim(ctx context.Context, d *queue.Delivery, traceID string, l
 	ctx, span := r.tracer.Start(ctx, "claim")
 	defer span.End()
 	wf, refusal := r.admit(d)
-	spec := stores.ClaimSpec{Claimant: r.cfg.ID, Now: r.now(), StaleAfter: r.cfg.StaleAfter,
+	spec := stores.ClaimSpec{Claimant: r.cfg.ID, StaleAfter: r.cfg.StaleAfter,
 		Resume: !r.isActive(req.ID), Refuse: refusal != nil, TraceID: traceID}
 	var lock *stores.GroupLock
 	if wf != nil {
@@ -121,6 +121,11 @@ func (r *Runner) claim(ctx context.Context, d *queue.Delivery, traceID string, l
 			}
 		}
 	}
+	// The claim's clock (the run's StartedAt, its first heartbeat) is read
+	// once the group is held: asking for it is a round trip, and a run
+	// stamped before it would seem to start before the one it waited for
+	// ended.
+	spec.Now = r.now()
 	res, err := r.deps.Runs.Claim(ctx, req, spec)
 	if lock != nil && (err != nil || res.Outcome != stores.Claimed) {
 		// Not ours to run now: the group goes to the next run (a claim
