@@ -179,6 +179,7 @@ func dropRecord(ctx context.Context, recs Records, r writtenRec) error {
 	if r.rev == 0 {
 		return fmt.Errorf("removing run record %s: its write's outcome is unknown", r.id)
 	}
+	recs.Dropped(r.id)
 	if err := recs.KV().Delete(ctx, r.id, jetstream.LastRevision(r.rev)); err != nil {
 		return fmt.Errorf("deleting run record %s: %w", r.id, err)
 	}
@@ -469,11 +470,13 @@ func (a *accept) writeKeys(ctx context.Context) error {
 func (a *accept) writeRecords(ctx context.Context) error {
 	recs, ws := a.recs, a.ws
 	recWs := make([]*pendingWrite, len(ws))
+	data := make([][]byte, len(ws))
 	for i, w := range ws {
 		rec, err := recs.Queued(w.req, w.traceID)
 		if err != nil {
 			return fmt.Errorf("publishing run %s: encoding record: %w", w.req.ID, err)
 		}
+		data[i] = rec
 		recWs[i] = a.q.createAsync(kvSubject(recs.KV().Bucket(), w.req.ID), rec)
 	}
 	var errs []error
@@ -485,7 +488,7 @@ func (a *accept) writeRecords(ctx context.Context) error {
 		switch err := recWs[i].err; {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
-			recs.Wrote(recWs[i].ack.Sequence)
+			recs.Created(w.req.ID, data[i], recWs[i].ack.Sequence)
 		case IsWrongLastSeq(err):
 			// An earlier attempt of the delivery (or a caller's retry
 			// under the same run id) created it.

@@ -21,8 +21,12 @@ type Records interface {
 	// Queued is the encoded queued record of req, with the trace of its
 	// delivery ("" without one).
 	Queued(req *RunRequest, traceID string) ([]byte, error)
-	// Wrote notes a revision this process wrote to the bucket.
-	Wrote(rev uint64)
+	// Created notes the queued record of run id this process created in
+	// the bucket at rev, encoded as data.
+	Created(id string, data []byte, rev uint64)
+	// Dropped notes that this process deleted (or tried to) the record of
+	// run id in the bucket.
+	Dropped(id string)
 	// Enqueue creates the queued record of req unless one exists.
 	Enqueue(ctx context.Context, req *RunRequest, traceID string) error
 	// DropQueued deletes the record of run id unless it left queued.

@@ -5,7 +5,10 @@
 //   - RunStore (runstore.go, transitions.go, runindex.go): the
 //     hookrun_runs bucket of run records. Records change only through the
 //     transitions of transitions.go (queued, claim, heartbeat, release,
-//     finish, request-cancel, fail), which share one compare-and-set loop;
+//     finish, request-cancel, fail), which share one compare-and-set loop
+//     starting from the record this process last wrote or read of an
+//     unfinished run (recenthints.go), and reading it only when that
+//     write conflicts or would not be made;
 //     List pages through the RunIndex, an index file on disk kept current
 //     by a watch of the bucket (watchindex.go), and never reads the whole
 //     bucket. It is the

@@ -95,6 +95,7 @@ func (s *Stores) removeRun(ctx context.Context, id string, cutoff time.Time) (bo
 // purge removes a record if it is still at rev, leaving a marker that
 // expires after RunMarkerTTL.
 func (s *RunStore) purge(ctx context.Context, id string, rev uint64) error {
+	s.recent.forget(id)
 	err := s.kv.Purge(ctx, id, jetstream.LastRevision(rev), jetstream.PurgeTTL(RunMarkerTTL))
 	if err != nil {
 		if isWrongLastSequence(err) || errors.Is(err, jetstream.ErrKeyExists) {

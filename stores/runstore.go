@@ -142,6 +142,8 @@ type RunStore struct {
 	// singleGets counts the records List read one by one, outside the
 	// batched read (tests).
 	singleGets atomic.Int64
+	// recent is what the transitions of unfinished runs start from.
+	recent recentRecords
 }
 
 // OpenRuns creates or updates the hookrun_runs bucket and returns its
@@ -165,9 +167,22 @@ func (s *RunStore) Close() {
 // KV is the bucket of run records (queue.Records).
 func (s *RunStore) KV() jetstream.KeyValue { return s.kv }
 
-// Wrote notes a revision this process wrote (queue.Records): List waits
-// until the index applied it.
-func (s *RunStore) Wrote(rev uint64) {
+// Created notes the queued record of run id that this process created
+// at rev, encoded as data (queue.Records): List waits until the index
+// applied it, and the run's first transition starts from it.
+func (s *RunStore) Created(id string, data []byte, rev uint64) {
+	s.wrote(rev)
+	s.recent.remember(id, data, rev, false)
+}
+
+// Dropped notes that this process deleted, or tried to delete, the
+// record of run id outside the transitions (queue.Records: a publish's
+// rollback).
+func (s *RunStore) Dropped(id string) { s.recent.forget(id) }
+
+// wrote notes a revision this process wrote: List waits until the index
+// applied it.
+func (s *RunStore) wrote(rev uint64) {
 	for {
 		cur := s.lastWrite.Load()
 		if rev <= cur || s.lastWrite.CompareAndSwap(cur, rev) {
@@ -224,12 +239,14 @@ func (s *RunStore) Create(ctx context.Context, rec *RunRecord) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("creating run record %s: %w", rec.ID, err)
 	}
-	s.Wrote(rev)
+	s.wrote(rev)
+	s.recent.remember(rec.ID, data, rev, rec.Status.Terminal())
 	return rev, nil
 }
 
 // delete removes a record if it is still at rev.
 func (s *RunStore) delete(ctx context.Context, id string, rev uint64) error {
+	s.recent.forget(id)
 	if err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev)); err != nil {
 		return fmt.Errorf("deleting run record %s: %w", id, err)
 	}
@@ -243,6 +260,7 @@ func (s *RunStore) Get(ctx context.Context, id string) (*RunRecord, uint64, erro
 	}
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		s.recent.forget(id)
 		return nil, 0, fmt.Errorf("getting run record %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
@@ -252,6 +270,7 @@ func (s *RunStore) Get(ctx context.Context, id string) (*RunRecord, uint64, erro
 	if err != nil {
 		return nil, 0, fmt.Errorf("getting run record %s: %w", id, err)
 	}
+	s.recent.remember(id, e.Value(), e.Revision(), rec.Status.Terminal())
 	return rec, e.Revision(), nil
 }
 
@@ -267,12 +286,16 @@ func (s *RunStore) Update(ctx context.Context, rec *RunRecord, rev uint64) (uint
 	}
 	nrev, err := s.kv.Update(ctx, rec.ID, data, rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		s.recent.forget(rec.ID)
 		return 0, fmt.Errorf("updating run record %s at revision %d: %w", rec.ID, rev, ErrConflict)
 	}
 	if err != nil {
+		// The outcome is unknown: the next transition reads.
+		s.recent.forget(rec.ID)
 		return 0, fmt.Errorf("updating run record %s: %w", rec.ID, err)
 	}
-	s.Wrote(nrev)
+	s.wrote(nrev)
+	s.recent.remember(rec.ID, data, nrev, rec.Status.Terminal())
 	return nrev, nil
 }
 

@@ -67,7 +67,7 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 			case <-time.After(time.Duration(n-1) * casBackoff):
 			}
 		}
-		rec, rev, err := s.Get(ctx, id)
+		rec, rev, hinted, err := s.startFrom(ctx, id, n == 0)
 		missing := create != nil && errors.Is(err, ErrNotFound)
 		if missing {
 			rec = create()
@@ -77,6 +77,11 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 			return nil, err
 		}
 		write, err := apply(rec)
+		if hinted && (err != nil || !write) {
+			// Only a write's compare-and-set checks a hint: a decision to
+			// write nothing is made again on the record as stored.
+			continue
+		}
 		var again *readAgain
 		if errors.As(err, &again) {
 			if n < casAttempts-1 {
@@ -100,6 +105,22 @@ func (s *RunStore) change(ctx context.Context, id string, create func() *RunReco
 		}
 	}
 	return nil, fmt.Errorf("changing run record %s: %w after %d attempts", id, ErrConflict, casAttempts)
+}
+
+// startFrom is the record a transition's attempt starts from: on its
+// first attempt (first) the one this process last wrote or read for an
+// unfinished run (recentRecords), hinted, else the one stored.
+func (s *RunStore) startFrom(ctx context.Context, id string, first bool) (*RunRecord, uint64, bool, error) {
+	if first {
+		if h, ok := s.recent.lookup(id); ok {
+			if rec, err := decodeRecord(h.data); err == nil {
+				return rec, h.rev, true, nil
+			}
+			s.recent.forget(id)
+		}
+	}
+	rec, rev, err := s.Get(ctx, id)
+	return rec, rev, false, err
 }
 
 // Modify reads the record, applies fn and writes it back, retrying on
@@ -178,6 +199,9 @@ func (s *RunStore) Queued(req *queue.RunRequest, traceID string) ([]byte, error)
 // Enqueue creates the queued record of req unless one exists, with the
 // trace of its message (queue.Records).
 func (s *RunStore) Enqueue(ctx context.Context, req *queue.RunRequest, traceID string) error {
+	if _, ok := s.recent.lookup(req.ID); ok {
+		return nil // this process created or saw it, and it has not ended
+	}
 	if _, _, err := s.Get(ctx, req.ID); !errors.Is(err, ErrNotFound) {
 		return err
 	}
