@@ -305,6 +305,14 @@ func (q *Queue) Consume(ctx context.Context, cfg ConsumerConfig, h Handler) (*Co
 	return c, nil
 }
 
+// consuming reports whether this process consumes runs (a Consumer is
+// open): what its publishes remember is then of use.
+func (q *Queue) consuming() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.consumers) > 0
+}
+
 // fetchLoop pulls as many messages as there are free handler slots, so no
 // message waits in a client buffer while its AckWait runs.
 func (c *Consumer) fetchLoop(ctx context.Context) {
@@ -650,10 +658,10 @@ func (q *Queue) reconcile(ctx context.Context, recs Records, req *RunRequest, lo
 	if delivery == "" {
 		delivery = req.ID
 	}
-	e, err := q.delKV.Get(ctx, deliveryKVKey(req.Event.Forge, delivery, req.dedupeName()))
+	id, err := q.deliveryKeyRun(ctx, deliveryKVKey(req.Event.Forge, delivery, req.dedupeName()))
 	switch {
 	case err == nil:
-		if id := string(e.Value()); id != req.ID && CheckRunID(id) == nil {
+		if id != req.ID && CheckRunID(id) == nil {
 			log.Info("run request superseded by a retried publish", "now", id)
 			if err := recs.DropQueued(ctx, req.ID); err != nil {
 				log.Warn("removing superseded run record", "orphan", req.ID, "err", err)
@@ -667,6 +675,20 @@ func (q *Queue) reconcile(ctx context.Context, recs Records, req *RunRequest, lo
 		return fmt.Errorf("reading delivery of run %s: %w", req.ID, err)
 	}
 	return recs.Enqueue(ctx, req, TraceID(ctx))
+}
+
+// deliveryKeyRun is the run id delivery key key holds: as this process's
+// publish left it (sentKeys, taken: the key's one message is being
+// consumed), else read.
+func (q *Queue) deliveryKeyRun(ctx context.Context, key string) (string, error) {
+	if id, ok := q.sentKeys.Take(key); ok {
+		return id, nil
+	}
+	e, err := q.delKV.Get(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	return string(e.Value()), nil
 }
 
 // call runs the handler, turning a panic into an error.

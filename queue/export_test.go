@@ -28,6 +28,10 @@ func (q *Queue) Srv() *server.Server                           { return q.srv }
 func (q *Queue) FailAt() *func(string) error                   { return &q.failAt }
 func (q *Queue) SignHeader(subject string, data []byte) string { return q.macs.header(subject, data) }
 
+// ForgetSentKeys drops what the queue remembers of the delivery keys its
+// publishes wrote: its consumer then reads them, as another process's does.
+func (q *Queue) ForgetSentKeys() { q.sentKeys.Clear() }
+
 func (q *Queue) ReadState(ctx context.Context, durable string, outbox Counter) (queueState, error) {
 	return q.readState(ctx, durable, outbox)
 }

@@ -113,6 +113,11 @@ func (q *Queue) AcceptDelivery(ctx context.Context, e *Entry, reqs []*RunRequest
 	results := make([]PublishResult, len(ws))
 	for i, w := range ws {
 		results[i] = PublishResult{RunID: w.req.ID, Duplicate: w.dup, SameObject: w.sameObject}
+		if !w.dup && q.consuming() {
+			// The key this call created names the run: only its
+			// expiry changes it now.
+			q.sentKeys.Put(w.kvKey, w.req.ID)
+		}
 	}
 	return results, nil
 }
@@ -488,6 +493,9 @@ func (a *accept) writeRecords(ctx context.Context) error {
 		switch err := recWs[i].err; {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
+			if !a.q.consuming() {
+				data[i] = nil // nothing here will claim it
+			}
 			recs.Created(w.req.ID, data[i], recWs[i].ack.Sequence)
 		case IsWrongLastSeq(err):
 			// An earlier attempt of the delivery (or a caller's retry

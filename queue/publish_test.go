@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/queue/queuetest"
 	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
 )
@@ -234,9 +235,24 @@ func TestPublishReplayAfterWindow(t *testing.T) {
 
 // A publish that failed after its message landed, then a retry of the same
 // delivery: the retry's run id wins, the stream message of the first
-// attempt runs under it, and the first attempt's record disappears.
+// attempt runs under it, and the first attempt's record disappears;
+// whether the consumer reads the delivery key or remembers what the
+// retry's publish wrote to it (same process).
 func TestReconcileSupersededAttempt(t *testing.T) {
 	t.Parallel()
+	for _, remembered := range []bool{false, true} {
+		name := "key read"
+		if remembered {
+			name = "key remembered"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testReconcileSupersededAttempt(t, remembered)
+		})
+	}
+}
+
+func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	first := testRequest("retried")
@@ -261,6 +277,9 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	if n := streamMsgs(t, q); n != 1 {
 		t.Fatalf("stream has %d messages, want 1 (the retry's is a duplicate)", n)
 	}
+	if !remembered {
+		q.ForgetSentKeys()
+	}
 	got := make(chan *queue.Delivery, 1)
 	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d
@@ -279,6 +298,49 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 	}
 	if _, _, err := q.Runs().Get(ctx, res.RunID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConsumeReadsNothingItsProcessPublished: a run published and
+// consumed by one process (hookrun serve) sends the server no read of its
+// delivery key or its record between the publish and the handler; a
+// consumer in another process (ForgetSentKeys) reads the key once.
+func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, queue.Config{})
+	ctx := testCtx(t, 20*time.Second)
+	reads := queuetest.DirectGets(t, q.Queue, "hookrun_deliveries", "hookrun_runs")
+	got := make(chan string, 2)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
+		got <- d.Request.ID
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx) }()
+	for _, other := range []bool{false, true} {
+		before := reads()
+		req := testRequest("counted")
+		res, err := q.Publish(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other {
+			q.ForgetSentKeys()
+		}
+		if id := <-got; id != res.RunID {
+			t.Fatalf("handler got run %s, want %s", id, res.RunID)
+		}
+		after := reads()
+		k, r := after["hookrun_deliveries"]-before["hookrun_deliveries"], after["hookrun_runs"]-before["hookrun_runs"]
+		wantKeys := int64(0)
+		if other {
+			wantKeys = 1
+		}
+		if k != wantKeys || r != 0 {
+			t.Errorf("another process %v: %d reads of the delivery key and %d of the record, want %d and 0", other, k, r, wantKeys)
+		}
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/internal/recent"
 )
 
 // Names of the JetStream assets the queue owns (the stores package owns
@@ -54,6 +56,11 @@ type Queue struct {
 	// macs signs and verifies run requests with cfg.RequestKey; nil
 	// without a key (Publish and Consume then refuse).
 	macs *macer
+
+	// sentKeys is, for each run this process published whose message
+	// it has not consumed yet, the run id its delivery key holds:
+	// reconcile's answer without reading the key.
+	sentKeys recent.Map[string, string]
 
 	mu        sync.Mutex
 	records   Records // UseRecords

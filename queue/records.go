@@ -22,7 +22,8 @@ type Records interface {
 	// delivery ("" without one).
 	Queued(req *RunRequest, traceID string) ([]byte, error)
 	// Created notes the queued record of run id this process created in
-	// the bucket at rev, encoded as data.
+	// the bucket at rev, encoded as data when this process consumes runs
+	// (it may then start the run's claim from it), else nil.
 	Created(id string, data []byte, rev uint64)
 	// Dropped notes that this process deleted (or tried to) the record of
 	// run id in the bucket.

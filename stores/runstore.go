@@ -168,11 +168,14 @@ func (s *RunStore) Close() {
 func (s *RunStore) KV() jetstream.KeyValue { return s.kv }
 
 // Created notes the queued record of run id that this process created
-// at rev, encoded as data (queue.Records): List waits until the index
-// applied it, and the run's first transition starts from it.
+// at rev (queue.Records): List waits until the index applied it, and,
+// given data, the record as stored, the run's first transition starts
+// from it.
 func (s *RunStore) Created(id string, data []byte, rev uint64) {
 	s.wrote(rev)
-	s.recent.remember(id, data, rev, false)
+	if data != nil {
+		s.recent.remember(id, data, rev, false)
+	}
 }
 
 // Dropped notes that this process deleted, or tried to delete, the
@@ -255,23 +258,40 @@ func (s *RunStore) delete(ctx context.Context, id string, rev uint64) error {
 
 // Get returns a record and its revision; ErrNotFound if absent.
 func (s *RunStore) Get(ctx context.Context, id string) (*RunRecord, uint64, error) {
+	rec, _, rev, err := s.get(ctx, id)
+	return rec, rev, err
+}
+
+// get is Get with the record as stored.
+func (s *RunStore) get(ctx context.Context, id string) (*RunRecord, []byte, uint64, error) {
 	if err := checkID(id); err != nil {
-		return nil, 0, fmt.Errorf("getting run record: %w: %w", ErrNotFound, err)
+		return nil, nil, 0, fmt.Errorf("getting run record: %w: %w", ErrNotFound, err)
 	}
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		s.recent.forget(id)
-		return nil, 0, fmt.Errorf("getting run record %s: %w", id, ErrNotFound)
+		return nil, nil, 0, fmt.Errorf("getting run record %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("getting run record %s: %w", id, err)
+		return nil, nil, 0, fmt.Errorf("getting run record %s: %w", id, err)
 	}
 	rec, err := decodeRecord(e.Value())
 	if err != nil {
-		return nil, 0, fmt.Errorf("getting run record %s: %w", id, err)
+		return nil, nil, 0, fmt.Errorf("getting run record %s: %w", id, err)
 	}
-	s.recent.remember(id, e.Value(), e.Revision(), rec.Status.Terminal())
-	return rec, e.Revision(), nil
+	return rec, e.Value(), e.Revision(), nil
+}
+
+// getRemembered is get for a transition: the record is remembered for the
+// run's next one (recentRecords), and forgotten when absent.
+func (s *RunStore) getRemembered(ctx context.Context, id string) (*RunRecord, uint64, error) {
+	rec, data, rev, err := s.get(ctx, id)
+	switch {
+	case err == nil:
+		s.recent.remember(id, data, rev, rec.Status.Terminal())
+	case errors.Is(err, ErrNotFound):
+		s.recent.forget(id)
+	}
+	return rec, rev, err
 }
 
 // Update replaces the record if it is still at rev (compare-and-set) and

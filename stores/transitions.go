@@ -119,7 +119,7 @@ func (s *RunStore) startFrom(ctx context.Context, id string, first bool) (*RunRe
 			s.recent.forget(id)
 		}
 	}
-	rec, rev, err := s.Get(ctx, id)
+	rec, rev, err := s.getRemembered(ctx, id)
 	return rec, rev, false, err
 }
 
@@ -202,7 +202,7 @@ func (s *RunStore) Enqueue(ctx context.Context, req *queue.RunRequest, traceID s
 	if _, ok := s.recent.lookup(req.ID); ok {
 		return nil // this process created or saw it, and it has not ended
 	}
-	if _, _, err := s.Get(ctx, req.ID); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.getRemembered(ctx, req.ID); !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	if _, err := s.Create(ctx, s.queued(req, traceID)); err != nil && !errors.Is(err, ErrConflict) {
