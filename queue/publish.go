@@ -103,6 +103,7 @@ func (q *Queue) AcceptDelivery(ctx context.Context, e *Entry, reqs []*RunRequest
 	if len(ws) == 0 {
 		return []PublishResult{}, nil
 	}
+	a.rememberKeys()
 	stored, err := q.publishMessages(ctx, ws)
 	if err != nil {
 		if !stored {
@@ -113,11 +114,6 @@ func (q *Queue) AcceptDelivery(ctx context.Context, e *Entry, reqs []*RunRequest
 	results := make([]PublishResult, len(ws))
 	for i, w := range ws {
 		results[i] = PublishResult{RunID: w.req.ID, Duplicate: w.dup, SameObject: w.sameObject}
-		if !w.dup && q.consuming() {
-			// The key this call created names the run: only its
-			// expiry changes it now.
-			q.sentKeys.Put(w.kvKey, w.req.ID)
-		}
 	}
 	return results, nil
 }
@@ -404,9 +400,28 @@ type accept struct {
 // undo removes, best effort, what a failed delivery wrote: the runs' keys
 // and records (rollback), the entry, the bodies.
 func (a *accept) undo(ctx context.Context) {
+	for _, w := range a.ws {
+		a.q.sentKeys.Delete(w.kvKey)
+	}
 	a.rollback(ctx)
 	a.dropEntry(ctx, a.ew)
 	a.q.deleteBodies(ctx, a.bodies)
+}
+
+// rememberKeys notes, for this process's consumer (Queue.sentKeys), the
+// run id each delivery key this call created holds, now settled: before
+// the messages go out, since one may be consumed before they all are; the
+// rollback forgets them again. Nothing but the key's expiry changes it
+// after this call.
+func (a *accept) rememberKeys() {
+	if !a.q.consuming() {
+		return
+	}
+	for _, w := range a.ws {
+		if !w.dup {
+			a.q.sentKeys.Put(w.kvKey, w.req.ID)
+		}
+	}
 }
 
 // writeKeysAndRecords creates every run's delivery key and object key

@@ -303,15 +303,18 @@ func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 
 // TestConsumeReadsNothingItsProcessPublished: a run published and
 // consumed by one process (hookrun serve) sends the server no read of its
-// delivery key or its record between the publish and the handler; a
-// consumer in another process (ForgetSentKeys) reads the key once.
+// delivery key or its record between the publish and the handler, even
+// when its message is consumed before the publish returned (a delivery of
+// many runs); a consumer in another process (ForgetSentKeys) reads the
+// key once.
 func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
 	t.Parallel()
 	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
 	reads := queuetest.DirectGets(t, q.Queue, "hookrun_deliveries", "hookrun_runs")
-	got := make(chan string, 2)
-	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second}, func(ctx context.Context, d *queue.Delivery) error {
+	const many = 16
+	got := make(chan string, many)
+	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second, Concurrency: many}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d.Request.ID
 		return nil
 	})
@@ -319,27 +322,35 @@ func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close(ctx) }()
-	for _, other := range []bool{false, true} {
+	for _, c := range []struct {
+		runs  int
+		other bool
+	}{{1, false}, {many, false}, {1, true}} {
 		before := reads()
-		req := testRequest("counted")
-		res, err := q.Publish(ctx, req)
+		res, err := q.PublishDelivery(ctx, deliveryRequests(c.runs))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if other {
+		if c.other {
 			q.ForgetSentKeys()
 		}
-		if id := <-got; id != res.RunID {
-			t.Fatalf("handler got run %s, want %s", id, res.RunID)
+		want := map[string]bool{}
+		for _, r := range res {
+			want[r.RunID] = true
+		}
+		for range res {
+			if id := <-got; !want[id] {
+				t.Fatalf("handler got run %s, not one of %v", id, want)
+			}
 		}
 		after := reads()
 		k, r := after["hookrun_deliveries"]-before["hookrun_deliveries"], after["hookrun_runs"]-before["hookrun_runs"]
 		wantKeys := int64(0)
-		if other {
-			wantKeys = 1
+		if c.other {
+			wantKeys = int64(c.runs)
 		}
 		if k != wantKeys || r != 0 {
-			t.Errorf("another process %v: %d reads of the delivery key and %d of the record, want %d and 0", other, k, r, wantKeys)
+			t.Errorf("%d runs, another process %v: %d reads of the delivery keys and %d of the records, want %d and 0", c.runs, c.other, k, r, wantKeys)
 		}
 	}
 }
