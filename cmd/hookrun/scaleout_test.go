@@ -19,6 +19,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hookrun/hookrun/queue"
 )
 
 // buildNATSServer builds the real nats-server binary from the module cache
@@ -141,6 +143,32 @@ func jetStreamAnswers(n *natsNode, deadline time.Time) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("nats-server %s: JetStream did not answer within 60 s: %v", n.name, last)
+}
+
+// runsPending is how many run requests HOOKRUN_RUNS holds (unacked), as
+// node n answers; -1 when it does not.
+func runsPending(t *testing.T, n *natsNode) int {
+	nc, err := nats.Connect("nats://"+n.client, nats.UserInfo("hookrun", scaleNATSPassword), nats.Timeout(2*time.Second))
+	if err != nil {
+		t.Logf("connecting to %s: %v", n.name, err)
+		return -1
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, queue.StreamRuns)
+	if err != nil {
+		return -1
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return -1
+	}
+	return int(info.State.Msgs)
 }
 
 func splitHostPort(t *testing.T, addr string) (string, string) {
@@ -338,6 +366,11 @@ shutdown_grace: 5s
 			t.Errorf("run %s ended %q", id, statuses[id])
 		}
 	}
+	// A record can end before its message does: a result written with its
+	// answer lost is handed back, and its redelivery finds the run ended
+	// and acks it (the "run already finished" line counted below). Wait
+	// until the work queue holds no message.
+	waitFor(t, 60*time.Second, func() bool { return runsPending(t, nodes[0]) == 0 })
 
 	// Completed exactly once: the terminal record of each run was written by
 	// exactly one runner ("run finished" logs across both runner processes;
