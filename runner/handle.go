@@ -525,11 +525,18 @@ func (r *Runner) finish(ctx context.Context, req *queue.RunRequest, attempt int,
 // without an answer (the stream's leader lost, a timeout) is made again,
 // waiting resultRetry doubling up to resultRetryMax between tries, until
 // ctx (StoreTimeout) ends: a message handed back instead would have the
-// run executed again once its claim went stale. When an earlier try did
-// land, the next finds the run ended under this runner with the same
-// status (a *ClaimLostError), which is the result written: nil.
+// run executed again once its claim went stale. Each try may take a
+// resultTries-th of StoreTimeout, so that a request whose answer never
+// comes (lost with a NATS node) leaves time for the next. When an earlier
+// try did land, the next finds the run ended under this runner with the
+// same status (a *ClaimLostError), which is the result written: nil.
 func (r *Runner) writeResult(ctx context.Context, id string, f stores.FinishSpec, log *slog.Logger) error {
-	err := r.deps.Runs.Finish(ctx, id, f)
+	try := func() error {
+		tctx, cancel := context.WithTimeout(ctx, r.cfg.StoreTimeout/resultTries)
+		defer cancel()
+		return r.deps.Runs.Finish(tctx, id, f)
+	}
+	err := try()
 	for wait := resultRetry; err != nil && !errors.Is(err, stores.ErrClaimLost); wait = min(2*wait, resultRetryMax) {
 		log.Warn("writing the run's result got no answer; writing it again", "err", err, "in", wait)
 		select {
@@ -537,7 +544,7 @@ func (r *Runner) writeResult(ctx context.Context, id string, f stores.FinishSpec
 			return err
 		case <-time.After(wait):
 		}
-		err = r.deps.Runs.Finish(ctx, id, f)
+		err = try()
 		var lost *stores.ClaimLostError
 		if errors.As(err, &lost) && lost.Record.Claimant == f.Claimant && lost.Record.Attempt == f.Attempt && lost.Record.Status == f.Status {
 			return nil // an earlier try landed
@@ -546,10 +553,12 @@ func (r *Runner) writeResult(ctx context.Context, id string, f stores.FinishSpec
 	return err
 }
 
-// resultRetry and resultRetryMax space writeResult's tries.
+// resultRetry and resultRetryMax space writeResult's tries; each try
+// takes at most StoreTimeout/resultTries.
 const (
 	resultRetry    = 250 * time.Millisecond
 	resultRetryMax = 2 * time.Second
+	resultTries    = 4
 )
 
 // lostRetry is how soon a run whose claim was lost to a queued record is

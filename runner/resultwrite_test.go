@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/runner"
 	"github.com/hookrun/hookrun/runner/engine/enginetest"
 	"github.com/hookrun/hookrun/stores"
 	"github.com/hookrun/hookrun/workflows"
@@ -64,6 +65,53 @@ func TestResultWrittenAgainNotRunAgain(t *testing.T) {
 			}
 			if got := enginetest.ReadFile(t, f.tmp, "executions"); got != id+"\n" {
 				t.Fatalf("executions %q, want the run once", got)
+			}
+		})
+	}
+}
+
+// hungFinish is the real run store whose first Finish is never answered
+// (a request lost with a NATS node): it returns only when its context
+// ends, having written the result when landed.
+type hungFinish struct {
+	unansweredFinish
+}
+
+func (s hungFinish) Finish(ctx context.Context, id string, f stores.FinishSpec) error {
+	if s.calls.Load() > 0 {
+		return s.unansweredFinish.Finish(ctx, id, f)
+	}
+	s.calls.Add(1)
+	if s.landed {
+		if err := s.RunStore.Finish(ctx, id, f); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return fmt.Errorf("finishing run %s: updating run record %s: %w", id, id, ctx.Err())
+}
+
+// A result write that is never answered does not take the whole
+// StoreTimeout: the next try comes within it, and the run ends at once
+// instead of through a hand-back and a redelivery (TestScaleOut saw the
+// first try of a result take all 10 s while a NATS node was killed).
+func TestResultWriteNeverAnsweredIsTriedAgainInTime(t *testing.T) {
+	t.Parallel()
+	for _, landed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lost", true: "landed"}[landed], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, map[string]string{"count": countingWorkflow}, nil, func(c *runner.Config) { c.StoreTimeout = 2 * time.Second })
+			calls := &atomic.Int32{}
+			id, err := handleWith(t, f, hungFinish{unansweredFinish{f.q.Runs(), landed, calls}})
+			if err != nil {
+				t.Fatalf("Handle = %v, want nil (the result written on a later try)", err)
+			}
+			rec := f.waitRecord(id, 5*time.Second, "the run's end", terminal)
+			if rec.Status != workflows.StatusSucceeded || rec.Claimant != "runner-a" || rec.Attempt != 1 {
+				t.Fatalf("record: status %s claimant %q attempt %d, want succeeded under runner-a at attempt 1", rec.Status, rec.Claimant, rec.Attempt)
+			}
+			if n := calls.Load(); n != 2 {
+				t.Fatalf("%d writes of the result, want 2", n)
 			}
 		})
 	}
