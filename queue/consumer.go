@@ -170,6 +170,9 @@ type Handler func(ctx context.Context, d *Delivery) error
 type handlerError[K any] struct {
 	err   error
 	after time.Duration
+	// handBack (a retry only) says the run did not fail: the handler
+	// hands it back by choice (HandBack).
+	handBack bool
 }
 
 func (e *handlerError[K]) Error() string { return e.err.Error() }
@@ -207,6 +210,18 @@ func Retry(err error, after time.Duration) error {
 		err = errors.New("retry requested")
 	}
 	return &retryError{err: err, after: after}
+}
+
+// HandBack is Retry for a run that did not fail: the handler hands its
+// message back by choice (another runner holds the run, or took it over)
+// and says why in err. The message is delivered again after the delay,
+// as with Retry, and the consumer logs the hand-back as such, not as a
+// failure.
+func HandBack(err error, after time.Duration) error {
+	if err == nil {
+		err = errors.New("handed back")
+	}
+	return &retryError{err: err, after: after, handBack: true}
 }
 
 // Wait wraps a handler error that says the run cannot start yet (its
@@ -587,7 +602,11 @@ func (c *Consumer) settle(m *inflight) bool {
 		if errors.As(herr, &retry) {
 			delay = retry.after
 		}
-		m.log.Warn("run failed, will retry", "err", herr, "after", delay)
+		if retry != nil && retry.handBack {
+			m.log.Info("run handed back; it is delivered again later", "why", herr, "after", delay)
+		} else {
+			m.log.Warn("run failed, will retry", "err", herr, "after", delay)
+		}
 		_ = m.msg.NakWithDelay(delay)
 	}
 	return true

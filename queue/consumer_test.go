@@ -2,7 +2,9 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -400,5 +402,75 @@ func TestStoppedFetchSpendsOneDelivery(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the late message was not handed back")
+	}
+}
+
+// A run its handler hands back by choice (HandBack: another runner holds
+// it) is delivered again after the delay, as a Retry is, and logged as
+// handed back with why, not as a run that failed; a Retry still is.
+func TestHandBackIsNotLoggedAsAFailure(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		err     error
+		wantMsg string
+		level   string
+	}{
+		{"hand back", queue.HandBack(errors.New("run is running on runner-b"), 200*time.Millisecond), "run handed back; it is delivered again later", "INFO"},
+		{"retry", queue.Retry(errors.New("docker down"), 200*time.Millisecond), "run failed, will retry", "WARN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var logs syncBuffer
+			q := openTest(t, queue.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			ctx := testCtx(t, 20*time.Second)
+			if _, err := q.Publish(ctx, testRequest("handback")); err != nil {
+				t.Fatal(err)
+			}
+			var calls []time.Time
+			var mu sync.Mutex
+			done := make(chan struct{})
+			cons, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second, FetchWait: 100 * time.Millisecond}, func(ctx context.Context, d *queue.Delivery) error {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, time.Now())
+				if len(calls) == 1 {
+					return c.err
+				}
+				close(done)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cons.Close(ctx) }()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				t.Fatal("the message was not delivered again")
+			}
+			mu.Lock()
+			gap := calls[1].Sub(calls[0])
+			mu.Unlock()
+			if gap < 200*time.Millisecond {
+				t.Errorf("delivered again after %s, want at least the 200ms asked for", gap)
+			}
+			var found bool
+			for _, line := range strings.Split(logs.String(), "\n") {
+				var l struct{ Level, Msg, Why, Err string }
+				if json.Unmarshal([]byte(line), &l) != nil {
+					continue
+				}
+				if l.Msg == c.wantMsg && l.Level == c.level && strings.Contains(l.Why+l.Err, c.err.Error()) {
+					found = true
+				}
+				if c.name == "hand back" && strings.Contains(l.Msg, "failed") {
+					t.Errorf("a hand-back logged as %q", line)
+				}
+			}
+			if !found {
+				t.Errorf("no %s line %q with %q in the logs:\n%s", c.level, c.wantMsg, c.err, logs.String())
+			}
+		})
 	}
 }

@@ -66,7 +66,7 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 			return nil
 		}
 		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
-		return queue.Retry(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
+		return queue.HandBack(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
 	case stores.ClaimRefused:
 		if queue.IsTerm(refusal) {
 			log.Warn("refusing run", "err", refusal)
@@ -177,7 +177,7 @@ func (r *Runner) admit(d *queue.Delivery) (*workflows.Workflow, error) {
 		return wf, nil
 	}
 	if d.NumDelivered < uint64(r.cfg.WorkflowDeliveries) {
-		return nil, queue.Retry(fmt.Errorf("%w; handing the run back", err), r.cfg.WorkflowRetry)
+		return nil, queue.HandBack(err, r.cfg.WorkflowRetry)
 	}
 	return nil, queue.Term(fmt.Errorf("%w, after %d deliveries", err, d.NumDelivered))
 }
@@ -587,11 +587,11 @@ func (r *Runner) lostRun(id string, lost error, log *slog.Logger) error {
 		return nil
 	case cl.Record.Unclaimed():
 		log.Warn("our claim was lost to a queued record that nobody holds; handing the message back so that the run is claimed again", "err", lost)
-		return queue.Retry(fmt.Errorf("running %s: %w", id, lost), lostRetry)
+		return queue.HandBack(fmt.Errorf("running %s: %w", id, lost), lostRetry)
 	default:
 		log.Info("another claim holds this run; handing the message back to be delivered again only should that claimant stop",
 			"claimant", cl.Record.Claimant, "attempt", cl.Record.Attempt)
-		return queue.Retry(fmt.Errorf("running %s: %w", id, lost), r.cfg.StaleAfter)
+		return queue.HandBack(fmt.Errorf("running %s: %w", id, lost), r.cfg.StaleAfter)
 	}
 }
 
