@@ -28,9 +28,20 @@ func (q *Queue) Srv() *server.Server                           { return q.srv }
 func (q *Queue) FailAt() *func(string) error                   { return &q.failAt }
 func (q *Queue) SignHeader(subject string, data []byte) string { return q.macs.header(subject, data) }
 
-// ForgetSentKeys drops what the queue remembers of the delivery keys its
-// publishes wrote: its consumer then reads them, as another process's does.
-func (q *Queue) ForgetSentKeys() { q.sentKeys.Clear() }
+// PretendConsuming makes the queue remember what its publishes write, as
+// a queue with an open consumer does, without consuming anything, until
+// stop is called (before Close).
+func (q *Queue) PretendConsuming() (stop func()) {
+	c := new(Consumer)
+	q.mu.Lock()
+	q.consumers[c] = struct{}{}
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		delete(q.consumers, c)
+		q.mu.Unlock()
+	}
+}
 
 func (q *Queue) ReadState(ctx context.Context, durable string, outbox Counter) (queueState, error) {
 	return q.readState(ctx, durable, outbox)

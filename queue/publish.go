@@ -491,6 +491,7 @@ func (a *accept) writeRecords(ctx context.Context) error {
 	recs, ws := a.recs, a.ws
 	recWs := make([]*pendingWrite, len(ws))
 	data := make([][]byte, len(ws))
+	consuming := a.q.consuming() // else nothing here will claim these runs
 	for i, w := range ws {
 		rec, err := recs.Queued(w.req, w.traceID)
 		if err != nil {
@@ -508,8 +509,8 @@ func (a *accept) writeRecords(ctx context.Context) error {
 		switch err := recWs[i].err; {
 		case err == nil:
 			w.recs = append(w.recs, writtenRec{w.req.ID, recWs[i].ack.Sequence})
-			if !a.q.consuming() {
-				data[i] = nil // nothing here will claim it
+			if !consuming {
+				data[i] = nil
 			}
 			recs.Created(w.req.ID, data[i], recWs[i].ack.Sequence)
 		case IsWrongLastSeq(err):

@@ -236,8 +236,9 @@ func TestPublishReplayAfterWindow(t *testing.T) {
 // A publish that failed after its message landed, then a retry of the same
 // delivery: the retry's run id wins, the stream message of the first
 // attempt runs under it, and the first attempt's record disappears;
-// whether the consumer reads the delivery key or remembers what the
-// retry's publish wrote to it (same process).
+// whether the consumer reads the delivery key (the publishes were made
+// where nothing consumed runs) or remembers what the retry's publish
+// wrote to it (they were made while this process consumed).
 func TestReconcileSupersededAttempt(t *testing.T) {
 	t.Parallel()
 	for _, remembered := range []bool{false, true} {
@@ -255,6 +256,11 @@ func TestReconcileSupersededAttempt(t *testing.T) {
 func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 	q := openTest(t, queue.Config{})
 	ctx := testCtx(t, 20*time.Second)
+	reads := queuetest.DirectGets(t, q.Queue, "hookrun_deliveries")
+	stopPretending := func() {}
+	if remembered {
+		stopPretending = q.PretendConsuming()
+	}
 	first := testRequest("retried")
 	first.ID, first.V, first.Attempt, first.CreatedAt = queue.NewRunID(), queue.WireVersion, 1, time.Now().UTC()
 	// What the failed attempt left behind: its message and record, but no
@@ -277,9 +283,8 @@ func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 	if n := streamMsgs(t, q); n != 1 {
 		t.Fatalf("stream has %d messages, want 1 (the retry's is a duplicate)", n)
 	}
-	if !remembered {
-		q.ForgetSentKeys()
-	}
+	stopPretending()
+	before := reads()["hookrun_deliveries"]
 	got := make(chan *queue.Delivery, 1)
 	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: time.Second}, func(ctx context.Context, d *queue.Delivery) error {
 		got <- d
@@ -293,6 +298,13 @@ func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 	if d.Request.ID != res.RunID {
 		t.Fatalf("handler got run %s, want the retry's %s", d.Request.ID, res.RunID)
 	}
+	wantReads := int64(1)
+	if remembered {
+		wantReads = 0
+	}
+	if n := reads()["hookrun_deliveries"] - before; n != wantReads {
+		t.Errorf("the consumer read the delivery key %d times, want %d", n, wantReads)
+	}
 	if _, _, err := q.Runs().Get(ctx, first.ID); !errors.Is(err, stores.ErrNotFound) {
 		t.Fatalf("first attempt's record: %v, want ErrNotFound", err)
 	}
@@ -305,8 +317,8 @@ func testReconcileSupersededAttempt(t *testing.T, remembered bool) {
 // consumed by one process (hookrun serve) sends the server no read of its
 // delivery key or its record between the publish and the handler, even
 // when its message is consumed before the publish returned (a delivery of
-// many runs); a consumer in another process (ForgetSentKeys) reads the
-// key once.
+// many runs); a run published where nothing consumed runs (an ingress
+// apart from the runners) has its key and its record read once each.
 func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
 	t.Parallel()
 	q := openTest(t, queue.Config{})
@@ -314,25 +326,25 @@ func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
 	reads := queuetest.DirectGets(t, q.Queue, "hookrun_deliveries", "hookrun_runs")
 	const many = 16
 	got := make(chan string, many)
-	c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second, Concurrency: many}, func(ctx context.Context, d *queue.Delivery) error {
-		got <- d.Request.ID
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close(ctx) }()
 	for _, c := range []struct {
-		runs  int
-		other bool
-	}{{1, false}, {many, false}, {1, true}} {
+		runs      int
+		consuming bool
+	}{{1, false}, {1, true}, {many, true}} {
 		before := reads()
 		res, err := q.PublishDelivery(ctx, deliveryRequests(c.runs))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.other {
-			q.ForgetSentKeys()
+		if !c.consuming {
+			// Consumed by the consumer opened after it.
+			cons, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: 5 * time.Second, Concurrency: many}, func(ctx context.Context, d *queue.Delivery) error {
+				got <- d.Request.ID
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cons.Close(ctx) }()
 		}
 		want := map[string]bool{}
 		for _, r := range res {
@@ -345,12 +357,12 @@ func TestConsumeReadsNothingItsProcessPublished(t *testing.T) {
 		}
 		after := reads()
 		k, r := after["hookrun_deliveries"]-before["hookrun_deliveries"], after["hookrun_runs"]-before["hookrun_runs"]
-		wantKeys := int64(0)
-		if c.other {
-			wantKeys = int64(c.runs)
+		want1 := int64(0) // reads of each run's key, and of its record
+		if !c.consuming {
+			want1 = int64(c.runs)
 		}
-		if k != wantKeys || r != 0 {
-			t.Errorf("%d runs, another process %v: %d reads of the delivery keys and %d of the records, want %d and 0", c.runs, c.other, k, r, wantKeys)
+		if k != want1 || r != want1 {
+			t.Errorf("%d runs published while consuming %v: %d reads of the delivery keys and %d of the records, want %d and %d", c.runs, c.consuming, k, r, want1, want1)
 		}
 	}
 }

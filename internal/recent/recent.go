@@ -56,13 +56,6 @@ func (r *Map[K, V]) Delete(k K) {
 	r.mu.Unlock()
 }
 
-// Clear removes every entry.
-func (r *Map[K, V]) Clear() {
-	r.mu.Lock()
-	clear(r.m)
-	r.mu.Unlock()
-}
-
 // Len is the number of entries.
 func (r *Map[K, V]) Len() int {
 	r.mu.Lock()

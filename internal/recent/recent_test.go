@@ -28,10 +28,6 @@ func TestMapBounded(t *testing.T) {
 	if _, ok := m.Get("999"); ok {
 		t.Error("a taken key is still there")
 	}
-	m.Clear()
-	if n := m.Len(); n != 0 {
-		t.Errorf("Len after Clear = %d", n)
-	}
 	var d Map[int, int]
 	for i := range DefaultMax + 10 {
 		d.Put(i, i)
