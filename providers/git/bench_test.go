@@ -56,7 +56,7 @@ func BenchmarkRunDirs(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(ws.EventDir, "event.json"), payload, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(ws.EventDir, contract.EventFile), payload, 0o644); err != nil {
 				b.Fatal(err)
 			}
 			if err := w.Remove(id); err != nil {

@@ -305,6 +305,11 @@ func (w *Workspaces) Remove(runID string) error {
 		return err
 	}
 	s := w.scratchDirs(runID)
+	// The engine's event file, the one thing the event directory holds
+	// after a run: unlinked by name, the directory then goes with one
+	// rmdir instead of removeAll's failed rmdir and unlink, open, listing
+	// and close. Best effort: whatever stays, removeDir removes.
+	_ = syscall.Unlink(filepath.Join(s.event, contract.EventFile))
 	for _, d := range []string{dir, s.home, s.tmp, s.event, s.results} {
 		if err := removeDir(d); err != nil {
 			return fmt.Errorf("removing workspace of run %s: %w", runID, err)

@@ -130,6 +130,11 @@ type Workspace struct {
 	Results string
 }
 
+// EventFile is the name of the event file the engine writes in
+// Workspace.EventDir: a preparer's Remove unlinks it by name, so that the
+// directory goes with one rmdir rather than a listing.
+const EventFile = "event.json"
+
 // ContainerEventPath is where containers see the run's event file
 // (HOOKRUN_EVENT_PATH), bind-mounted read-only from ExecRequest.EventFile
 // (OpenRequest.EventFile for the root container). Like the event file in

@@ -69,7 +69,7 @@ func (d *runDir) remove(log *slog.Logger, runID string) {
 }
 
 // eventName is the event file's name in its directory.
-const eventName = "event.json"
+const eventName = contract.EventFile
 
 // writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH into
 // RunSpec.EventDir, or, when the run has none, into a directory of its own
