@@ -44,6 +44,9 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 	if traceID != "" {
 		log = log.With("trace_id", traceID)
 	}
+	if r.isActive(req.ID) {
+		return r.runningHere(d, log)
+	}
 	res, lock, refusal, wf, err := r.claim(ctx, d, traceID, log)
 	if err != nil {
 		return err
@@ -560,6 +563,32 @@ const (
 	resultRetryMax = 2 * time.Second
 	resultTries    = 4
 )
+
+// ErrRunningHere: a delivery of a run an earlier delivery of which this
+// runner still executes, handed back (runningHere).
+var ErrRunningHere = errors.New("an earlier delivery of the run still executes in this runner")
+
+// runningHere answers a delivery of a run that an earlier delivery still
+// executes in this runner. Its claim may look stale to the store (the
+// stream took none of its heartbeats for a while, as while a NATS node is
+// lost, and the message came again), but the run is alive here, and taking
+// it over here would run it twice in the same directories: the later
+// attempt's Prepare clears them under the earlier attempt, and the earlier
+// one's Remove deletes them under the later (TestComposeUp saw the later
+// attempt's second step fail in a removed workspace). So the message is
+// handed back, as for a live claim elsewhere: the earlier attempt writes
+// its result and acks it meanwhile, or, should it hand it back or die, a
+// later delivery finds no attempt here and takes the stale claim over.
+func (r *Runner) runningHere(d *queue.Delivery, log *slog.Logger) error {
+	if d.NumDelivered+1 >= uint64(r.cfg.maxDeliver()) {
+		// As for a live claim elsewhere (ClaimHeld): another nak would
+		// make the queue give up and fail the run under its live attempt.
+		log.Warn("run is still executing in this runner; leaving it to that attempt")
+		return nil
+	}
+	log.Info("an earlier delivery of this run still executes in this runner; handing this one back")
+	return queue.HandBack(fmt.Errorf("run %s: %w", d.Request.ID, ErrRunningHere), r.cfg.StaleAfter)
+}
 
 // lostRetry is how soon a run whose claim was lost to a queued record is
 // delivered again.

@@ -216,10 +216,12 @@ type Runner struct {
 	active map[string]*activeRun // runs executing in this process
 }
 
-// activeRun is an attempt executing in this process: what stops it. An
-// attempt leaves r.active only when its entry is still its own; a later
-// attempt of the same run (this runner took its own stale run over while
-// the earlier attempt still wrote its result) keeps its own.
+// activeRun is an attempt executing in this process: what stops it. A
+// delivery of a run that has an entry here is handed back (runningHere).
+// An attempt leaves r.active only when its entry is still its own, should
+// a later attempt of the same run have started here all the same (a
+// delivery that passed that check just before the earlier one's entry was
+// made).
 type activeRun struct {
 	cancel context.CancelCauseFunc
 }
