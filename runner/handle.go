@@ -45,7 +45,8 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 		log = log.With("trace_id", traceID)
 	}
 	if r.isActive(req.ID) {
-		return r.runningHere(d, log)
+		// See ErrRunningHere.
+		return r.leaveToLiveAttempt(d, fmt.Errorf("run %s: %w", req.ID, ErrRunningHere), log)
 	}
 	res, lock, refusal, wf, err := r.claim(ctx, d, traceID, log)
 	if err != nil {
@@ -60,16 +61,8 @@ func (r *Runner) Handle(ctx context.Context, d *queue.Delivery) (err error) {
 		log.Info("run already finished; acking the redelivery", "status", rec.Status)
 		return nil
 	case stores.ClaimHeld:
-		if d.NumDelivered+1 >= uint64(r.cfg.maxDeliver()) {
-			// Another nak would make the queue give up and mark the run
-			// failed under its live claimant. The claimant holds its own
-			// message (this is a duplicate, or the claimant's ack will
-			// fail harmlessly) and finishes the record itself.
-			log.Warn("run is still executing elsewhere; leaving it to its claimant", "claimant", rec.Claimant)
-			return nil
-		}
-		log.Info("run is being executed elsewhere; retrying later", "claimant", rec.Claimant, "heartbeat", rec.HeartbeatAt)
-		return queue.HandBack(fmt.Errorf("run %s is running on %s", req.ID, rec.Claimant), r.cfg.StaleAfter)
+		return r.leaveToLiveAttempt(d, fmt.Errorf("run %s is running on %s (last heartbeat %s)",
+			req.ID, rec.Claimant, rec.HeartbeatAt.Format(time.RFC3339)), log)
 	case stores.ClaimRefused:
 		if queue.IsTerm(refusal) {
 			log.Warn("refusing run", "err", refusal)
@@ -564,30 +557,35 @@ const (
 	resultTries    = 4
 )
 
-// ErrRunningHere: a delivery of a run an earlier delivery of which this
-// runner still executes, handed back (runningHere).
+// ErrRunningHere: a delivery of a run that an earlier delivery still
+// executes in this runner, handed back (leaveToLiveAttempt). Its claim may
+// look stale to the store (the stream took none of its heartbeats for a
+// while, as while a NATS node is lost, and the message came again), but
+// the run is alive here, and taking it over here would run it twice in
+// the same directories: the later attempt's Prepare clears them under the
+// earlier attempt, and the earlier one's Remove deletes them under the
+// later (TestComposeUp saw the later attempt's second step fail in a
+// removed workspace). The earlier attempt writes its result and acks the
+// message meanwhile, or, should it hand it back or die, a later delivery
+// finds no attempt here and takes the stale claim over.
 var ErrRunningHere = errors.New("an earlier delivery of the run still executes in this runner")
 
-// runningHere answers a delivery of a run that an earlier delivery still
-// executes in this runner. Its claim may look stale to the store (the
-// stream took none of its heartbeats for a while, as while a NATS node is
-// lost, and the message came again), but the run is alive here, and taking
-// it over here would run it twice in the same directories: the later
-// attempt's Prepare clears them under the earlier attempt, and the earlier
-// one's Remove deletes them under the later (TestComposeUp saw the later
-// attempt's second step fail in a removed workspace). So the message is
-// handed back, as for a live claim elsewhere: the earlier attempt writes
-// its result and acks it meanwhile, or, should it hand it back or die, a
-// later delivery finds no attempt here and takes the stale claim over.
-func (r *Runner) runningHere(d *queue.Delivery, log *slog.Logger) error {
+// leaveToLiveAttempt answers a delivery of a run that a live attempt
+// executes, another runner's (a live claim) or this runner's own
+// (ErrRunningHere; held says which): the message is handed back, to be
+// delivered again after the stale limit, when that attempt may have died.
+// On the last delivery the queue allows it is acked instead: another nak
+// would make the queue give up and mark the run failed under its live
+// attempt, which holds its own delivery of the message (this one is a
+// duplicate, or that attempt's ack fails harmlessly) and finishes the
+// record itself.
+func (r *Runner) leaveToLiveAttempt(d *queue.Delivery, held error, log *slog.Logger) error {
 	if d.NumDelivered+1 >= uint64(r.cfg.maxDeliver()) {
-		// As for a live claim elsewhere (ClaimHeld): another nak would
-		// make the queue give up and fail the run under its live attempt.
-		log.Warn("run is still executing in this runner; leaving it to that attempt")
+		log.Warn("run is still executing under a live attempt; leaving it to that attempt", "why", held)
 		return nil
 	}
-	log.Info("an earlier delivery of this run still executes in this runner; handing this one back")
-	return queue.HandBack(fmt.Errorf("run %s: %w", d.Request.ID, ErrRunningHere), r.cfg.StaleAfter)
+	log.Info("run is executing under a live attempt; handing this delivery back", "why", held)
+	return queue.HandBack(held, r.cfg.StaleAfter)
 }
 
 // lostRetry is how soon a run whose claim was lost to a queued record is

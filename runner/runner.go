@@ -217,7 +217,7 @@ type Runner struct {
 }
 
 // activeRun is an attempt executing in this process: what stops it. A
-// delivery of a run that has an entry here is handed back (runningHere).
+// delivery of a run that has an entry here is handed back (ErrRunningHere).
 // An attempt leaves r.active only when its entry is still its own, should
 // a later attempt of the same run have started here all the same (a
 // delivery that passed that check just before the earlier one's entry was
