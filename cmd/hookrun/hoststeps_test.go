@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookrun/hookrun/internal/app"
+	"github.com/hookrun/hookrun/providers/git"
 )
 
 // trustProbes is a host step that tries every read a hostile pull request
@@ -38,10 +39,12 @@ probe config-file 'cat $CONFIG_FILE'
 probe data-dir 'ls -A $DATA_DIR | grep -v -x -e workspaces -e scratch'
 probe nats-store 'find $DATA_DIR/nats -type f | head -3; cat $DATA_DIR/nats/jetstream/*/streams/*/msgs/*.blk'
 probe mirrors 'ls -A $DATA_DIR/mirrors'
-probe other-runs 'ls -A $DATA_DIR/workspaces | grep -v -x "$HOOKRUN_RUN_ID"'
-probe other-run-file 'cat $DATA_DIR/workspaces/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
-probe other-scratch 'ls -A $DATA_DIR/scratch | grep -v -e "^$HOOKRUN_RUN_ID+"'
-probe other-home 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
+probe other-runs 'find $DATA_DIR/workspaces -mindepth 1 -maxdepth 2 | grep -v -x -e "$(dirname "$HOOKRUN_WORKSPACE")" -e "$HOOKRUN_WORKSPACE"'
+probe other-run-file 'cat $DATA_DIR/workspaces/$OTHER_SHARD/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
+probe other-run-file-flat 'cat $DATA_DIR/workspaces/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
+probe other-scratch 'find $DATA_DIR/scratch -mindepth 1 -maxdepth 2 | grep -v -x -e "$(dirname "$HOME")" | grep -v -e "/$HOOKRUN_RUN_ID+[a-z]*\$"'
+probe other-home 'cat $DATA_DIR/scratch/$OTHER_SHARD/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
+probe other-home-flat 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
 probe other-home-legacy 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX/home/.netrc'
 echo "uid=$(id -u) home=$HOME tmp=$TMPDIR"
 touch "$HOME/h" "$TMPDIR/t" "$HOOKRUN_WORKSPACE/w" && echo "own dirs writable"
@@ -68,12 +71,16 @@ func TestHostStepsCannotReachHookrunsCredentials(t *testing.T) {
 	gh.context = "hookrun/trust"
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	other := filepath.Join(data, "workspaces", "01OTHERRUNXXXXXXXXXXXXXXXX")
-	writeFile(t, filepath.Join(other, "secret.txt"), "another run's secret")
+	const otherRun = "01OTHERRUNXXXXXXXXXXXXXXXX"
+	otherShard := git.RunShard(otherRun)
+	writeFile(t, filepath.Join(data, "workspaces", otherShard, otherRun, "secret.txt"), "another run's secret")
 	writeFile(t, filepath.Join(data, "mirrors", "github", "Codertocat%2FPrivate.git", "config"), "[core]\n")
-	writeFile(t, filepath.Join(data, "scratch", "01OTHERRUNXXXXXXXXXXXXXXXX+home", ".netrc"), "machine github.com password another-runs-netrc\n")
-	// Where an older hookrun put a run's HOME.
-	writeFile(t, filepath.Join(data, "scratch", "01OTHERRUNXXXXXXXXXXXXXXXX", "home", ".netrc"), "machine github.com password another-runs-netrc\n")
+	writeFile(t, filepath.Join(data, "scratch", otherShard, otherRun+"+home", ".netrc"), "machine github.com password another-runs-netrc\n")
+	// Where older hookruns put a run's workspace and HOME: without shards,
+	// and under a directory of the run's own.
+	writeFile(t, filepath.Join(data, "workspaces", otherRun, "secret.txt"), "another run's secret")
+	writeFile(t, filepath.Join(data, "scratch", otherRun+"+home", ".netrc"), "machine github.com password another-runs-netrc\n")
+	writeFile(t, filepath.Join(data, "scratch", otherRun, "home", ".netrc"), "machine github.com password another-runs-netrc\n")
 	if err := os.MkdirAll(filepath.Join(dir, "workflows"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +110,7 @@ env:
   - HOOKRUN_PID: "`+strconv.Itoa(p.cmd.Process.Pid)+`"
   - CONFIG_FILE: `+cfg+`
   - DATA_DIR: `+data+`
+  - OTHER_SHARD: "`+otherShard+`"
 steps:
   - id: probes
     run: |
@@ -130,7 +138,8 @@ report:
 	}
 	logs := apiText(t, url, apiToken, "/api/v1/runs/"+id+"/logs")
 	for _, probe := range []string{"parent-environ", "hookrun-environ", "hookrun-maps", "hookrun-mem", "any-environ", "own-environ",
-		"config-file", "data-dir", "nats-store", "mirrors", "other-runs", "other-run-file", "other-scratch", "other-home", "other-home-legacy"} {
+		"config-file", "data-dir", "nats-store", "mirrors", "other-runs", "other-run-file", "other-run-file-flat", "other-scratch",
+		"other-home", "other-home-flat", "other-home-legacy"} {
 		if !strings.Contains(logs, "denied "+probe+"\n") {
 			t.Errorf("probe %s was not denied", probe)
 		}
@@ -138,7 +147,8 @@ report:
 	if strings.Contains(logs, "LEAK") {
 		t.Errorf("a host step read what it must not:\n%s", logs)
 	}
-	if !strings.Contains(logs, "uid=65534 home="+filepath.Join(data, "scratch", id+"+home")+" tmp="+filepath.Join(data, "scratch", id+"+tmp")) ||
+	scratch := filepath.Join(data, "scratch", git.RunShard(id))
+	if !strings.Contains(logs, "uid=65534 home="+filepath.Join(scratch, id+"+home")+" tmp="+filepath.Join(scratch, id+"+tmp")) ||
 		!strings.Contains(logs, "own dirs writable") {
 		t.Errorf("the step did not run as the step user with its own HOME and TMPDIR:\n%s", logs)
 	}

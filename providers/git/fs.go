@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // UnjournaledExt4 returns the device of the file system that holds dir
@@ -73,3 +75,32 @@ func mountOf(p, mountinfo string) (fstype, source string) {
 	}
 	return fstype, source
 }
+
+// spreadChildren has ext4 place dir's new subdirectories as it places
+// top-level ones (FS_TOPDIR_FL, `chattr +T`): each in the block group with
+// the fewest directories, rather than in dir's own group. New sets it on
+// <data>/workspaces and <data>/scratch before it makes their runShards
+// directories, on a file system without a journal (UnjournaledExt4), whose
+// inode allocator passes over, one by one, every inode freed in the group
+// in the last minutes: the runs' directories then share that walk with a
+// sixteenth of the runs, and not with data_dir's neighbours (/tmp's or
+// /var/lib's other files come and go in data_dir's group). Not on a
+// journaled ext4, where directories spread apart cost more
+// (docs/performance.md, "The run's directories"). Best effort: without the
+// flag the layout is as before.
+func spreadChildren(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil || flags&fsTopdirFL != 0 {
+		return
+	}
+	_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopdirFL))
+}
+
+// fsTopdirFL is FS_TOPDIR_FL of linux/fs.h ("top of directory
+// hierarchies"), which golang.org/x/sys/unix does not name.
+const fsTopdirFL = 0x00020000

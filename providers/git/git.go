@@ -8,11 +8,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,18 +141,47 @@ func New(cfg Config) (*Workspaces, error) {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	if UnjournaledExt4(data) != "" {
+		spreadChildren(w.workspaces)
+		spreadChildren(w.scratch)
+	}
+	for i := range runShards {
+		for _, d := range []string{w.workspaces, w.scratch} {
+			if err := os.MkdirAll(filepath.Join(d, shardName(i)), 0o755); err != nil {
+				return nil, fmt.Errorf("creating %s: %w", d, err)
+			}
+		}
+	}
 	return w, nil
 }
 
-// Dir is where the workspace of runID lives (whether or not it exists).
+// Dir is where the workspace of runID lives (whether or not it exists):
+// <data>/workspaces/<shard>/<runID> (RunShard).
 func (w *Workspaces) Dir(runID string) (string, error) {
 	if err := checkRunID(runID); err != nil {
 		return "", err
 	}
-	return filepath.Join(w.workspaces, runID), nil
+	return filepath.Join(w.workspaces, RunShard(runID), runID), nil
 }
 
-// Prepare creates <data>/workspaces/<runID>, replacing what an earlier
+// runShards is how many directories of <data>/workspaces and
+// <data>/scratch hold the runs' directories. On ext4 without a journal
+// they lie in as many block groups (spreadChildren), so that the inodes
+// the runs free are passed over by a sixteenth of the runs only
+// (docs/performance.md, "The run's directories").
+const runShards = 16
+
+// RunShard names the directory of <data>/workspaces and <data>/scratch
+// that holds runID's directories: one of runShards, by a hash of the id.
+func RunShard(runID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(runID))
+	return shardName(int(h.Sum32() % runShards))
+}
+
+func shardName(i int) string { return strconv.FormatInt(int64(i), 16) }
+
+// Prepare creates <data>/workspaces/<shard>/<runID> (Dir), replacing what an earlier
 // attempt of the run left there, and the run's HOME, TMPDIR, event file
 // directory and results folder beside each other in <data>/scratch
 // (scratchDirs). With checkout the workspace holds a clone of the
@@ -172,9 +203,13 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 	if err != nil {
 		return ws, err
 	}
-	// What a hookrun before the flat scratch layout left of an attempt.
-	if err := removeDir(filepath.Join(w.scratch, runID)); err != nil {
-		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+	// What a hookrun before the shards, or before the flat scratch
+	// layout, left of an attempt.
+	base := filepath.Join(w.scratch, runID)
+	for _, d := range []string{filepath.Join(w.workspaces, runID), base + "+home", base + "+tmp", base + "+event", base + "+results", base} {
+		if err := removeDir(d); err != nil {
+			return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+		}
 	}
 	sha := ""
 	if checkout {
@@ -217,14 +252,14 @@ type scratch struct {
 	home, tmp, event, results string
 }
 
-// scratchDirs names the scratch directories of runID: <data>/scratch/<runID>+home,
+// scratchDirs names the scratch directories of runID: <data>/scratch/<shard>/<runID>+home,
 // +tmp, +event and +results, side by side rather than under a directory
 // of the run's own, which would be one more directory to make and remove
 // per run (ext4's mkdir and rmdir are most of a trivial run's directory
 // work: docs/performance.md, "hookrun's own cost per run"). A run id has
 // no "+" (checkRunID), so no run's names meet another's.
 func (w *Workspaces) scratchDirs(runID string) scratch {
-	base := filepath.Join(w.scratch, runID)
+	base := filepath.Join(w.scratch, RunShard(runID), runID)
 	return scratch{home: base + "+home", tmp: base + "+tmp", event: base + "+event", results: base + "+results"}
 }
 

@@ -226,7 +226,7 @@ func TestPrepareCheckout(t *testing.T) {
 					t.Errorf("%s = %q, %v; want %q", f, b, err, want)
 				}
 			}
-			if want := filepath.Join("workspaces", runID); !strings.HasSuffix(dir, want) {
+			if want := filepath.Join("workspaces", git.RunShard(runID), runID); !strings.HasSuffix(dir, want) {
 				t.Errorf("workspace %s, want it under <data>/%s", dir, want)
 			}
 			// The workspace stands alone: no alternates pointing at the mirror.
@@ -347,7 +347,8 @@ func TestPrepareConcurrent(t *testing.T) {
 }
 
 func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
-	w := newWorkspaces(t, t.TempDir())
+	data := t.TempDir()
+	w := newWorkspaces(t, data)
 	dir, _ := w.Dir("r1")
 	// Leftovers of an earlier attempt, including a read-only directory.
 	if err := os.MkdirAll(filepath.Join(dir, "ro", "sub"), 0o755); err != nil {
@@ -359,20 +360,27 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
 		t.Fatal(err)
 	}
-	// And what an attempt left under the layout before the flat one.
-	old := filepath.Join(filepath.Dir(filepath.Dir(dir)), "scratch", "r1")
-	if err := os.MkdirAll(filepath.Join(old, "home"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(old, "home", "f"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
+	// And what attempts left under the layouts before: the flat one without
+	// shards, and the one before it (a directory of the run's own).
+	var olds []string
+	for _, d := range []string{"workspaces/r1", "scratch/r1+home", "scratch/r1+tmp", "scratch/r1+event", "scratch/r1+results", "scratch/r1"} {
+		old := filepath.Join(data, d)
+		if err := os.MkdirAll(filepath.Join(old, "home"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(old, "home", "f"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		olds = append(olds, old)
 	}
 	got, sha, err := prepare(w, context.Background(), "r1", nil, false)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
-	if exists(old) {
-		t.Errorf("Prepare left %s", old)
+	for _, old := range olds {
+		if exists(old) {
+			t.Errorf("Prepare left %s", old)
+		}
 	}
 	if got != dir || sha != "" {
 		t.Errorf("Prepare = %s, %q; want %s, \"\"", got, sha, dir)
