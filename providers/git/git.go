@@ -148,7 +148,7 @@ func New(cfg Config) (*Workspaces, error) {
 	for i := range runShards {
 		for _, d := range []string{w.workspaces, w.scratch} {
 			if err := os.MkdirAll(filepath.Join(d, shardName(i)), 0o755); err != nil {
-				return nil, fmt.Errorf("creating %s: %w", d, err)
+				return nil, fmt.Errorf("creating shard directory: %w", err)
 			}
 		}
 	}
@@ -181,6 +181,24 @@ func RunShard(runID string) string {
 
 func shardName(i int) string { return strconv.FormatInt(int64(i), 16) }
 
+// removeUnsharded removes what an attempt of runID left under the layouts
+// before the shards: <data>/workspaces/<runID>, <data>/scratch/<runID>+home
+// (+tmp, +event, +results), and, before the flat scratch layout,
+// <data>/scratch/<runID>. Nothing for a run id that names a shard (one
+// hexadecimal digit): those paths are the shards themselves.
+func (w *Workspaces) removeUnsharded(runID string) error {
+	if _, err := strconv.ParseUint(runID, 16, 64); err == nil && len(runID) == 1 {
+		return nil
+	}
+	base := filepath.Join(w.scratch, runID)
+	for _, d := range []string{filepath.Join(w.workspaces, runID), base + "+home", base + "+tmp", base + "+event", base + "+results", base} {
+		if err := removeDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Prepare creates <data>/workspaces/<shard>/<runID> (Dir), replacing what an earlier
 // attempt of the run left there, and the run's HOME, TMPDIR, event file
 // directory and results folder beside each other in <data>/scratch
@@ -203,13 +221,8 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 	if err != nil {
 		return ws, err
 	}
-	// What a hookrun before the shards, or before the flat scratch
-	// layout, left of an attempt.
-	base := filepath.Join(w.scratch, runID)
-	for _, d := range []string{filepath.Join(w.workspaces, runID), base + "+home", base + "+tmp", base + "+event", base + "+results", base} {
-		if err := removeDir(d); err != nil {
-			return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
-		}
+	if err := w.removeUnsharded(runID); err != nil {
+		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
 	}
 	sha := ""
 	if checkout {

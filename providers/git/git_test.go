@@ -405,6 +405,34 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	}
 }
 
+// A run whose id names a shard ("3") prepares and removes its own
+// directories only: the shard and the other runs in it stay.
+func TestRunIDThatNamesAShard(t *testing.T) {
+	data := t.TempDir()
+	w := newWorkspaces(t, data)
+	other := ""
+	for i := 0; other == ""; i++ {
+		if id := fmt.Sprintf("other-%d", i); git.RunShard(id) == "3" {
+			other = id
+		}
+	}
+	ws, err := w.Prepare(context.Background(), other, nil, contract.PrepareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Prepare(context.Background(), "3", nil, contract.PrepareOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Remove("3"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.EventDir, ws.Results} {
+		if !exists(d) {
+			t.Errorf("run 3's Prepare and Remove took %s of run %s (shard 3) with them", d, other)
+		}
+	}
+}
+
 func TestUntrustedInput(t *testing.T) {
 	u := sharedUpstream(t)
 	data := t.TempDir()
