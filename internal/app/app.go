@@ -180,10 +180,15 @@ func (a *App) newRunner(ctx context.Context, forges *Forges) (*runner.Runner, er
 	if err != nil {
 		return nil, fmt.Errorf("configuring workspaces: %w", err)
 	}
-	if dev := git.UnjournaledExt4(c.DataDir); dev != "" {
-		a.logger.Warn("data_dir is on ext4 without a journal: the directories every run makes and removes cost more there, "+
-			"the more runs went before (ext4 passes over recently freed inodes); put data_dir on a journaled file system, mkfs.ext4's default (docs/operations.md)",
-			"data_dir", c.DataDir, "device", dev)
+	if dev, discard := git.UnjournaledExt4(c.DataDir); dev != "" {
+		msg := "data_dir is on ext4 without a journal: the directories every run makes and removes cost more there, " +
+			"the more runs went before (ext4 passes over recently freed inodes); put data_dir on a journaled file system, mkfs.ext4's default (docs/operations.md)"
+		if discard {
+			msg = "data_dir is on ext4 without a journal mounted with discard: the directories every run makes and removes cost more there, " +
+				"the more runs went before (ext4 passes over recently freed inodes), and each removal waits for the device to discard the freed block; " +
+				"put data_dir on a journaled file system, mkfs.ext4's default, or mount it without discard and trim with fstrim (docs/operations.md)"
+		}
+		a.logger.Warn(msg, "data_dir", c.DataDir, "device", dev)
 	}
 	staging, err := filepath.Abs(filepath.Join(c.DataDir, VolumeStagingDir))
 	if err != nil {

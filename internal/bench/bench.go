@@ -164,13 +164,17 @@ type Machine struct {
 	// system (the servers' data_dir) when it is ext4 without a journal,
 	// where every run's directories cost more (git.UnjournaledExt4).
 	UnjournaledScratch string `json:"scratch_unjournaled_ext4,omitempty"`
+	// ScratchDiscard says that file system is mounted with discard, so
+	// each directory a run removes there waits for the device.
+	ScratchDiscard bool `json:"scratch_discard,omitempty"`
 }
 
 // newMachine describes this machine, the load average now and the scratch
 // directory's file system.
 func newMachine(payloadSize int) Machine {
+	dev, discard := git.UnjournaledExt4(os.TempDir())
 	return Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), PayloadSize: payloadSize, LoadStart: loadAvg(),
-		UnjournaledScratch: git.UnjournaledExt4(os.TempDir())}
+		UnjournaledScratch: dev, ScratchDiscard: discard}
 }
 
 // scratchNote is a line that says the scratch directory lies on ext4
@@ -179,8 +183,12 @@ func (m Machine) scratchNote() string {
 	if m.UnjournaledScratch == "" {
 		return ""
 	}
-	return fmt.Sprintf("scratch directory (the servers' data_dir) on ext4 without a journal (%s): every run's directories cost more there;\n"+
-		"set TMPDIR to a directory on a journaled file system to measure there (docs/operations.md, \"The file system under data_dir\")\n", m.UnjournaledScratch)
+	fs, cost := "", "every run's directories cost more there"
+	if m.ScratchDiscard {
+		fs, cost = ", mounted with discard", cost+", and each one removed waits for the device to discard its block"
+	}
+	return fmt.Sprintf("scratch directory (the servers' data_dir, the engine's folders) on ext4 without a journal (%s)%s: %s;\n"+
+		"set TMPDIR to a directory on a journaled file system to measure there (docs/operations.md, \"The file system under data_dir\")\n", m.UnjournaledScratch, fs, cost)
 }
 
 // IngestRow compares ingress with the raw JetStream floor at one concurrency.

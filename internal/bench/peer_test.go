@@ -162,10 +162,19 @@ func TestPeerTable(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"load avg 1.50 → 2.25", "round 2 webhook  2.00 → 2.10", "round 2 hookrun  2.10 → 2.25",
-		"on ext4 without a journal (/dev/vda)"} {
+		"on ext4 without a journal (/dev/vda): every run's directories cost more there"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the table lacks %q:\n%s", want, out)
 		}
+	}
+	// Mounted with discard, the header says that removals wait.
+	rep.Machine.ScratchDiscard = true
+	b.Reset()
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "on ext4 without a journal (/dev/vda), mounted with discard: every run's directories cost more there, and each one removed waits for the device"; !strings.Contains(b.String(), want) {
+		t.Errorf("the table lacks %q:\n%s", want, b.String())
 	}
 }
 

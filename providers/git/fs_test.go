@@ -17,6 +17,12 @@ import (
 // mounts it and returns where.
 func mountExt4(t *testing.T, mkfsOptions ...string) string {
 	t.Helper()
+	return mountExt4With(t, "loop", mkfsOptions...)
+}
+
+// mountExt4With is mountExt4 with mount's options (loop among them).
+func mountExt4With(t *testing.T, mountOptions string, mkfsOptions ...string) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("mounting file systems needs root; run the tests as root (CI does)")
 	}
@@ -37,43 +43,64 @@ func mountExt4(t *testing.T, mkfsOptions ...string) string {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-o", mountOptions, img, mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mount: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
 	return mnt
 }
 
-// TestUnjournaledExt4 makes two ext4 file systems, one without a journal,
-// mounts them, and wants only that one named.
+// TestUnjournaledExt4 makes ext4 file systems with and without a journal,
+// mounts them with and without discard, and wants only those without a
+// journal named, with discard as mounted; then reads a made-up mount
+// table.
 func TestUnjournaledExt4(t *testing.T) {
-	mount := func(t *testing.T, features string) string {
-		data := filepath.Join(mountExt4(t, "-O", features), "data")
+	for _, c := range []struct {
+		features, mountOptions string
+		unjournaled, discard   bool
+	}{
+		{"^has_journal", "loop", true, false},
+		{"^has_journal", "loop,discard", true, true},
+		{"has_journal", "loop", false, false},
+		{"has_journal", "loop,discard", false, false},
+	} {
+		data := filepath.Join(mountExt4With(t, c.mountOptions, "-O", c.features), "data")
 		if err := os.Mkdir(data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return data
-	}
-	if dev := UnjournaledExt4(mount(t, "^has_journal")); dev == "" {
-		t.Error("ext4 without a journal not recognised")
-	}
-	if dev := UnjournaledExt4(mount(t, "has_journal")); dev != "" {
-		t.Errorf("journaled ext4 named as without a journal: %s", dev)
+		dev, discard := UnjournaledExt4(data)
+		if (dev != "") != c.unjournaled || discard != c.discard {
+			t.Errorf("-O %s, mounted -o %s: device %q, discard %v; want without a journal %v, discard %v",
+				c.features, c.mountOptions, dev, discard, c.unjournaled, c.discard)
+		}
 	}
 	tmp := t.TempDir()
 	if err := os.WriteFile(filepath.Join(tmp, "mountinfo"), []byte(
 		"22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"+
-			"30 22 0:40 / /srv/tmp\\040fs rw - tmpfs tmpfs rw\n"), 0o644); err != nil {
+			"30 22 0:40 / /srv/tmp\\040fs rw - tmpfs tmpfs rw\n"+
+			"31 22 254:16 / /srv/data rw,relatime - ext4 /dev/vdb rw,discard,errors=remount-ro\n"+
+			"32 22 7:0 / /srv/loop rw,relatime - ext4 /dev/loop0 rw,discard\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"ext4/vda", "ext4/loop0", "jbd2/loop0-8"} {
+	for _, d := range []string{"ext4/vda", "ext4/vdb", "ext4/loop0", "jbd2/loop0-8"} {
 		if err := os.MkdirAll(filepath.Join(tmp, "procfs", d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for dir, want := range map[string]string{"/var/lib/hookrun": "/dev/vda", "/srv/tmp fs/data": "", "/srv/tmp": "/dev/vda"} {
-		if got := unjournaledExt4(dir, filepath.Join(tmp, "mountinfo"), filepath.Join(tmp, "procfs")); got != want {
-			t.Errorf("%s: %q, want %q", dir, got, want)
+	type want struct {
+		dev     string
+		discard bool
+	}
+	for dir, w := range map[string]want{
+		"/var/lib/hookrun":  {"/dev/vda", false},
+		"/srv/tmp fs/data":  {"", false},
+		"/srv/tmp":          {"/dev/vda", false},
+		"/srv/data/hookrun": {"/dev/vdb", true},
+		"/srv/loop/hookrun": {"", false}, // journaled: its discards wait for the commit
+	} {
+		dev, discard := unjournaledExt4(dir, filepath.Join(tmp, "mountinfo"), filepath.Join(tmp, "procfs"))
+		if dev != w.dev || discard != w.discard {
+			t.Errorf("%s: %q, discard %v; want %q, %v", dir, dev, discard, w.dev, w.discard)
 		}
 	}
 }

@@ -141,7 +141,7 @@ func New(cfg Config) (*Workspaces, error) {
 			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	if UnjournaledExt4(data) != "" {
+	if dev, _ := UnjournaledExt4(data); dev != "" {
 		spreadChildren(w.workspaces)
 		spreadChildren(w.scratch)
 	}
