@@ -371,7 +371,7 @@ func (r *Runner) execute(ctx context.Context, req *queue.RunRequest, wf *workflo
 		Workspace: ws.Dir,
 		Home:      ws.Home,
 		TmpDir:    ws.TmpDir,
-		EventDir:  ws.EventDir,
+		EventFile: ws.EventFile,
 		Results:   ws.Results,
 		HeadSHA:   firstNonEmpty(ws.HeadSHA, rec.HeadSHA, req.Event.HeadSHA()),
 		Params:    params,

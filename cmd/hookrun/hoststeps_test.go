@@ -42,12 +42,14 @@ probe mirrors 'ls -A $DATA_DIR/mirrors'
 probe other-runs 'find $DATA_DIR/workspaces -mindepth 1 -maxdepth 2 | grep -v -x -e "$(dirname "$HOOKRUN_WORKSPACE")" -e "$HOOKRUN_WORKSPACE"'
 probe other-run-file 'cat $DATA_DIR/workspaces/$OTHER_SHARD/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
 probe other-run-file-flat 'cat $DATA_DIR/workspaces/01OTHERRUNXXXXXXXXXXXXXXXX/secret.txt'
-probe other-scratch 'find $DATA_DIR/scratch -mindepth 1 -maxdepth 2 | grep -v -x -e "$(dirname "$HOME")" | grep -v -e "/$HOOKRUN_RUN_ID+[a-z]*\$"'
+probe other-scratch 'find $DATA_DIR/scratch -mindepth 1 -maxdepth 2 | grep -v -x -e "$(dirname "$HOME")" | grep -v -e "/$HOOKRUN_RUN_ID+[a-z.]*\$"'
 probe other-home 'cat $DATA_DIR/scratch/$OTHER_SHARD/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
+probe other-event 'cat $DATA_DIR/scratch/$OTHER_SHARD/01OTHERRUNXXXXXXXXXXXXXXXX+event.json'
 probe other-home-flat 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX+home/.netrc'
 probe other-home-legacy 'cat $DATA_DIR/scratch/01OTHERRUNXXXXXXXXXXXXXXXX/home/.netrc'
 echo "uid=$(id -u) home=$HOME tmp=$TMPDIR"
 touch "$HOME/h" "$TMPDIR/t" "$HOOKRUN_WORKSPACE/w" && echo "own dirs writable"
+grep -q '"pull_request"' "$HOOKRUN_EVENT_PATH" && ! touch "$HOOKRUN_EVENT_PATH" 2>/dev/null && echo "own event file readable, not writable: $HOOKRUN_EVENT_PATH"
 `
 
 // TestHostStepsCannotReachHookrunsCredentials is issue 13's first point end
@@ -76,6 +78,12 @@ func TestHostStepsCannotReachHookrunsCredentials(t *testing.T) {
 	writeFile(t, filepath.Join(data, "workspaces", otherShard, otherRun, "secret.txt"), "another run's secret")
 	writeFile(t, filepath.Join(data, "mirrors", "github", "Codertocat%2FPrivate.git", "config"), "[core]\n")
 	writeFile(t, filepath.Join(data, "scratch", otherShard, otherRun+"+home", ".netrc"), "machine github.com password another-runs-netrc\n")
+	writeFile(t, filepath.Join(data, "scratch", otherShard, otherRun+"+event.json"), `{"another run's":"payload"}`)
+	// A neighbour's event file in every shard, so that the run's own
+	// shard holds one whichever it is: the step sees its own file alone.
+	for i := range 16 {
+		writeFile(t, filepath.Join(data, "scratch", strconv.FormatInt(int64(i), 16), "01NEIGHBOURXXXXXXXXXXXXXXX+event.json"), `{"a neighbour's":"payload"}`)
+	}
 	// Where older hookruns put a run's workspace and HOME: without shards,
 	// and under a directory of the run's own.
 	writeFile(t, filepath.Join(data, "workspaces", otherRun, "secret.txt"), "another run's secret")
@@ -139,7 +147,7 @@ report:
 	logs := apiText(t, url, apiToken, "/api/v1/runs/"+id+"/logs")
 	for _, probe := range []string{"parent-environ", "hookrun-environ", "hookrun-maps", "hookrun-mem", "any-environ", "own-environ",
 		"config-file", "data-dir", "nats-store", "mirrors", "other-runs", "other-run-file", "other-run-file-flat", "other-scratch",
-		"other-home", "other-home-flat", "other-home-legacy"} {
+		"other-home", "other-event", "other-home-flat", "other-home-legacy"} {
 		if !strings.Contains(logs, "denied "+probe+"\n") {
 			t.Errorf("probe %s was not denied", probe)
 		}
@@ -151,6 +159,9 @@ report:
 	if !strings.Contains(logs, "uid=65534 home="+filepath.Join(scratch, id+"+home")+" tmp="+filepath.Join(scratch, id+"+tmp")) ||
 		!strings.Contains(logs, "own dirs writable") {
 		t.Errorf("the step did not run as the step user with its own HOME and TMPDIR:\n%s", logs)
+	}
+	if !strings.Contains(logs, "own event file readable, not writable: "+filepath.Join(scratch, id+"+event.json")+"\n") {
+		t.Errorf("the step did not read its own event file in its shard:\n%s", logs)
 	}
 
 	waitFor(t, 10*time.Second, func() bool {

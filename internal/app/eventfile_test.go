@@ -138,7 +138,7 @@ func TestEventFileInEveryPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := eng.Run(ctx, engine.RunSpec{ID: runID, Workflow: w, Event: event, Workspace: ws.Dir, Home: ws.Home, TmpDir: ws.TmpDir,
-				EventDir: ws.EventDir, HeadSHA: ws.HeadSHA})
+				EventFile: ws.EventFile, HeadSHA: ws.HeadSHA})
 			if res.Status != workflows.StatusSucceeded {
 				t.Fatalf("run %s: %s\n%s", res.Status, res.Error, sink.String())
 			}

@@ -16,7 +16,7 @@ import (
 
 // BenchmarkRunDirs is the directory work of one run without a checkout, as
 // a runner does it (Prepare for host steps, the engine's event file of the
-// bench's 28 KB payload in EventDir, Remove), handed to a step user when
+// bench's 28 KB payload at EventFile, Remove), handed to a step user when
 // the benchmark runs as root (as `serve` does), and, in the same run, its
 // floor: one directory made and removed (os.Mkdir, os.Remove), the least
 // any per-run workspace costs. Compare the two as a ratio
@@ -56,7 +56,7 @@ func BenchmarkRunDirs(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(ws.EventDir, contract.EventFile), payload, 0o644); err != nil {
+			if err := os.WriteFile(ws.EventFile, payload, 0o644); err != nil {
 				b.Fatal(err)
 			}
 			if err := w.Remove(id); err != nil {

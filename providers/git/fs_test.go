@@ -154,7 +154,7 @@ func TestRunDirsSpreadOnUnjournaledExt4(t *testing.T) {
 				t.Fatal(err)
 			}
 			home := group(data)
-			for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.EventDir, ws.Results} {
+			for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results} {
 				if g := group(d); (g != home) != c.spread {
 					t.Errorf("%s in block group %d, data_dir in %d: want spread %v", strings.TrimPrefix(d, data), g, home, c.spread)
 				}

@@ -103,7 +103,7 @@ type Workspaces struct {
 	cfg        Config
 	mirrors    string // <data>/mirrors
 	workspaces string // <data>/workspaces
-	scratch    string // <data>/scratch: <run>+home, +tmp, +event, +results (scratchDirs)
+	scratch    string // <data>/scratch: <run>+home, +tmp, +results and the file +event.json (scratchDirs)
 	deliveries string // <data>/deliveries: <run>, the repository a delivery pushes from
 
 	mu    sync.Mutex
@@ -200,15 +200,15 @@ func (w *Workspaces) removeUnsharded(runID string) error {
 }
 
 // Prepare creates <data>/workspaces/<shard>/<runID> (Dir), replacing what an earlier
-// attempt of the run left there, and the run's HOME, TMPDIR, event file
-// directory and results folder beside each other in <data>/scratch
-// (scratchDirs). With checkout the workspace holds a clone of the
+// attempt of the run left there, and the run's HOME, TMPDIR and results
+// folder beside each other in <data>/scratch/<shard>, where the engine
+// writes the run's event file too (scratchDirs). With checkout the workspace holds a clone of the
 // event's repository with a detached HEAD at the head commit: the event's
 // head SHA, or, when the event carries none, the tip of the pull or merge
 // request's head ref; for an event with neither (issues) the repository's
 // default branch. With Config.Owner, HOME, TMPDIR and the results folder
 // belong to that user, and so does the workspace when o.HostSteps; the
-// event directory stays hookrun's (mode 0755).
+// shard directory that holds the event file stays hookrun's (mode 0755).
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
@@ -236,14 +236,20 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		return ws, fmt.Errorf("creating workspace of run %s: %w", runID, err)
 	}
 	s := w.scratchDirs(runID)
-	// The event file's directory stays hookrun's, readable by all: steps
-	// read the payload there and cannot change it. HOME, TMPDIR and the
-	// results folder ($HOOKRUN_RESULTS, which steps write and hookrun
-	// reads after each step) are the step user's, private.
+	// An earlier attempt's event directory, under the layout before the
+	// event file lay alone in the shard.
+	if err := removeDir(s.eventDir); err != nil {
+		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
+	}
+	// The event file lies in the shard directory, hookrun's and readable
+	// by all: steps read the payload there and can neither change nor
+	// replace it. HOME, TMPDIR and the results folder ($HOOKRUN_RESULTS,
+	// which steps write and hookrun reads after each step) are the step
+	// user's, private.
 	for _, d := range []struct {
 		path string
 		perm os.FileMode
-	}{{s.home, 0o700}, {s.tmp, 0o700}, {s.event, 0o755}, {s.results, 0o700}} {
+	}{{s.home, 0o700}, {s.tmp, 0o700}, {s.results, 0o700}} {
 		if err := mkdirFresh(d.path, d.perm); err != nil {
 			_ = w.Remove(runID)
 			return ws, fmt.Errorf("creating scratch directories of run %s: %w", runID, err)
@@ -257,23 +263,28 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		_ = w.Remove(runID)
 		return ws, fmt.Errorf("handing the workspace of run %s to its step user: %w", runID, err)
 	}
-	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: s.home, TmpDir: s.tmp, EventDir: s.event, Results: s.results}, nil
+	return contract.Workspace{Dir: dir, HeadSHA: sha, Home: s.home, TmpDir: s.tmp, EventFile: s.event, Results: s.results}, nil
 }
 
-// scratch are the run's directories outside its workspace.
+// scratch are the run's directories outside its workspace, and its event
+// file.
 type scratch struct {
-	home, tmp, event, results string
+	home, tmp, results string
+	event              string // the event file
+	eventDir           string // the event file's directory under the layout before
 }
 
 // scratchDirs names the scratch directories of runID: <data>/scratch/<shard>/<runID>+home,
-// +tmp, +event and +results, side by side rather than under a directory
-// of the run's own, which would be one more directory to make and remove
-// per run (ext4's mkdir and rmdir are most of a trivial run's directory
-// work: docs/performance.md, "hookrun's own cost per run"). A run id has
-// no "+" (checkRunID), so no run's names meet another's.
+// +tmp and +results, and the event file +event.json, side by side rather
+// than under a directory of the run's own, which would be one more
+// directory to make and remove per run (ext4's mkdir and rmdir are most of
+// a trivial run's directory work, and on ext4 without a journal mounted
+// with discard each removal waits for the device: docs/performance.md,
+// "hookrun's own cost per run"). A run id has no "+" (checkRunID), so no
+// run's names meet another's.
 func (w *Workspaces) scratchDirs(runID string) scratch {
 	base := filepath.Join(w.scratch, RunShard(runID), runID)
-	return scratch{home: base + "+home", tmp: base + "+tmp", event: base + "+event", results: base + "+results"}
+	return scratch{home: base + "+home", tmp: base + "+tmp", results: base + "+results", event: base + "+event.json", eventDir: base + "+event"}
 }
 
 // clone fills dir with a checkout of e's head and returns the SHA.
@@ -353,12 +364,10 @@ func (w *Workspaces) Remove(runID string) error {
 		return err
 	}
 	s := w.scratchDirs(runID)
-	// The engine's event file, the one thing the event directory holds
-	// after a run: unlinked by name, the directory then goes with one
-	// rmdir instead of removeAll's failed rmdir and unlink, open, listing
-	// and close. Best effort: whatever stays, removeDir removes.
-	_ = syscall.Unlink(filepath.Join(s.event, contract.EventFile))
-	for _, d := range []string{dir, s.home, s.tmp, s.event, s.results} {
+	if err := syscall.Unlink(s.event); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("removing the event file of run %s: %w", runID, err)
+	}
+	for _, d := range []string{dir, s.home, s.tmp, s.results} {
 		if err := removeDir(d); err != nil {
 			return fmt.Errorf("removing workspace of run %s: %w", runID, err)
 		}

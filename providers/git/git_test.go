@@ -360,10 +360,12 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
 		t.Fatal(err)
 	}
-	// And what attempts left under the layouts before: the flat one without
-	// shards, and the one before it (a directory of the run's own).
+	// And what attempts left under the layouts before: the event file in a
+	// directory of its own, the flat one without shards, and the one
+	// before it (a directory of the run's own).
+	shard := git.RunShard("r1")
 	var olds []string
-	for _, d := range []string{"workspaces/r1", "scratch/r1+home", "scratch/r1+tmp", "scratch/r1+event", "scratch/r1+results", "scratch/r1"} {
+	for _, d := range []string{"scratch/" + shard + "/r1+event", "workspaces/r1", "scratch/r1+home", "scratch/r1+tmp", "scratch/r1+event", "scratch/r1+results", "scratch/r1"} {
 		old := filepath.Join(data, d)
 		if err := os.MkdirAll(filepath.Join(old, "home"), 0o755); err != nil {
 			t.Fatal(err)
@@ -394,11 +396,16 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	if err := os.Chmod(dir, 0o555); err != nil {
 		t.Fatal(err)
 	}
+	// The event file, as the engine writes it.
+	event := filepath.Join(data, "scratch", shard, "r1+event.json")
+	if err := os.WriteFile(event, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Remove("r1"); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
-	if exists(dir) {
-		t.Errorf("Remove left %s", dir)
+	if exists(dir) || exists(event) {
+		t.Errorf("Remove left %s or %s", dir, event)
 	}
 	if err := w.Remove("r1"); err != nil {
 		t.Errorf("Remove of a missing workspace: %v", err)
@@ -426,7 +433,7 @@ func TestRunIDThatNamesAShard(t *testing.T) {
 	if err := w.Remove("3"); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.EventDir, ws.Results} {
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results} {
 		if !exists(d) {
 			t.Errorf("run 3's Prepare and Remove took %s of run %s (shard 3) with them", d, other)
 		}
@@ -619,7 +626,7 @@ func TestPrepareRemakesItsParents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
-	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.EventDir, ws.Results} {
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results, filepath.Dir(ws.EventFile)} {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			t.Errorf("%s: %v", d, err)
 		}

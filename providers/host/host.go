@@ -159,7 +159,7 @@ func (e *Executor) check(ctx context.Context, req *contract.ExecRequest) (expose
 		return nil, err
 	}
 	if iso := e.cfg.Isolation; iso != nil {
-		exposed = expose(req.Workspace, req.Home, req.TmpDir, eventDir(req.EventFile), req.Results)
+		exposed = expose(req.Workspace, req.Home, req.TmpDir, req.EventFile, req.Results)
 		if req.Dir == "" {
 			// Never the runner's own working directory, which may lie in
 			// what the isolation hides.

@@ -191,16 +191,6 @@ func expose(paths ...string) []string {
 	return out
 }
 
-// eventDir is the directory of the run's event file, exposed whole (only
-// directories can be brought back); hookrun owns it and the file, so the
-// step user reads them and cannot change them. "" without an event file.
-func eventDir(file string) string {
-	if file == "" {
-		return ""
-	}
-	return filepath.Dir(file)
-}
-
 // blockedAncestors returns, for each exposed directory, its outermost
 // ancestor that the step user may not traverse (a data_dir under root's
 // 0700 home, a test's 0700 temporary directory). Covering it hides nothing

@@ -536,40 +536,56 @@ func TestRefusingRunsNothing(t *testing.T) {
 	}
 }
 
-// The run's event file lies in hookrun's hidden data dir, outside the
-// workspace: an isolated step reads it and cannot change it.
+// TestIsolationReadsTheEventFile: the run's event file lies outside the
+// workspace, alone in a directory other runs' files share (the preparer's
+// shard): an isolated step reads it, cannot change or replace it, and sees
+// nothing else of that directory, whichever way it starts.
 func TestIsolationReadsTheEventFile(t *testing.T) {
 	requireRoot(t)
-	data := filepath.Join(t.TempDir(), "data") // below 0700 root directories
-	ws, event := filepath.Join(data, "workspaces", "R1"), filepath.Join(data, "scratch", "R1", "event")
-	if err := os.MkdirAll(ws, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(ws, stepUID, stepUID); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(event, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(event, "event.json")
-	if err := os.WriteFile(file, []byte(`{"payload":1}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	res, err := isolated(data).Exec(context.Background(), contract.ExecRequest{
-		Argv:      []string{"sh", "-c", `cat "$HOOKRUN_EVENT_PATH" && echo && if echo x >> "$HOOKRUN_EVENT_PATH" || touch "${HOOKRUN_EVENT_PATH%/*}/new"; then echo writable; fi`},
-		Env:       []workflows.EnvVar{pathEnv, {Name: "HOOKRUN_EVENT_PATH", Value: file}},
-		Dir:       ws,
-		Workspace: ws,
-		EventFile: file,
-		Stdout:    &out,
-		Stderr:    io.Discard,
-	})
-	if err != nil {
-		t.Fatalf("Exec: %v (%q)", err, out.String())
-	}
-	if res.ExitCode != 0 || out.String() != "{\"payload\":1}\n" {
-		t.Fatalf("exit %d, output %q: want the event file readable and not writable", res.ExitCode, out.String())
+	for name, init := range inits(t) {
+		t.Run(name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data") // below 0700 root directories
+			ws, shard := filepath.Join(data, "workspaces", "3", "R1"), filepath.Join(data, "scratch", "3")
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(ws, stepUID, stepUID); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(shard, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(shard, "R1+event.json")
+			for f, body := range map[string]string{file: `{"payload":1}`, filepath.Join(shard, "R2+event.json"): `{"other run":"secret"}`} {
+				if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(shard, "R2+home"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			res, err := isolatedWith(init, data).Exec(context.Background(), contract.ExecRequest{
+				Argv: []string{"sh", "-c", `cat "$HOOKRUN_EVENT_PATH" && echo && ls -A "${HOOKRUN_EVENT_PATH%/*}" &&
+if echo x >> "$HOOKRUN_EVENT_PATH" || touch "${HOOKRUN_EVENT_PATH%/*}/new" || mv "$HOOKRUN_EVENT_PATH" "$HOME/moved" 2>/dev/null; then echo writable; fi
+cat "${HOOKRUN_EVENT_PATH%/*}/R2+event.json" 2>/dev/null; true`},
+				Env:       []workflows.EnvVar{pathEnv, {Name: "HOOKRUN_EVENT_PATH", Value: file}, {Name: "HOME", Value: ws}},
+				Dir:       ws,
+				Workspace: ws,
+				EventFile: file,
+				Stdout:    &out,
+				Stderr:    io.Discard,
+			})
+			if err != nil {
+				t.Fatalf("Exec: %v (%q)", err, out.String())
+			}
+			if want := "{\"payload\":1}\nR1+event.json\n"; res.ExitCode != 0 || out.String() != want {
+				t.Fatalf("exit %d, output %q, want %q: the event file readable, not writable, alone in its directory", res.ExitCode, out.String(), want)
+			}
+			if got, err := os.ReadFile(file); err != nil || string(got) != `{"payload":1}` {
+				t.Errorf("the event file after the step: %q, %v", got, err)
+			}
+		})
 	}
 }
 
@@ -640,5 +656,59 @@ func TestDirectLaunchDryRun(t *testing.T) {
 	}
 	for _, s := range threadsElsewhere(t) {
 		t.Error(s)
+	}
+}
+
+// TestIsolatedStepsWithEventFilesAtOnce starts many isolated steps at
+// once, each shown its own event file alone: none may fail to isolate. The
+// runner forks steps from several threads at a time, and a forked process
+// holds a copy of the runner's open files until it execs: a mount point
+// made by opening a file on a step's cover for writing, even for an
+// instant, could then be open elsewhere when the cover is remounted
+// read-only, which fails (EBUSY; stepinit.mkfile makes it with mknod).
+func TestIsolatedStepsWithEventFilesAtOnce(t *testing.T) {
+	requireRoot(t)
+	data := filepath.Join(t.TempDir(), "data")
+	shard := filepath.Join(data, "scratch", "3")
+	if err := os.MkdirAll(shard, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := isolated(data)
+	const workers, each = 8, 250
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			ws := filepath.Join(data, "workspaces", "3", fmt.Sprintf("R%d", w))
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				errs <- err
+				return
+			}
+			if err := os.Chown(ws, stepUID, stepUID); err != nil {
+				errs <- err
+				return
+			}
+			for i := range each {
+				file := filepath.Join(shard, fmt.Sprintf("R%d-%d+event.json", w, i))
+				if err := os.WriteFile(file, []byte(`{}`), 0o644); err != nil {
+					errs <- err
+					return
+				}
+				res, err := e.Exec(context.Background(), contract.ExecRequest{
+					Argv: []string{"sh", "-c", `cat "$HOOKRUN_EVENT_PATH" >/dev/null`}, Env: []workflows.EnvVar{pathEnv, {Name: "HOOKRUN_EVENT_PATH", Value: file}},
+					Dir: ws, Workspace: ws, EventFile: file, Stdout: io.Discard, Stderr: io.Discard,
+				})
+				_ = os.Remove(file)
+				if err != nil || res.ExitCode != 0 {
+					errs <- fmt.Errorf("step %d of worker %d: exit %d, %v", i, w, res.ExitCode, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

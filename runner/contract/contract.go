@@ -122,17 +122,21 @@ type Workspace struct {
 	HeadSHA string // the commit checked out; "" without checkout
 	Home    string // the run's HOME for host steps; "" to keep the runner's
 	TmpDir  string // the run's TMPDIR for host steps; "" to keep the runner's
-	// EventDir is a directory outside Dir for the run's event file, which
-	// host steps may read but not write; "" lets the engine make one.
-	EventDir string
+	// EventFile is where the engine writes the run's event file: a path
+	// outside Dir, in a directory of the preparer's that host steps may
+	// read but not change, so that they read the file and cannot change or
+	// replace it; "" lets the engine make a directory of its own for it.
+	// A file alone, not a directory of the run's own: one directory fewer
+	// to make and remove per run, and an isolated host step is shown the
+	// file alone (docs/performance.md, "The run's directories").
+	EventFile string
 	// Results is the run's results folder ($HOOKRUN_RESULTS), outside
 	// Dir, writable by host steps; "" lets the engine make one.
 	Results string
 }
 
-// EventFile is the name of the event file the engine writes in
-// Workspace.EventDir: a preparer's Remove unlinks it by name, so that the
-// directory goes with one rmdir rather than a listing.
+// EventFile is the name of the event file in the directory the engine
+// makes for it when the run's preparer gives it no Workspace.EventFile.
 const EventFile = "event.json"
 
 // ContainerEventPath is where containers see the run's event file

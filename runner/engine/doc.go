@@ -52,8 +52,8 @@
 // runner's environment is passed on.
 //
 // HOOKRUN_EVENT_PATH names the raw payload, written before the first step
-// into RunSpec.EventDir (else a directory of the run's own, removed at its
-// end), never into the workspace: the host path on the host,
+// at RunSpec.EventFile (else into a directory of the run's own, removed at
+// its end), never into the workspace: the host path on the host,
 // contract.ContainerEventPath in containers, contract.SandboxEventPath in
 // the sandbox (the sandbox provider copies the file in).
 //

@@ -153,7 +153,7 @@ type RunSpec struct {
 	Workflow  *workflows.Workflow // validated
 	Event     *workflows.Event    // what triggered it; nil: an empty event
 	Workspace string              // host directory the steps work in; "" = none
-	EventDir  string              // host directory for the event file, outside Workspace (contract.Workspace.EventDir); "" = one of the run's own
+	EventFile string              // host path the event file is written to, outside Workspace (contract.Workspace.EventFile); "" = in a directory of the run's own
 	Results   string              // the run's results folder, $HOOKRUN_RESULTS, outside Workspace (contract.Workspace.Results); "" = one of the run's own
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
@@ -340,7 +340,7 @@ func (x *execution) start(ctx context.Context) {
 // its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	var err error
-	x.eventFile, err = writeEventFile(x.ev, &x.eventDir, x.spec.EventDir)
+	x.eventFile, err = writeEventFile(x.ev, &x.eventDir, x.spec.EventFile)
 	if err == nil {
 		x.results, err = openResults(&x.resultsDir, x.spec.Results, x.spec.Workspace, x.wf)
 	}

@@ -11,18 +11,18 @@ import (
 	"github.com/hookrun/hookrun/runner/engine/enginetest"
 )
 
-// The event file lies outside the workspace: in RunSpec.EventDir, which the
-// run leaves to whoever prepared it, or else in a directory of the run's
-// own, removed at its end.
+// The event file lies outside the workspace: at RunSpec.EventFile, which
+// the run leaves to whoever prepared it, or else in a directory of the
+// run's own, removed at its end.
 func TestEventFileOutsideTheWorkspace(t *testing.T) {
 	w := enginetest.Parse(t, `
 steps:
   - {id: show, output: P, run: 'cat "$HOOKRUN_EVENT_PATH" >/dev/null && echo "$HOOKRUN_EVENT_PATH"'}
 `)
 	for _, tc := range []struct {
-		name     string
-		eventDir string
-	}{{"prepared event dir", t.TempDir()}, {"a directory of the run's own", ""}} {
+		name      string
+		eventFile string
+	}{{"prepared event file", filepath.Join(t.TempDir(), "r1+event.json")}, {"a directory of the run's own", ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := enginetest.NewMemSink()
 			eng, err := engine.New(engine.Config{Providers: engine.Providers{Host: enginetest.HostExec()}, Logs: sink, LookupEnv: enginetest.Env(testEnv)})
@@ -32,7 +32,7 @@ steps:
 			ws := t.TempDir()
 			ev := samplePR()
 			ev.Raw = []byte(`{"raw":"payload"}`)
-			res := eng.Run(context.Background(), engine.RunSpec{ID: "r1", Workflow: w, Event: ev, Workspace: ws, EventDir: tc.eventDir})
+			res := eng.Run(context.Background(), engine.RunSpec{ID: "r1", Workflow: w, Event: ev, Workspace: ws, EventFile: tc.eventFile})
 			if res.Status != succeeded || len(res.Outputs) != 1 {
 				t.Fatalf("run %s: %s\n%s", res.Status, res.Error, sink.All())
 			}
@@ -45,11 +45,11 @@ steps:
 			}
 			_, err = os.ReadFile(p)
 			switch {
-			case tc.eventDir != "" && p != filepath.Join(tc.eventDir, "event.json"):
-				t.Errorf("HOOKRUN_EVENT_PATH = %s, want it in %s", p, tc.eventDir)
-			case tc.eventDir != "" && err != nil:
+			case tc.eventFile != "" && p != tc.eventFile:
+				t.Errorf("HOOKRUN_EVENT_PATH = %s, want %s", p, tc.eventFile)
+			case tc.eventFile != "" && err != nil:
 				t.Errorf("the prepared event file is gone after the run: %v", err)
-			case tc.eventDir == "" && !os.IsNotExist(err):
+			case tc.eventFile == "" && !os.IsNotExist(err):
 				t.Errorf("the run's own event file %s is still there after the run (%v)", p, err)
 			}
 		})

@@ -77,7 +77,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	if ev == nil {
 		ev = &workflows.Event{}
 	}
-	dir, headSHA, eventDir, resultsDir := o.Dir, "", "", ""
+	dir, headSHA, eventFile, resultsDir := o.Dir, "", "", ""
 	if o.Workflow.Checkout && o.Workspaces != nil {
 		ws, err := o.Workspaces.Prepare(ctx, o.RunID, ev, contract.PrepareOptions{Checkout: true, HostSteps: o.Workflow.Sandbox == nil})
 		if err != nil {
@@ -86,7 +86,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		}
 		defer o.Workspaces.Remove(o.RunID) //nolint:errcheck // best effort cleanup of a local checkout
 		// HOME and TMPDIR stay the invoking user's: a local run is theirs.
-		dir, headSHA, eventDir, resultsDir = ws.Dir, ws.HeadSHA, ws.EventDir, ws.Results
+		dir, headSHA, eventFile, resultsDir = ws.Dir, ws.HeadSHA, ws.EventFile, ws.Results
 	}
 	if dir == "" {
 		wd, err := os.Getwd()
@@ -114,7 +114,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 	}
 	// The event file lies outside dir (in a directory of the run's own
 	// without a checkout): the user's directory stays as it was.
-	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventDir: eventDir, Results: resultsDir})
+	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventFile: eventFile, Results: resultsDir})
 
 	if o.JSON {
 		enc := json.NewEncoder(o.Stdout)

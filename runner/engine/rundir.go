@@ -18,9 +18,10 @@ import (
 )
 
 // runDir is a host folder of the run outside its workspace (the event
-// file's, the results folder): the one its preparer gave (RunSpec.EventDir,
-// RunSpec.Results, which belong to whoever prepared the run), else one the
-// run makes for itself and removes at its end.
+// file's, the results folder): the one its preparer gave (RunSpec.Results,
+// which belongs to whoever prepared the run; for the event file,
+// RunSpec.EventFile names the file alone), else one the run makes for
+// itself and removes at its end.
 type runDir struct {
 	what string // "event file directory", "results folder": for errors and the log
 	path string // host path; "" until made
@@ -71,14 +72,14 @@ func (d *runDir) remove(log *slog.Logger, runID string) {
 // eventName is the event file's name in its directory.
 const eventName = contract.EventFile
 
-// writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH into
-// RunSpec.EventDir, or, when the run has none, into a directory of its own
-// that the run removes at its end. Either lies outside the workspace: the
-// payload never shows in a checkout's `git status`. The file, and the
+// writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH at given
+// (RunSpec.EventFile), or, when the run has none, into a directory of its
+// own that the run removes at its end. Either lies outside the workspace:
+// the payload never shows in a checkout's `git status`. The file, and the
 // directory the run makes, are readable by everyone and writable only by
 // hookrun, so that host steps running as another user read it and cannot
-// change it (RunSpec.EventDir is its preparer's to make so:
-// contract.Workspace.EventDir). It returns the file's host path.
+// change it (a given file's directory is its preparer's to make so:
+// contract.Workspace.EventFile). It returns the file's host path.
 func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error) {
 	raw := []byte(ev.Raw)
 	if len(raw) == 0 {
@@ -93,17 +94,35 @@ func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error
 			return "", fmt.Errorf("encoding event: %w", err)
 		}
 	}
-	if err := d.make(given, "hookrun-event-", 0o755); err != nil {
-		return "", err
+	file := given
+	if file == "" {
+		if err := d.make("", "hookrun-event-", 0o755); err != nil {
+			return "", err
+		}
+		file, d.file = filepath.Join(d.path, eventName), eventName
 	}
-	file := filepath.Join(d.path, eventName)
-	if d.tmp != "" {
-		d.file = eventName
-	}
-	if err := os.WriteFile(file, raw, 0o644); err != nil {
+	if err := writeReadable(file, raw); err != nil {
 		return "", fmt.Errorf("writing event file: %w", err)
 	}
 	return file, nil
+}
+
+// writeReadable writes data to the file at path, created or truncated,
+// readable by everyone whatever the umask; a symbolic link at path is
+// refused, not followed.
+func writeReadable(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // openResults settles the run's results folder ($HOOKRUN_RESULTS) in d:

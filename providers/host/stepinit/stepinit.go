@@ -30,7 +30,7 @@ type Spec struct {
 	UID    uint32
 	GID    uint32
 	Hide   []string      // absolute paths to cover
-	Expose []string      // absolute directories to bring back under covered ones
+	Expose []string      // absolute paths to bring back under covered ones: directories, or a regular file alone
 	Grace  time.Duration // SIGTERM → SIGKILL for processes the command leaves behind
 	// Hostname is set in the step's own UTS namespace (the NIS domain
 	// name becomes the kernel's default, "(none)"), so that the step does
@@ -293,26 +293,39 @@ func procOf(ns int) (mnt int, err error) {
 	return unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
 }
 
-// exposedDir is a directory to bring back, and a handle on it taken
-// before anything covered it.
+// exposedDir is a directory (or a regular file) to bring back, and a
+// handle on it taken before anything covered it.
 type exposedDir struct {
 	path string
 	fd   int
+	file bool // a regular file, brought back alone
 }
 
-// openExposed takes handles on the exposed directories that a covered path
-// would hide.
+// openExposed takes handles on the exposed directories and files that a
+// covered path would hide. Anything else (a device, a socket, a fifo) is
+// refused.
 func openExposed(covered, exposed []string) ([]exposedDir, error) {
 	var keep []exposedDir
 	for _, p := range exposed {
 		if Covering(covered, p) == "" {
 			continue
 		}
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return keep, fmt.Errorf("opening %s: %w", p, err)
 		}
-		keep = append(keep, exposedDir{p, fd})
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			_ = unix.Close(fd)
+			return keep, fmt.Errorf("opening %s: %w", p, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR, unix.S_IFREG:
+		default:
+			_ = unix.Close(fd)
+			return keep, fmt.Errorf("opening %s: neither a directory nor a regular file", p)
+		}
+		keep = append(keep, exposedDir{path: p, fd: fd, file: st.Mode&unix.S_IFMT == unix.S_IFREG})
 	}
 	return keep, nil
 }
@@ -349,7 +362,11 @@ func isolateMounts(hide []string, keep []exposedDir) error {
 		}
 	}
 	for _, k := range keep {
-		if err := mkdirs(k.path); err != nil {
+		mountPoint := mkdirs
+		if k.file {
+			mountPoint = mkfile
+		}
+		if err := mountPoint(k.path); err != nil {
 			return fmt.Errorf("exposing %s: %w", k.path, err)
 		}
 		if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", k.fd), k.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -382,6 +399,28 @@ func mkdirs(dir string) error {
 	}
 	if err != nil {
 		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+	}
+	return nil
+}
+
+// mkfile makes an empty file at path (mode 0444) and its missing parent
+// directories, on a fresh cover: the mount point of a file brought back
+// alone. A regular file there already will do. mknod, not open: a file
+// open for writing on the cover, even for an instant, would be open in any
+// process the runner forks meanwhile, until that one execs, and the cover's
+// remount read-only would then fail (EBUSY).
+func mkfile(path string) error {
+	if err := mkdirs(filepath.Dir(path)); err != nil {
+		return err
+	}
+	err := unix.Mknod(path, unix.S_IFREG|0o444, 0)
+	if errors.Is(err, unix.EEXIST) {
+		if fi, serr := os.Lstat(path); serr == nil && fi.Mode().IsRegular() {
+			return nil
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "mknod", Path: path, Err: err}
 	}
 	return nil
 }

@@ -74,9 +74,12 @@ func (s *workspacesSuite) prepare(t *testing.T, ws contract.Workspaces, id strin
 	if w.Home != "" && (w.Home == w.Dir || w.Home == w.TmpDir) || w.TmpDir != "" && w.TmpDir == w.Dir {
 		t.Errorf("workspace, HOME and TMPDIR are not three directories: %+v", w)
 	}
-	if w.EventDir != "" {
-		if rel, err := filepath.Rel(w.Dir, w.EventDir); err == nil && !strings.HasPrefix(rel, "..") {
-			t.Errorf("Workspace.EventDir %s lies in the workspace %s: the payload would show in git status", w.EventDir, w.Dir)
+	if w.EventFile != "" {
+		if rel, err := filepath.Rel(w.Dir, w.EventFile); err == nil && !strings.HasPrefix(rel, "..") {
+			t.Errorf("Workspace.EventFile %s lies in the workspace %s: the payload would show in git status", w.EventFile, w.Dir)
+		}
+		if fi, err := os.Stat(filepath.Dir(w.EventFile)); err != nil || !fi.IsDir() {
+			t.Errorf("the directory of Workspace.EventFile %s is not there: %v", w.EventFile, err)
 		}
 	}
 	return w
@@ -85,7 +88,7 @@ func (s *workspacesSuite) prepare(t *testing.T, ws contract.Workspaces, id strin
 // dirsOf lists the directories of w ("" ones left out).
 func dirsOf(w contract.Workspace) []string {
 	var out []string
-	for _, d := range []string{w.Dir, w.Home, w.TmpDir, w.EventDir, w.Results} {
+	for _, d := range []string{w.Dir, w.Home, w.TmpDir, w.Results} {
 		if d != "" {
 			out = append(out, d)
 		}
