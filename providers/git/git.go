@@ -199,14 +199,14 @@ func (w *Workspaces) removeUnsharded(runID string) error {
 	return nil
 }
 
-// Prepare creates <data>/workspaces/<shard>/<runID> (Dir), replacing what an earlier
-// attempt of the run left there, and the run's HOME, TMPDIR and results
-// folder beside each other in <data>/scratch/<shard>, where the engine
-// writes the run's event file too (scratchDirs). With checkout the workspace holds a clone of the
-// event's repository with a detached HEAD at the head commit: the event's
-// head SHA, or, when the event carries none, the tip of the pull or merge
-// request's head ref; for an event with neither (issues) the repository's
-// default branch. With Config.Owner, HOME, TMPDIR and the results folder
+// Prepare creates <data>/workspaces/<shard>/<runID> (Dir), replacing what
+// an earlier attempt of the run left there, and the run's HOME, TMPDIR and
+// results folder beside each other in <data>/scratch/<shard>, where the
+// engine writes the run's event file too (scratchDirs). With checkout the
+// workspace holds a clone of the event's repository with a detached HEAD
+// at the head commit: the event's head SHA, or, when the event carries
+// none, the tip of the pull or merge request's head ref; for an event with
+// neither (issues) the repository's default branch. With Config.Owner, HOME, TMPDIR and the results folder
 // belong to that user, and so does the workspace when o.HostSteps; the
 // shard directory that holds the event file stays hookrun's (mode 0755).
 //
@@ -364,13 +364,15 @@ func (w *Workspaces) Remove(runID string) error {
 		return err
 	}
 	s := w.scratchDirs(runID)
-	if err := syscall.Unlink(s.event); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("removing the event file of run %s: %w", runID, err)
-	}
+	// The event file first, but its failure does not keep the directories.
+	unlinkErr := syscall.Unlink(s.event)
 	for _, d := range []string{dir, s.home, s.tmp, s.results} {
 		if err := removeDir(d); err != nil {
 			return fmt.Errorf("removing workspace of run %s: %w", runID, err)
 		}
+	}
+	if unlinkErr != nil && !errors.Is(unlinkErr, syscall.ENOENT) {
+		return fmt.Errorf("removing the event file of run %s: %w", runID, unlinkErr)
 	}
 	return nil
 }

@@ -635,3 +635,26 @@ func TestPrepareRemakesItsParents(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Remove removes the run's directories even when its event file cannot be
+// unlinked (here a directory stands in its place), and says so.
+func TestRemoveWhenTheEventFileWillNotGo(t *testing.T) {
+	data := t.TempDir()
+	w := newWorkspaces(t, data)
+	ws, err := w.Prepare(context.Background(), "r1", nil, contract.PrepareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws.EventFile, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Remove("r1")
+	if err == nil || !strings.Contains(err.Error(), "removing the event file of run r1") {
+		t.Errorf("Remove: %v, want the event file's failure", err)
+	}
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results} {
+		if exists(d) {
+			t.Errorf("Remove left %s", d)
+		}
+	}
+}
