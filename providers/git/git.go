@@ -181,12 +181,17 @@ func RunShard(runID string) string {
 
 func shardName(i int) string { return strconv.FormatInt(int64(i), 16) }
 
-// removeUnsharded removes what an attempt of runID left under the layouts
-// before the shards: <data>/workspaces/<runID>, <data>/scratch/<runID>+home
-// (+tmp, +event, +results), and, before the flat scratch layout,
-// <data>/scratch/<runID>. Nothing for a run id that names a shard (one
+// removeEarlierLayouts removes what an attempt of runID left under the
+// layouts before this one: the event file's directory
+// <data>/scratch/<shard>/<runID>+event; before the shards,
+// <data>/workspaces/<runID> and <data>/scratch/<runID>+home (+tmp, +event,
+// +results); and, before the flat scratch layout, <data>/scratch/<runID>.
+// The unsharded ones are left alone for a run id that names a shard (one
 // hexadecimal digit): those paths are the shards themselves.
-func (w *Workspaces) removeUnsharded(runID string) error {
+func (w *Workspaces) removeEarlierLayouts(runID string) error {
+	if err := removeDir(w.scratchDirs(runID).eventDir); err != nil {
+		return err
+	}
 	if _, err := strconv.ParseUint(runID, 16, 64); err == nil && len(runID) == 1 {
 		return nil
 	}
@@ -206,9 +211,10 @@ func (w *Workspaces) removeUnsharded(runID string) error {
 // workspace holds a clone of the event's repository with a detached HEAD
 // at the head commit: the event's head SHA, or, when the event carries
 // none, the tip of the pull or merge request's head ref; for an event with
-// neither (issues) the repository's default branch. With Config.Owner, HOME, TMPDIR and the results folder
-// belong to that user, and so does the workspace when o.HostSteps; the
-// shard directory that holds the event file stays hookrun's (mode 0755).
+// neither (issues) the repository's default branch. With Config.Owner,
+// HOME, TMPDIR and the results folder belong to that user, and so does the
+// workspace when o.HostSteps; the shard directory that holds the event
+// file stays hookrun's (mode 0755).
 //
 // The commits come from a bare mirror of the repository under
 // <data>/mirrors, fetched from e.CloneURL as needed; Prepares of one
@@ -221,7 +227,7 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 	if err != nil {
 		return ws, err
 	}
-	if err := w.removeUnsharded(runID); err != nil {
+	if err := w.removeEarlierLayouts(runID); err != nil {
 		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
 	}
 	sha := ""
@@ -236,11 +242,6 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 		return ws, fmt.Errorf("creating workspace of run %s: %w", runID, err)
 	}
 	s := w.scratchDirs(runID)
-	// An earlier attempt's event directory, under the layout before the
-	// event file lay alone in the shard.
-	if err := removeDir(s.eventDir); err != nil {
-		return ws, fmt.Errorf("clearing workspace of run %s: %w", runID, err)
-	}
 	// The event file lies in the shard directory, hookrun's and readable
 	// by all: steps read the payload there and can neither change nor
 	// replace it. HOME, TMPDIR and the results folder ($HOOKRUN_RESULTS,
@@ -271,7 +272,7 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 type scratch struct {
 	home, tmp, results string
 	event              string // the event file
-	eventDir           string // the event file's directory under the layout before
+	eventDir           string // the event file's directory under the layout before (removeEarlierLayouts)
 }
 
 // scratchDirs names the scratch directories of runID: <data>/scratch/<shard>/<runID>+home,
