@@ -125,7 +125,8 @@ type Workspace struct {
 	// EventFile is where the engine writes the run's event file: a path
 	// outside Dir, in a directory of the preparer's that host steps may
 	// read but not change, so that they read the file and cannot change or
-	// replace it; "" lets the engine make a directory of its own for it.
+	// replace it; "" lets the engine make a file of its own for it (in
+	// TMPDIR).
 	// A file alone, not a directory of the run's own: one directory fewer
 	// to make and remove per run, and an isolated host step is shown the
 	// file alone (docs/performance.md, "The run's directories").
@@ -134,10 +135,6 @@ type Workspace struct {
 	// Dir, writable by host steps; "" lets the engine make one.
 	Results string
 }
-
-// EventFile is the name of the event file in the directory the engine
-// makes for it when the run's preparer gives it no Workspace.EventFile.
-const EventFile = "event.json"
 
 // ContainerEventPath is where containers see the run's event file
 // (HOOKRUN_EVENT_PATH), bind-mounted read-only from ExecRequest.EventFile

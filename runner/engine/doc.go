@@ -52,7 +52,7 @@
 // runner's environment is passed on.
 //
 // HOOKRUN_EVENT_PATH names the raw payload, written before the first step
-// at RunSpec.EventFile (else into a directory of the run's own, removed at
+// at RunSpec.EventFile (else into a file of the run's own in TMPDIR, removed at
 // its end), never into the workspace: the host path on the host,
 // contract.ContainerEventPath in containers, contract.SandboxEventPath in
 // the sandbox (the sandbox provider copies the file in).

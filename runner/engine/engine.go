@@ -153,7 +153,7 @@ type RunSpec struct {
 	Workflow  *workflows.Workflow // validated
 	Event     *workflows.Event    // what triggered it; nil: an empty event
 	Workspace string              // host directory the steps work in; "" = none
-	EventFile string              // host path the event file is written to, outside Workspace (contract.Workspace.EventFile); "" = in a directory of the run's own
+	EventFile string              // host path the event file is written to, outside Workspace (contract.Workspace.EventFile); "" = a file of the run's own in TMPDIR
 	Results   string              // the run's results folder, $HOOKRUN_RESULTS, outside Workspace (contract.Workspace.Results); "" = one of the run's own
 	Home      string              // the run's own HOME for host steps; "" keeps the runner's
 	TmpDir    string              // the run's own TMPDIR for host steps; "" keeps the runner's
@@ -240,10 +240,10 @@ type execution struct {
 	sandboxName string // HOOKRUN_SANDBOX
 	skipped     string // why the run was skipped (its root preconditions); "" when it ran
 
-	eventDir   runDir          // the event file's directory
-	eventFile  string          // host path of the event file; "" until written
-	resultsDir runDir          // the results folder
-	results    *results.Reader // reads it after each step; nil until made
+	eventFile    string          // host path of the event file; "" until written
+	ownEventFile bool            // the run made eventFile (writeEventFile) and removes it
+	resultsDir   runDir          // the results folder
+	results      *results.Reader // reads it after each step; nil until made
 
 	prefixes   [placeCount]*envList // by place: (base +) workflow env + params + event + run vars
 	prefixOnce sync.Once
@@ -265,7 +265,7 @@ func (e *Engine) Run(ctx context.Context, spec RunSpec) *Result {
 		return &Result{Status: workflows.StatusFailed, Error: "running: no workflow", StartedAt: now, FinishedAt: now}
 	}
 	x := &execution{e: e, spec: spec, wf: spec.Workflow, ev: spec.Event,
-		eventDir: runDir{what: "event file directory"}, resultsDir: runDir{what: "results folder"}}
+		resultsDir: runDir{what: "results folder"}}
 	if x.ev == nil {
 		x.ev = &workflows.Event{}
 	}
@@ -295,7 +295,7 @@ func (x *execution) run(ctx context.Context) *Result {
 	res := &Result{StartedAt: x.now()}
 	x.start(ctx)
 	defer x.sys.Close()
-	defer x.eventDir.remove(x.e.cfg.Logger, x.spec.ID) // after the handlers and the session
+	defer x.removeOwnEventFile() // after the handlers and the session
 	defer x.resultsDir.remove(x.e.cfg.Logger, x.spec.ID)
 
 	runCtx := ctx
@@ -340,7 +340,7 @@ func (x *execution) start(ctx context.Context) {
 // its error is the run's failure before any step could run.
 func (x *execution) execute(ctx context.Context) error {
 	var err error
-	x.eventFile, err = writeEventFile(x.ev, &x.eventDir, x.spec.EventFile)
+	x.eventFile, x.ownEventFile, err = writeEventFile(x.ev, x.spec.EventFile)
 	if err == nil {
 		x.results, err = openResults(&x.resultsDir, x.spec.Results, x.spec.Workspace, x.wf)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -17,16 +16,14 @@ import (
 	"github.com/hookrun/hookrun/workflows"
 )
 
-// runDir is a host folder of the run outside its workspace (the event
-// file's, the results folder): the one its preparer gave (RunSpec.Results,
-// which belongs to whoever prepared the run; for the event file,
-// RunSpec.EventFile names the file alone), else one the run makes for
-// itself and removes at its end.
+// runDir is a host folder of the run outside its workspace (the results
+// folder): the one its preparer gave (RunSpec.Results, which belongs to
+// whoever prepared the run), else one the run makes for itself and
+// removes at its end.
 type runDir struct {
 	what string // "event file directory", "results folder": for errors and the log
 	path string // host path; "" until made
 	tmp  string // the folder make created; "" when given
-	file string // the name of the one file the run writes in tmp; "" none
 }
 
 // make settles d: given, created if missing with perm; else a new folder
@@ -52,14 +49,11 @@ func (d *runDir) make(given, pattern string, perm os.FileMode) error {
 }
 
 // remove removes the folder make created (not a given one). The folder
-// as the run left it (its own file, else empty) goes with a syscall or
-// two; what steps left in it, with os.RemoveAll.
+// as the run left it (empty) goes with one syscall; what steps left in
+// it, with os.RemoveAll.
 func (d *runDir) remove(log *slog.Logger, runID string) {
 	if d.tmp == "" {
 		return
-	}
-	if d.file != "" {
-		_ = syscall.Unlink(filepath.Join(d.tmp, d.file))
 	}
 	if err := syscall.Rmdir(d.tmp); err == nil || errors.Is(err, syscall.ENOENT) {
 		return
@@ -69,18 +63,18 @@ func (d *runDir) remove(log *slog.Logger, runID string) {
 	}
 }
 
-// eventName is the event file's name in its directory.
-const eventName = contract.EventFile
-
 // writeEventFile writes the raw payload for HOOKRUN_EVENT_PATH at given
-// (RunSpec.EventFile), or, when the run has none, into a directory of its
-// own that the run removes at its end. Either lies outside the workspace:
-// the payload never shows in a checkout's `git status`. The file, and the
-// directory the run makes, are readable by everyone and writable only by
-// hookrun, so that host steps running as another user read it and cannot
-// change it (a given file's directory is its preparer's to make so:
-// contract.Workspace.EventFile). It returns the file's host path.
-func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error) {
+// (RunSpec.EventFile), or, when the run has none, into a new file of its
+// own in TMPDIR (own), which the run removes at its end: a file alone, not
+// a directory of its own, so a run makes and removes one folder fewer
+// (docs/performance.md, "The engine's own cost per step"). Either lies
+// outside the workspace: the payload never shows in a checkout's `git
+// status`. The file is readable by everyone and writable only by hookrun,
+// so that host steps running as another user read it and cannot change it
+// (a given file's directory is its preparer's to make so:
+// contract.Workspace.EventFile; the file the run makes is its own, in a
+// directory where only its owner may remove or rename it, as TMPDIR is).
+func writeEventFile(ev *workflows.Event, given string) (file string, own bool, err error) {
 	raw := []byte(ev.Raw)
 	if len(raw) == 0 {
 		ev := *ev
@@ -89,22 +83,53 @@ func writeEventFile(ev *workflows.Event, d *runDir, given string) (string, error
 			c.ResponseURL = ""
 			ev.Chat = &c
 		}
-		var err error
 		if raw, err = json.Marshal(&ev); err != nil {
-			return "", fmt.Errorf("encoding event: %w", err)
+			return "", false, fmt.Errorf("encoding event: %w", err)
 		}
 	}
-	file := given
-	if file == "" {
-		if err := d.make("", "hookrun-event-", 0o755); err != nil {
-			return "", err
+	if given != "" {
+		if err := writeReadable(given, raw); err != nil {
+			return "", false, fmt.Errorf("writing event file: %w", err)
 		}
-		file, d.file = filepath.Join(d.path, eventName), eventName
+		return given, false, nil
 	}
-	if err := writeReadable(file, raw); err != nil {
-		return "", fmt.Errorf("writing event file: %w", err)
+	if file, err = writeOwnReadable("hookrun-event-*.json", raw); err != nil {
+		return "", false, fmt.Errorf("writing event file: %w", err)
 	}
-	return file, nil
+	return file, true, nil
+}
+
+// writeOwnReadable writes data to a new file in TMPDIR named after
+// pattern (os.CreateTemp: created, never an existing file or link),
+// readable by everyone, and returns its path.
+func writeOwnReadable(pattern string, data []byte) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// removeOwnEventFile removes the event file the run made (writeEventFile's
+// own), if any.
+func (x *execution) removeOwnEventFile() {
+	if !x.ownEventFile {
+		return
+	}
+	if err := syscall.Unlink(x.eventFile); err != nil && !errors.Is(err, syscall.ENOENT) {
+		x.e.cfg.Logger.Warn("removing the event file", "run", x.spec.ID, "err", err)
+	}
 }
 
 // writeReadable writes data to the file at path, created or truncated,
