@@ -106,6 +106,8 @@ type Workspaces struct {
 	scratch    string // <data>/scratch: <run>+home, +tmp, +results and the file +event.json (scratchDirs)
 	deliveries string // <data>/deliveries: <run>, the repository a delivery pushes from
 
+	earlier earlierLayouts // what New found of the layouts before this one
+
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per mirror path; a buffered channel of 1 is a ctx-aware mutex
 }
@@ -152,6 +154,9 @@ func New(cfg Config) (*Workspaces, error) {
 			}
 		}
 	}
+	if w.earlier, err = w.findEarlierLayouts(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -181,22 +186,74 @@ func RunShard(runID string) string {
 
 func shardName(i int) string { return strconv.FormatInt(int64(i), 16) }
 
+// isShardName reports whether name names a shard (one hexadecimal digit).
+func isShardName(name string) bool {
+	i, err := strconv.ParseUint(name, 16, 64)
+	return err == nil && i < runShards && name == shardName(int(i))
+}
+
+// earlierLayouts says which layouts before this one New found something
+// of under the data dir; only those are cleared per run
+// (removeEarlierLayouts), so that a data dir that never held them costs
+// no failing system call per run.
+type earlierLayouts struct {
+	// eventDirs: <data>/scratch/<shard>/<run>+event, the event file's
+	// directory of its own.
+	eventDirs bool
+	// flat: <data>/workspaces/<run> and <data>/scratch/<run>+home (+tmp,
+	// +event, +results), and before those <data>/scratch/<run>.
+	flat bool
+}
+
+// findEarlierLayouts looks, once, at what <data>/workspaces and
+// <data>/scratch hold besides the shards, and the shards of scratch besides
+// this layout's names. What another process sharing the data dir leaves
+// under an earlier layout after this look (an older hookrun, in a rolling
+// upgrade) is not cleared by this one's attempts of those runs.
+func (w *Workspaces) findEarlierLayouts() (earlierLayouts, error) {
+	var l earlierLayouts
+	for _, parent := range []string{w.workspaces, w.scratch} {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			return l, fmt.Errorf("looking for earlier layouts: %w", err)
+		}
+		for _, e := range entries {
+			if !isShardName(e.Name()) {
+				l.flat = true
+				continue
+			}
+			if parent != w.scratch || l.eventDirs {
+				continue
+			}
+			names, err := os.ReadDir(filepath.Join(parent, e.Name()))
+			if err != nil {
+				return l, fmt.Errorf("looking for earlier layouts: %w", err)
+			}
+			for _, n := range names {
+				if strings.HasSuffix(n.Name(), "+event") {
+					l.eventDirs = true
+					break
+				}
+			}
+		}
+	}
+	return l, nil
+}
+
 // removeEarlierLayouts removes what an attempt of runID left under the
-// layouts before this one: the event file's directory
-// <data>/scratch/<shard>/<runID>+event; before the shards,
-// <data>/workspaces/<runID> and <data>/scratch/<runID>+home (+tmp, +event,
-// +results); and, before the flat scratch layout, <data>/scratch/<runID>.
-// The unsharded ones are left alone for a run id that names a shard (one
+// layouts before this one that New found in use (earlierLayouts). The
+// unsharded ones are left alone for a run id that names a shard (one
 // hexadecimal digit): those paths are the shards themselves.
 func (w *Workspaces) removeEarlierLayouts(runID string) error {
-	if err := removeDir(w.scratchDirs(runID).eventDir); err != nil {
-		return err
+	var dirs []string
+	if w.earlier.eventDirs {
+		dirs = append(dirs, filepath.Join(w.scratch, RunShard(runID), runID)+"+event")
 	}
-	if _, err := strconv.ParseUint(runID, 16, 64); err == nil && len(runID) == 1 {
-		return nil
+	if w.earlier.flat && !isShardName(runID) {
+		base := filepath.Join(w.scratch, runID)
+		dirs = append(dirs, filepath.Join(w.workspaces, runID), base+"+home", base+"+tmp", base+"+event", base+"+results", base)
 	}
-	base := filepath.Join(w.scratch, runID)
-	for _, d := range []string{filepath.Join(w.workspaces, runID), base + "+home", base + "+tmp", base + "+event", base + "+results", base} {
+	for _, d := range dirs {
 		if err := removeDir(d); err != nil {
 			return err
 		}
@@ -272,7 +329,6 @@ func (w *Workspaces) Prepare(ctx context.Context, runID string, e *workflows.Eve
 type scratch struct {
 	home, tmp, results string
 	event              string // the event file
-	eventDir           string // the event file's directory under the layout before (removeEarlierLayouts)
 }
 
 // scratchDirs names the scratch directories of runID: <data>/scratch/<shard>/<runID>+home,
@@ -285,7 +341,7 @@ type scratch struct {
 // run's names meet another's.
 func (w *Workspaces) scratchDirs(runID string) scratch {
 	base := filepath.Join(w.scratch, RunShard(runID), runID)
-	return scratch{home: base + "+home", tmp: base + "+tmp", results: base + "+results", event: base + "+event.json", eventDir: base + "+event"}
+	return scratch{home: base + "+home", tmp: base + "+tmp", results: base + "+results", event: base + "+event.json"}
 }
 
 // clone fills dir with a checkout of e's head and returns the SHA.

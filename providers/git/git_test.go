@@ -348,21 +348,9 @@ func TestPrepareConcurrent(t *testing.T) {
 
 func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 	data := t.TempDir()
-	w := newWorkspaces(t, data)
-	dir, _ := w.Dir("r1")
-	// Leftovers of an earlier attempt, including a read-only directory.
-	if err := os.MkdirAll(filepath.Join(dir, "ro", "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ro", "sub", "f"), []byte("x"), 0o444); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
-		t.Fatal(err)
-	}
-	// And what attempts left under the layouts before: the event file in a
-	// directory of its own, the flat one without shards, and the one
-	// before it (a directory of the run's own).
+	// What attempts left under the layouts before, which New finds: the
+	// event file in a directory of its own, the flat one without shards,
+	// and the one before it (a directory of the run's own).
 	shard := git.RunShard("r1")
 	var olds []string
 	for _, d := range []string{"scratch/" + shard + "/r1+event", "workspaces/r1", "scratch/r1+home", "scratch/r1+tmp", "scratch/r1+event", "scratch/r1+results", "scratch/r1"} {
@@ -374,6 +362,18 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 			t.Fatal(err)
 		}
 		olds = append(olds, old)
+	}
+	w := newWorkspaces(t, data)
+	dir, _ := w.Dir("r1")
+	// Leftovers of an earlier attempt, including a read-only directory.
+	if err := os.MkdirAll(filepath.Join(dir, "ro", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ro", "sub", "f"), []byte("x"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
+		t.Fatal(err)
 	}
 	got, sha, err := prepare(w, context.Background(), "r1", nil, false)
 	if err != nil {
@@ -416,6 +416,12 @@ func TestPrepareWithoutCheckoutAndRemove(t *testing.T) {
 // directories only: the shard and the other runs in it stay.
 func TestRunIDThatNamesAShard(t *testing.T) {
 	data := t.TempDir()
+	// Another run's leftover in the flat layout, so that New finds one and
+	// Prepare clears the flat paths of each run.
+	leftover := filepath.Join(data, "workspaces", "old-flat-run")
+	if err := os.MkdirAll(leftover, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	w := newWorkspaces(t, data)
 	other := ""
 	for i := 0; other == ""; i++ {
@@ -433,9 +439,9 @@ func TestRunIDThatNamesAShard(t *testing.T) {
 	if err := w.Remove("3"); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results} {
+	for _, d := range []string{ws.Dir, ws.Home, ws.TmpDir, ws.Results, leftover} {
 		if !exists(d) {
-			t.Errorf("run 3's Prepare and Remove took %s of run %s (shard 3) with them", d, other)
+			t.Errorf("run 3's Prepare and Remove took %s with them (run %s lies in shard 3)", d, other)
 		}
 	}
 }
