@@ -40,7 +40,15 @@ steps:
 			if res.Status != succeeded || len(res.Outputs) != 2 {
 				t.Fatalf("run %s: %s\n%s", res.Status, res.Error, sink.All())
 			}
-			p, mode := res.Outputs[0].Value, res.Outputs[1].Value
+			var p, mode string
+			for _, o := range res.Outputs {
+				switch o.Name {
+				case "P":
+					p = o.Value
+				case "M":
+					mode = o.Value
+				}
+			}
 			if mode != "644" {
 				t.Errorf("the event file's mode is %s, want 644 (readable by a step's user, writable by hookrun's alone)", mode)
 			}
