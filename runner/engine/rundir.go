@@ -21,7 +21,7 @@ import (
 // whoever prepared the run), else one the run makes for itself and
 // removes at its end.
 type runDir struct {
-	what string // "event file directory", "results folder": for errors and the log
+	what string // "results folder": for errors and the log
 	path string // host path; "" until made
 	tmp  string // the folder make created; "" when given
 }
