@@ -112,7 +112,7 @@ func RunLocal(ctx context.Context, o LocalOptions) int {
 		fmt.Fprintf(o.Stderr, "hookrun run: %v\n", err)
 		return ExitUsage
 	}
-	// The event file lies outside dir (in a directory of the run's own
+	// The event file lies outside dir (a file of the run's own in TMPDIR
 	// without a checkout): the user's directory stays as it was.
 	res := eng.Run(ctx, RunSpec{ID: o.RunID, Attempt: 1, Workflow: o.Workflow, Event: ev, Workspace: dir, HeadSHA: headSHA, Params: o.Params, EventFile: eventFile, Results: resultsDir})
 

@@ -107,14 +107,7 @@ func writeOwnReadable(pattern string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeShared(f, data); err != nil {
 		_ = os.Remove(f.Name())
 		return "", err
 	}
@@ -140,7 +133,13 @@ func writeReadable(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	return writeShared(f, data)
+}
+
+// writeShared writes data to f, makes it readable by everyone (mode 0644,
+// whatever the umask or the mode it was created with) and closes it.
+func writeShared(f *os.File, data []byte) error {
+	_, err := f.Write(data)
 	if err == nil {
 		err = f.Chmod(0o644)
 	}
