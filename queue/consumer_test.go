@@ -110,7 +110,11 @@ func TestDeadConsumerRedelivered(t *testing.T) {
 
 func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	t.Parallel()
-	const ackWait = 1500 * time.Millisecond
+	// Six heartbeats per AckWait: a redelivery needs 2.5 s without one
+	// reaching the server. With 1.5 s and the default AckWait/3 (1 s
+	// without one) a loaded machine running make test's packages side by
+	// side under -race redelivered once.
+	const ackWait, heartbeat = 3 * time.Second, 500 * time.Millisecond
 	srv := openTest(t, queue.Config{Listen: "127.0.0.1:0"})
 	ctx := testCtx(t, 30*time.Second)
 	if _, err := srv.Publish(ctx, testRequest("slow")); err != nil {
@@ -128,7 +132,7 @@ func TestHeartbeatPreventsRedelivery(t *testing.T) {
 	// Two runners compete on the durable; only heartbeats keep the second
 	// from getting the run while the first works on it.
 	for _, q := range []*testQueue{srv, openRemote(t, srv)} {
-		c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: ackWait, Concurrency: 2, FetchWait: 200 * time.Millisecond}, h)
+		c, err := q.Consume(ctx, queue.ConsumerConfig{AckWait: ackWait, Heartbeat: heartbeat, Concurrency: 2, FetchWait: 200 * time.Millisecond}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
