@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,6 +357,61 @@ func TestRunIndexRestartsAStalledWatch(t *testing.T) {
 	}
 	if x.Len() != 6 {
 		t.Fatalf("index holds %d records, want 6", x.Len())
+	}
+}
+
+// The stall check asks the server for the newest revision of the watched
+// keys (for a wildcard, a walk of every subject of the stream) only when
+// the stream took a message since the check before: checks of an idle
+// bucket read its last sequence and nothing more. A write makes the next
+// check ask once; a watch gone deaf is still found
+// (TestRunIndexRestartsAStalledWatch).
+func TestStallCheckAsksOnlyAfterAWrite(t *testing.T) {
+	t.Parallel()
+	q := openTest(t, queue.Config{})
+	ctx := testCtx(t, time.Minute)
+	rs := q.Runs()
+	seedRecords(t, q, 5, specRecord)
+	nc, err := q.Connect("count-stall-reads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var asked atomic.Int64
+	if _, err := nc.Subscribe(jsAPIPrefix+"STREAM.MSG.GET."+rs.index.stream, func(*nats.Msg) { asked.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const every = 50 * time.Millisecond
+	rs.index.stallEvery = every
+	x := rs.StartIndex()
+	if err := x.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// asksAfter waits for the checks to have asked want times, then lets
+	// twenty more checks pass and wants no more asks than that.
+	asksAfter := func(when string, want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); asked.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(every)
+		}
+		time.Sleep(20 * every)
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if n := asked.Load(); n != want {
+			t.Fatalf("%s: the stall checks asked for the newest revision %d times, want %d", when, n, want)
+		}
+	}
+	asksAfter("an idle bucket", 1)
+	if _, err := rs.Create(ctx, &RunRecord{ID: queue.NewRunID(), Workflow: "later", Status: workflows.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	asksAfter("after a write", 2)
+	if err := x.Health(); err != nil {
+		t.Fatalf("health after the checks: %v", err)
 	}
 }
 
