@@ -730,12 +730,15 @@ type stallCheck struct {
 // newest revision only when the stream took a message since the last
 // check: while it took none, no revision newer than last.owed can exist,
 // and last.owed is applied already. A check that could not read the newest
-// revision (or found none) asks again the next time.
+// revision (or found none) asks again the next time. Both reads together
+// take at most half the check's interval.
 func (x *watchIndex) stalled(ctx context.Context, last stallCheck) (stallCheck, error) {
 	if applied := x.appliedRevision(); last.owed > applied {
 		return stallCheck{}, fmt.Errorf("watching the %s's bucket: stalled: revision %d was in the bucket %s ago and is not applied (applied %d)",
 			x.name, last.owed, x.stallEvery, applied)
 	}
+	ctx, cancel := context.WithTimeout(ctx, x.stallEvery/2)
+	defer cancel()
 	seq := x.lastSequence(ctx)
 	if seq != 0 && seq == last.lastSeq && last.owed != 0 {
 		return last, nil
@@ -746,8 +749,6 @@ func (x *watchIndex) stalled(ctx context.Context, last stallCheck) (stallCheck, 
 // lastSequence is the last sequence of the watched bucket's stream, from
 // its leader (STREAM.INFO); 0 when it cannot be read.
 func (x *watchIndex) lastSequence(ctx context.Context) uint64 {
-	ctx, cancel := context.WithTimeout(ctx, x.stallEvery/2)
-	defer cancel()
 	s, err := x.js.Stream(ctx, x.stream)
 	if err != nil {
 		return 0
