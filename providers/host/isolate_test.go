@@ -497,7 +497,9 @@ func TestIsolationReachesWorkspaceBelowPrivateDirs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var out bytes.Buffer
+	// Apart: the two pipes are copied by two goroutines, so the error of
+	// the last cat could land between the lines of the first two.
+	var out, errOut bytes.Buffer
 	res, err := isolated(data).Exec(context.Background(), contract.ExecRequest{
 		Argv:      []string{"sh", "-c", `echo ok > f && cat f && echo h > "$HOME/h" && cat "$HOME/h"; cat ` + filepath.Join(private, "beside.txt")},
 		Env:       []workflows.EnvVar{pathEnv, {Name: "HOME", Value: home}},
@@ -505,13 +507,13 @@ func TestIsolationReachesWorkspaceBelowPrivateDirs(t *testing.T) {
 		Workspace: ws,
 		Home:      home,
 		Stdout:    &out,
-		Stderr:    &out,
+		Stderr:    &errOut,
 	})
 	if err != nil {
-		t.Fatalf("Exec: %v (%q)", err, out.String())
+		t.Fatalf("Exec: %v (%q, %q)", err, out.String(), errOut.String())
 	}
-	if !strings.HasPrefix(out.String(), "ok\nh\n") || strings.Contains(out.String(), "beside-data") || res.ExitCode == 0 {
-		t.Fatalf("exit %d, output %q: want the workspace and HOME usable and the private directory's other files unreadable", res.ExitCode, out.String())
+	if out.String() != "ok\nh\n" || strings.Contains(errOut.String(), "beside-data") || res.ExitCode == 0 {
+		t.Fatalf("exit %d, output %q, errors %q: want the workspace and HOME usable and the private directory's other files unreadable", res.ExitCode, out.String(), errOut.String())
 	}
 }
 
