@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hookrun/hookrun/queue"
+	"github.com/hookrun/hookrun/queue/queuetest"
 	"github.com/hookrun/hookrun/workflows"
 )
 
@@ -372,36 +372,24 @@ func TestStallCheckAsksOnlyAfterAWrite(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	rs := q.Runs()
 	seedRecords(t, q, 5, specRecord)
-	nc, err := q.Connect("count-stall-reads")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	var asked atomic.Int64
-	if _, err := nc.Subscribe(jsAPIPrefix+"STREAM.MSG.GET."+rs.index.stream, func(*nats.Msg) { asked.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	const every = 50 * time.Millisecond
+	asked := queuetest.Requests(t, q.Queue, jsAPIPrefix+"STREAM.MSG.GET."+rs.index.stream)
+	// Long enough that a loaded machine applies a write before the check
+	// after the one that read it (or that check reports a stall).
+	const every = 250 * time.Millisecond
 	rs.index.stallEvery = every
 	x := rs.StartIndex()
 	if err := x.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// asksAfter waits for the checks to have asked want times, then lets
-	// twenty more checks pass and wants no more asks than that.
+	// ten more checks pass and wants no more asks than that.
 	asksAfter := func(when string, want int64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); asked.Load() < want && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(10 * time.Second); asked()[0] < want && time.Now().Before(deadline); {
 			time.Sleep(every)
 		}
-		time.Sleep(20 * every)
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		if n := asked.Load(); n != want {
+		time.Sleep(10 * every)
+		if n := asked()[0]; n != want {
 			t.Fatalf("%s: the stall checks asked for the newest revision %d times, want %d", when, n, want)
 		}
 	}
